@@ -1,0 +1,56 @@
+//===- KernelSignature.h - What a kernel function looks like from outside -===//
+//
+// A kernel is a public function whose body is one tessel op whose operands
+// are the function's arguments. Its signature, as the runtime sees it, is the
+// list of buffers (named after the op's operands) with each dimension either
+// a constant or an affine use of a named shape symbol (T, B, ...), plus the
+// integer shape parameters the kernel was specialised on. The host entry
+// wrapper, tessel-aot and the bundle all derive from this one description.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_DIALECT_TESSEL_IR_KERNELSIGNATURE_H
+#define TESSEL_DIALECT_TESSEL_IR_KERNELSIGNATURE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <utility>
+
+namespace mlir::tessel {
+
+/// One dimension: `constant` when `symbol < 0`, else
+/// `symbols[symbol] * mul + add`.
+struct KernelDim {
+  int symbol = -1;
+  int64_t mul = 1;
+  int64_t add = 0;
+  int64_t constant = 0;
+};
+
+struct KernelArg {
+  std::string name;
+  MemRefType type;
+  bool isOutput = false;
+  SmallVector<KernelDim> dims;
+};
+
+struct KernelSignature {
+  Operation *op = nullptr;
+  /// In function-argument order.
+  SmallVector<KernelArg> args;
+  /// Shape symbols, in order of first use; each becomes one i64 parameter.
+  SmallVector<std::string> symbols;
+  /// Named shape parameters (heads, head dims, block size, ...).
+  SmallVector<std::pair<std::string, int64_t>> params;
+};
+
+/// Analyses a kernel function; emits an error naming the function and the
+/// problem (not exactly one tessel op, an operand that is not a distinct
+/// argument, a non-memref argument, a non-identity layout) on failure.
+FailureOr<KernelSignature> analyzeKernel(func::FuncOp func);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_DIALECT_TESSEL_IR_KERNELSIGNATURE_H

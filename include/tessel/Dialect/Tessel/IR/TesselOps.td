@@ -1,0 +1,527 @@
+//===- TesselOps.td - Tessel operations --------------------*- tablegen -*-===//
+//
+// Every op works on memrefs in destination-passing style. Shapes below use
+// T (tokens), B (requests), Hq/Hkv (query/KV heads), D (head dim), NB (cache
+// blocks), BS (block size), MB (max blocks per request), G (groups), P
+// (partials). Every verifier message has a test in
+// test/Dialect/Tessel/invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_OPS_TD
+#define TESSEL_OPS_TD
+
+include "tessel/Dialect/Tessel/IR/TesselBase.td"
+include "tessel/Dialect/Tessel/IR/TesselAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
+
+class Tessel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tessel_Dialect, mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+// Reads and writes its memref operands; the kernel ops have no results.
+defvar Tessel_Buffer = Arg<AnyMemRef, "", [MemRead]>;
+defvar Tessel_OutBuffer = Arg<AnyMemRef, "", [MemWrite]>;
+defvar Tessel_OptOutBuffer = Arg<Optional<AnyMemRef>, "", [MemWrite]>;
+
+//===----------------------------------------------------------------------===//
+// Attention (MHA / GQA)
+//===----------------------------------------------------------------------===//
+
+def Tessel_PrefillAttentionOp : Tessel_Op<"prefill_attention"> {
+  let summary = "varlen attention of new prompts over themselves";
+  let description = [{
+    Attention of a ragged batch of new prompts, like
+    `flash_attn_varlen_func`. Request `b` owns tokens
+    `[cu_seqlens[b], cu_seqlens[b+1])` of `q`, `k` and `v`. Query head `h`
+    reads KV head `h / (Hq / Hkv)` (GQA). With `causal`, token `i` of a request
+    attends to tokens `0..i` of the same request.
+
+    `out[t, h] = softmax(scale * q[t,h] . K^T) V`; the optional `lse[h, t]`
+    is the natural-log log-sum-exp of the scaled scores (fp32), `-inf` for a
+    query that sees no key (then `out` is zero).
+
+    `q`/`k` head dim and `v`/`out` head dim may differ (MLA non-absorbed
+    prefill: 192 and 128). `out` may be fp32 when the inputs are 16-bit.
+
+    Shapes: q `[T, Hq, Dqk]`, k `[T, Hkv, Dqk]`, v `[T, Hkv, Dv]`,
+    cu_seqlens `[B + 1]` i32, out `[T, Hq, Dv]`, lse `[Hq, T]` f32.
+
+    Example:
+
+    ```mlir
+    tessel.prefill_attention q(%q : memref<?x32x128xbf16>)
+        k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
+        cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
+        {scale = 0.0883883 : f32, causal}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k, Tessel_Buffer:$v,
+                   Tessel_Buffer:$cu_seqlens, Tessel_OutBuffer:$out,
+                   Tessel_OptOutBuffer:$lse, F32Attr:$scale, UnitAttr:$causal);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)` `k` `(` $k `:` type($k) `)`
+    `v` `(` $v `:` type($v) `)`
+    `cu_seqlens` `(` $cu_seqlens `:` type($cu_seqlens) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)? attr-dict
+  }];
+}
+
+def Tessel_DecodeAttentionOp : Tessel_Op<"decode_attention"> {
+  let summary = "one query token per request against a paged KV cache";
+  let description = [{
+    Decode: request `b` has one query token `q[b]` and `seq_lens[b]` tokens in
+    the paged cache. Token `j` of request `b` lives in block
+    `block_table[b, j / BS]` at offset `j % BS`. The query attends to all of
+    them (the query token's own K/V are already in the cache).
+
+    `tessel-decompose-phases` splits long contexts into split-KV partials
+    (`tessel.paged_attention` over windows) merged by `tessel.lse_merge_n`.
+
+    Shapes: q `[B, Hq, Dqk]`; caches in `layout` (see `KVLayout`);
+    block_table `[B, MB]` i32; seq_lens `[B]` i32; out `[B, Hq, Dv]`;
+    lse `[Hq, B]` f32.
+
+    Example:
+
+    ```mlir
+    tessel.decode_attention q(%q : memref<?x32x128xbf16>)
+        k_cache(%kc : memref<?x16x8x128xbf16>)
+        v_cache(%vc : memref<?x16x8x128xbf16>)
+        block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>)
+        out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 0.0883883 : f32}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k_cache,
+                   Tessel_Buffer:$v_cache, Tessel_Buffer:$block_table,
+                   Tessel_Buffer:$seq_lens, Tessel_OutBuffer:$out,
+                   Tessel_OptOutBuffer:$lse, F32Attr:$scale,
+                   Tessel_KVLayoutAttr:$layout);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `k_cache` `(` $k_cache `:` type($k_cache) `)`
+    `v_cache` `(` $v_cache `:` type($v_cache) `)`
+    `block_table` `(` $block_table `:` type($block_table) `)`
+    `seq_lens` `(` $seq_lens `:` type($seq_lens) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)? `layout` `(` $layout `)` attr-dict
+  }];
+}
+
+def Tessel_ExtendAttentionOp : Tessel_Op<"extend_attention"> {
+  let summary = "new tokens of requests with a cached context";
+  let description = [{
+    Extend: request `b` has new tokens `[cu_seqlens[b], cu_seqlens[b+1])`
+    (their q, k, v given directly) and `context_lens[b]` cached tokens in the
+    paged cache. New token `i` attends to all cached tokens and to new tokens
+    `0..i` of its request.
+
+    `tessel-decompose-phases` rewrites it as attention over the cached
+    context in chunks of a token budget (`tessel.paged_attention` with a
+    window), causal attention of the new tokens over themselves
+    (`tessel.prefill_attention`), and `tessel.lse_merge`s.
+
+    Shapes: q `[T, Hq, Dqk]`, k `[T, Hkv, Dqk]`, v `[T, Hkv, Dv]`; caches in
+    `layout`; block_table `[B, MB]`; cu_seqlens `[B + 1]`; context_lens `[B]`;
+    out `[T, Hq, Dv]`; lse `[Hq, T]`.
+
+    Example:
+
+    ```mlir
+    tessel.extend_attention q(%q : memref<?x32x128xbf16>)
+        k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
+        k_cache(%kc : memref<?x16x8x128xbf16>)
+        v_cache(%vc : memref<?x16x8x128xbf16>)
+        block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
+        context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
+        layout(nhd) {scale = 0.0883883 : f32}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k, Tessel_Buffer:$v,
+                   Tessel_Buffer:$k_cache, Tessel_Buffer:$v_cache,
+                   Tessel_Buffer:$block_table, Tessel_Buffer:$cu_seqlens,
+                   Tessel_Buffer:$context_lens, Tessel_OutBuffer:$out,
+                   Tessel_OptOutBuffer:$lse, F32Attr:$scale,
+                   Tessel_KVLayoutAttr:$layout);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)` `k` `(` $k `:` type($k) `)`
+    `v` `(` $v `:` type($v) `)`
+    `k_cache` `(` $k_cache `:` type($k_cache) `)`
+    `v_cache` `(` $v_cache `:` type($v_cache) `)`
+    `block_table` `(` $block_table `:` type($block_table) `)`
+    `cu_seqlens` `(` $cu_seqlens `:` type($cu_seqlens) `)`
+    `context_lens` `(` $context_lens `:` type($context_lens) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)? `layout` `(` $layout `)` attr-dict
+  }];
+}
+
+def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegments]> {
+  let summary = "queries over a window of a paged cached context";
+  let description = [{
+    The building block of split-KV decode and chunked extend: every query
+    token of request `b` attends (without a causal mask) to the cached tokens
+    `[window_start, min(window_start + window_len, context_lens[b]))` of
+    that request, or to all `context_lens[b]` of them without a window.
+    Queries are `[cu_seqlens[b], cu_seqlens[b+1])`; without `cu_seqlens`
+    request `b` has exactly one query token, `q[b]` (decode).
+
+    A query that sees no key gets a zero output and an LSE of `-inf`, the
+    identity of `tessel.lse_merge`.
+
+    Shapes: q `[T, Hq, Dqk]`; caches in `layout`; block_table `[B, MB]`;
+    cu_seqlens `[B + 1]`; context_lens `[B]`; out `[T, Hq, Dv]`;
+    lse `[Hq, T]` f32.
+
+    Example:
+
+    ```mlir
+    tessel.paged_attention q(%q : memref<?x32x128xbf16>)
+        k_cache(%kc : memref<?x16x8x128xbf16>)
+        v_cache(%vc : memref<?x16x8x128xbf16>)
+        block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>)
+        out(%o : memref<?x32x128xf32>) lse(%l : memref<32x?xf32>)
+        window(%start, %len) layout(nhd) {scale = 0.0883883 : f32}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k_cache,
+                   Tessel_Buffer:$v_cache, Tessel_Buffer:$block_table,
+                   Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens,
+                   Tessel_Buffer:$context_lens, Tessel_OutBuffer:$out,
+                   Tessel_OptOutBuffer:$lse, Optional<Index>:$window_start,
+                   Optional<Index>:$window_len, F32Attr:$scale,
+                   Tessel_KVLayoutAttr:$layout);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `k_cache` `(` $k_cache `:` type($k_cache) `)`
+    `v_cache` `(` $v_cache `:` type($v_cache) `)`
+    `block_table` `(` $block_table `:` type($block_table) `)`
+    (`cu_seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)?
+    `context_lens` `(` $context_lens `:` type($context_lens) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)?
+    (`window` `(` $window_start^ `,` $window_len `)`)?
+    `layout` `(` $layout `)` attr-dict
+  }];
+}
+
+def Tessel_ReshapeAndCacheOp : Tessel_Op<"reshape_and_cache"> {
+  let summary = "write new tokens' K and V into a paged cache";
+  let description = [{
+    Token `t` is written to slot `slot_mapping[t]` (block
+    `slot / BS`, offset `slot % BS`) of both caches, in `layout`. A negative
+    slot (padding) or a slot outside the cache is skipped.
+
+    Shapes: k `[T, Hkv, Dk]`, v `[T, Hkv, Dv]`, slot_mapping `[T]` i32; caches
+    in `layout`.
+
+    Example:
+
+    ```mlir
+    tessel.reshape_and_cache k(%k : memref<?x8x128xbf16>)
+        v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>)
+        v_cache(%vc : memref<?x16x8x128xbf16>)
+        slot_mapping(%s : memref<?xi32>) layout(nhd)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$k, Tessel_Buffer:$v,
+                   Tessel_OutBuffer:$k_cache, Tessel_OutBuffer:$v_cache,
+                   Tessel_Buffer:$slot_mapping, Tessel_KVLayoutAttr:$layout);
+  let assemblyFormat = [{
+    `k` `(` $k `:` type($k) `)` `v` `(` $v `:` type($v) `)`
+    `k_cache` `(` $k_cache `:` type($k_cache) `)`
+    `v_cache` `(` $v_cache `:` type($v_cache) `)`
+    `slot_mapping` `(` $slot_mapping `:` type($slot_mapping) `)`
+    `layout` `(` $layout `)` attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MLA
+//===----------------------------------------------------------------------===//
+
+def Tessel_MLADecodeOp : Tessel_Op<"mla_decode", [AttrSizedOperandSegments]> {
+  let summary = "absorbed multi-head latent attention decode";
+  let description = [{
+    DeepSeek-style MLA decode with the projections absorbed: q `[B, H, L+R]`
+    (latent L, rope R) against one latent KV head in a paged cache
+    `[NB, BS, L+R]`. Keys are the whole 576-wide rows; values are their first
+    `L` dims; out is `[B, H, L]`; lse `[H, B]`. With a window, only cached
+    tokens `[window_start, window_start + window_len)` are read (split-KV).
+
+    Example (DeepSeek-V3):
+
+    ```mlir
+    tessel.mla_decode q(%q : memref<?x128x576xbf16>)
+        kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>)
+        seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>)
+        {scale = 0.0721688 : f32}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$kv_cache,
+                   Tessel_Buffer:$block_table, Tessel_Buffer:$seq_lens,
+                   Tessel_OutBuffer:$out, Tessel_OptOutBuffer:$lse,
+                   Optional<Index>:$window_start, Optional<Index>:$window_len,
+                   F32Attr:$scale);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv_cache` `(` $kv_cache `:` type($kv_cache) `)`
+    `block_table` `(` $block_table `:` type($block_table) `)`
+    `seq_lens` `(` $seq_lens `:` type($seq_lens) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)?
+    (`window` `(` $window_start^ `,` $window_len `)`)? attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// LSE merge
+//===----------------------------------------------------------------------===//
+
+def Tessel_LseMergeOp : Tessel_Op<"lse_merge"> {
+  let summary = "merge two partial attention results by log-sum-exp";
+  let description = [{
+    For each token `t` and head `h`, with `a = lse_a[h,t]`, `b = lse_b[h,t]`
+    (an LSE of `+inf` counts as `-inf`, an empty partial):
+    `m = max(a, b)`, `wa = exp(a - m)`, `wb = exp(b - m)`,
+    `out = (o_a * wa + o_b * wb) / (wa + wb)`, `lse_out = m + log(wa + wb)`.
+    When both are `-inf`, `out = o_a` and `lse_out = -inf`: never NaN.
+    `out` and `lse_out` may alias `o_a` and `lse_a` (an in-place merge).
+
+    Shapes: o_a, o_b, out `[T, H, D]`; lse_a, lse_b, lse_out `[H, T]` f32.
+
+    Example:
+
+    ```mlir
+    tessel.lse_merge a(%oa : memref<?x32x128xf32>, %la : memref<32x?xf32>)
+        b(%ob : memref<?x32x128xf32>, %lb : memref<32x?xf32>)
+        out(%o : memref<?x32x128xbf16>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$o_a, Tessel_Buffer:$lse_a,
+                   Tessel_Buffer:$o_b, Tessel_Buffer:$lse_b,
+                   Tessel_OutBuffer:$out, Tessel_OptOutBuffer:$lse_out);
+  let assemblyFormat = [{
+    `a` `(` $o_a `:` type($o_a) `,` $lse_a `:` type($lse_a) `)`
+    `b` `(` $o_b `:` type($o_b) `,` $lse_b `:` type($lse_b) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse_out` `(` $lse_out^ `:` type($lse_out) `)`)? attr-dict
+  }];
+}
+
+def Tessel_LseMergeNOp : Tessel_Op<"lse_merge_n"> {
+  let summary = "merge N partial attention results by log-sum-exp";
+  let description = [{
+    The N-way form of `tessel.lse_merge` used by split-KV:
+    `m = max_p lse[p,h,t]`, `w_p = exp(lse[p,h,t] - m)`,
+    `out = sum_p w_p o[p] / sum_p w_p`, `lse_out = m + log(sum_p w_p)`, with the
+    same infinity rules (all partials empty: `out = 0`, `lse_out = -inf`).
+
+    Shapes: partials `[P, T, H, D]`, partial_lse `[P, H, T]` f32,
+    out `[T, H, D]`, lse_out `[H, T]` f32.
+
+    Example:
+
+    ```mlir
+    tessel.lse_merge_n partials(%p : memref<?x?x32x128xf32>,
+                                %pl : memref<?x32x?xf32>)
+        out(%o : memref<?x32x128xbf16>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$partials, Tessel_Buffer:$partial_lse,
+                   Tessel_OutBuffer:$out, Tessel_OptOutBuffer:$lse_out);
+  let assemblyFormat = [{
+    `partials` `(` $partials `:` type($partials) `,`
+                   $partial_lse `:` type($partial_lse) `)`
+    `out` `(` $out `:` type($out) `)`
+    (`lse_out` `(` $lse_out^ `:` type($lse_out) `)`)? attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Ragged grouped matmul
+//===----------------------------------------------------------------------===//
+
+def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
+  let summary = "ragged-M grouped matmul (MoE forward and dgrad)";
+  let description = [{
+    Group `g` owns rows `[group_offsets[g-1], group_offsets[g])` of `a` and
+    `c` (`group_offsets` are int32 cumulative ends, `group_offsets[-1] = 0`):
+    `c[rows_g] = a[rows_g] . op(b[g])`, accumulated in fp32. Rows past the
+    last offset are set to zero. Offsets are clamped to `[previous end, T]`.
+
+    `b` is stacked, `[G, N, K]` with `trans_b` (an `nn.Linear` weight) or
+    `[G, K, N]` without; or a pointer table `[G]` of i64 addresses of
+    per-expert matrices of shape `b_shape` (`[N, K]` with `trans_b`, else
+    `[K, N]`) with the element type of `a`, read in place.
+
+    Shapes: a `[T, K]`, group_offsets `[G]` i32, c `[T, N]`.
+
+    Example:
+
+    ```mlir
+    tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+        b(%b : memref<128x512x2048xbf16>) group_offsets(%g : memref<128xi32>)
+        c(%c : memref<?x512xbf16>) {trans_b}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$a, Tessel_Buffer:$b,
+                   Tessel_Buffer:$group_offsets, Tessel_OutBuffer:$c,
+                   UnitAttr:$trans_b, OptionalAttr<DenseI64ArrayAttr>:$b_shape);
+  let assemblyFormat = [{
+    `a` `(` $a `:` type($a) `)` `b` `(` $b `:` type($b) `)`
+    `group_offsets` `(` $group_offsets `:` type($group_offsets) `)`
+    `c` `(` $c `:` type($c) `)` attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// True when `b` is a table of per-group pointers.
+    bool isPointerTable();
+    /// N and K of every group's B matrix.
+    int64_t getN();
+    int64_t getK();
+  }];
+}
+
+def Tessel_GroupedMatmulWgradOp : Tessel_Op<"grouped_matmul_wgrad"> {
+  let summary = "ragged-K grouped matmul (MoE weight gradient)";
+  let description = [{
+    `c[g] = a[rows_g]^T . b[rows_g]` accumulated in fp32, with rows as in
+    `tessel.grouped_matmul`; an empty group writes zeros.
+
+    Shapes: a `[T, M]`, b `[T, N]`, group_offsets `[G]` i32, c `[G, M, N]`.
+
+    Example:
+
+    ```mlir
+    tessel.grouped_matmul_wgrad a(%dy : memref<?x512xbf16>)
+        b(%x : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
+        c(%dw : memref<128x512x2048xf32>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$a, Tessel_Buffer:$b,
+                   Tessel_Buffer:$group_offsets, Tessel_OutBuffer:$c);
+  let assemblyFormat = [{
+    `a` `(` $a `:` type($a) `)` `b` `(` $b `:` type($b) `)`
+    `group_offsets` `(` $group_offsets `:` type($group_offsets) `)`
+    `c` `(` $c `:` type($c) `)` attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MoE glue
+//===----------------------------------------------------------------------===//
+
+def Tessel_ExpertHistogramOp : Tessel_Op<"expert_histogram"> {
+  let summary = "tokens per expert and their cumulative ends";
+  let description = [{
+    `counts[e]` is the number of entries of `topk_ids` equal to `e`;
+    `group_offsets[e] = counts[0] + ... + counts[e]`. Ids outside `[0, E)`
+    (dropped tokens) are not counted.
+
+    Shapes: topk_ids `[T, k]` i32, counts `[E]` i32, group_offsets `[E]` i32.
+
+    Example:
+
+    ```mlir
+    tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>)
+        counts(%n : memref<128xi32>) group_offsets(%g : memref<128xi32>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$topk_ids, Tessel_OutBuffer:$counts,
+                   Tessel_OutBuffer:$group_offsets);
+  let assemblyFormat = [{
+    `topk_ids` `(` $topk_ids `:` type($topk_ids) `)`
+    `counts` `(` $counts `:` type($counts) `)`
+    `group_offsets` `(` $group_offsets `:` type($group_offsets) `)` attr-dict
+  }];
+}
+
+def Tessel_ExpertSortOp : Tessel_Op<"expert_sort"> {
+  let summary = "stable expert-sorted order of the (token, slot) rows";
+  let description = [{
+    Row `r = t * k + j` stands for slot `j` of token `t`. `sorted_rows[p]` is
+    the row at position `p` of the expert-sorted order: rows of expert `e`
+    occupy `[group_offsets[e-1], group_offsets[e])`, in increasing row order
+    (stable). `row_positions[t, j]` is the inverse: the position of row
+    `t * k + j`, or -1 if its id is outside `[0, E)`; such rows are not
+    placed and the tail of `sorted_rows` is filled with -1.
+
+    Shapes: topk_ids `[T, k]` i32, group_offsets `[E]` i32 (from
+    `tessel.expert_histogram`), sorted_rows `[T * k]` i32,
+    row_positions `[T, k]` i32.
+
+    Example:
+
+    ```mlir
+    tessel.expert_sort topk_ids(%ids : memref<?x8xi32>)
+        group_offsets(%g : memref<128xi32>)
+        sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x8xi32>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$topk_ids, Tessel_Buffer:$group_offsets,
+                   Tessel_OutBuffer:$sorted_rows,
+                   Tessel_OutBuffer:$row_positions);
+  let assemblyFormat = [{
+    `topk_ids` `(` $topk_ids `:` type($topk_ids) `)`
+    `group_offsets` `(` $group_offsets `:` type($group_offsets) `)`
+    `sorted_rows` `(` $sorted_rows `:` type($sorted_rows) `)`
+    `row_positions` `(` $row_positions `:` type($row_positions) `)` attr-dict
+  }];
+}
+
+def Tessel_MoePermuteOp : Tessel_Op<"moe_permute"> {
+  let summary = "gather token rows into expert order";
+  let description = [{
+    `out[p] = x[sorted_rows[p] / topk]`; a negative or out-of-range entry
+    gives a zero row.
+
+    Shapes: x `[T, H]`, sorted_rows `[R]` i32, out `[R, H]`.
+
+    Example:
+
+    ```mlir
+    tessel.moe_permute x(%x : memref<?x2048xbf16>)
+        sorted_rows(%s : memref<?xi32>) out(%o : memref<?x2048xbf16>)
+        {topk = 8 : i64}
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$x, Tessel_Buffer:$sorted_rows,
+                   Tessel_OutBuffer:$out, I64Attr:$topk);
+  let assemblyFormat = [{
+    `x` `(` $x `:` type($x) `)`
+    `sorted_rows` `(` $sorted_rows `:` type($sorted_rows) `)`
+    `out` `(` $out `:` type($out) `)` attr-dict
+  }];
+}
+
+def Tessel_MoeUnpermuteOp : Tessel_Op<"moe_unpermute"> {
+  let summary = "weighted combine of each token's expert rows";
+  let description = [{
+    `out[t] = sum_{j < k} weights[t, j] * y[row_positions[t, j]]`, summed in
+    fp32 in the order `j = 0..k-1` (deterministic, no atomics); a negative or
+    out-of-range position contributes nothing.
+
+    Shapes: y `[R, H]`, row_positions `[T, k]` i32, weights `[T, k]` (f32 or
+    the element type of y), out `[T, H]`.
+
+    Example:
+
+    ```mlir
+    tessel.moe_unpermute y(%y : memref<?x2048xbf16>)
+        row_positions(%p : memref<?x8xi32>) weights(%w : memref<?x8xf32>)
+        out(%o : memref<?x2048xbf16>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$y, Tessel_Buffer:$row_positions,
+                   Tessel_Buffer:$weights, Tessel_OutBuffer:$out);
+  let assemblyFormat = [{
+    `y` `(` $y `:` type($y) `)`
+    `row_positions` `(` $row_positions `:` type($row_positions) `)`
+    `weights` `(` $weights `:` type($weights) `)`
+    `out` `(` $out `:` type($out) `)` attr-dict
+  }];
+}
+
+#endif // TESSEL_OPS_TD
