@@ -6,6 +6,7 @@
 #include "tessel/Dialect/Tessel/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -35,11 +36,12 @@ void mlir::tessel::buildHostPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 
   // bf16 conversions become integer code (no libgcc helpers needed), strided
-  // subviews become plain descriptor arithmetic.
+  // subviews become plain descriptor arithmetic (affine, then arith).
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
 
   // Everything is in the LLVM dialect.
   pm.addPass(createSCFToControlFlowPass());

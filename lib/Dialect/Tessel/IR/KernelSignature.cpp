@@ -248,8 +248,7 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSignature> {
     return func.emitError() << "kernel '" << func.getName() << "': " << msg;
   };
-  if (func.isExternal())
-    return fail("has no body");
+  // Public functions always have a body (MLIR rejects public declarations).
   Block &body = func.getBody().front();
   if (func.getBody().getBlocks().size() != 1 || body.getOperations().size() != 2)
     return fail("the body must be exactly one tessel op and a return");
@@ -262,19 +261,15 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
     return fail("kernels return nothing; outputs are arguments");
 
   SpecBuilder b;
-  bool known =
-      TypeSwitch<Operation *, bool>(op)
-          .Case<PrefillAttentionOp, DecodeAttentionOp, ExtendAttentionOp,
-                PagedAttentionOp, ReshapeAndCacheOp, MLADecodeOp, LseMergeOp,
-                LseMergeNOp, GroupedMatmulOp, GroupedMatmulWgradOp,
-                ExpertHistogramOp, ExpertSortOp, MoePermuteOp, MoeUnpermuteOp>(
-              [&](auto typed) {
-                describe(typed, b);
-                return true;
-              })
-          .Default([](Operation *) { return false; });
-  if (!known)
-    return fail("'" + op->getName().getStringRef() + "' cannot be a kernel");
+  TypeSwitch<Operation *>(op)
+      .Case<PrefillAttentionOp, DecodeAttentionOp, ExtendAttentionOp,
+            PagedAttentionOp, ReshapeAndCacheOp, MLADecodeOp, LseMergeOp,
+            LseMergeNOp, GroupedMatmulOp, GroupedMatmulWgradOp,
+            ExpertHistogramOp, ExpertSortOp, MoePermuteOp, MoeUnpermuteOp>(
+          [&](auto typed) { describe(typed, b); })
+      .Default([](Operation *) {
+        llvm_unreachable("every tessel op has a kernel description");
+      });
   if (op->getNumOperands() != b.operands.size())
     return fail("kernel ops take only buffers; '" +
                 op->getName().getStringRef() +
@@ -283,9 +278,8 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
   // Map each function argument to the operand spec that uses it.
   SmallVector<const OperandSpec *> byArg(func.getNumArguments(), nullptr);
   for (const OperandSpec &s : b.operands) {
-    auto arg = dyn_cast<BlockArgument>(s.value);
-    if (!arg || arg.getOwner() != &body)
-      return fail("operand '" + s.name + "' must be a function argument");
+    // The body is one op, so every operand is a function argument.
+    auto arg = cast<BlockArgument>(s.value);
     if (byArg[arg.getArgNumber()])
       return fail("operand '" + s.name + "' reuses argument #" +
                   Twine(arg.getArgNumber()) + "; kernel operands must be "
