@@ -1,0 +1,115 @@
+//===- tessel/bundle.hpp - Kernel bundle model, reader and writer -*- C++ -*-===//
+//
+// The in-memory model of a kernel bundle and the two functions that turn it
+// into bytes and back. tessel-aot writes bundles with `serializeBundle`; the
+// runtime reads them with `parseBundle`, which validates everything it reads.
+// Plain C++17, no LLVM: the runtime is built on machines without LLVM.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_BUNDLE_HPP
+#define TESSEL_BUNDLE_HPP
+
+#include "tessel/bundle_format.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessel::bundle {
+
+/// A symbolic size; see tessel_bundle_dim.
+struct Dim {
+  int32_t sym = -1;
+  int32_t mul = 1;
+  int64_t add = 0;
+
+  static Dim constant(int64_t value) { return {-1, 1, value}; }
+  static Dim symbol(int32_t sym, int32_t mul = 1, int64_t add = 0) {
+    return {sym, mul, add};
+  }
+  bool isConstant() const { return sym < 0; }
+  bool operator==(const Dim &o) const {
+    return sym == o.sym && mul == o.mul && add == o.add;
+  }
+  bool operator!=(const Dim &o) const { return !(*this == o); }
+};
+
+struct Arg {
+  std::string name;
+  tessel_dtype dtype = TESSEL_DTYPE_INVALID;
+  bool isOutput = false;
+  std::vector<Dim> dims;
+
+  bool operator==(const Arg &o) const {
+    return name == o.name && dtype == o.dtype && isOutput == o.isOutput &&
+           dims == o.dims;
+  }
+  bool operator!=(const Arg &o) const { return !(*this == o); }
+};
+
+struct Kernel {
+  std::string name;
+  std::string op;
+  std::string target;
+  std::string entry;
+  tessel_dtype dtype = TESSEL_DTYPE_INVALID;
+  std::vector<Arg> args;
+  std::vector<std::string> symbols;
+  std::vector<std::pair<std::string, int64_t>> params;
+  std::array<Dim, 3> grid = {Dim::constant(1), Dim::constant(1),
+                             Dim::constant(1)};
+  std::array<uint32_t, 3> gridDiv = {1, 1, 1};
+  std::array<uint32_t, 3> block = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<uint8_t> binary;
+
+  bool operator==(const Kernel &o) const {
+    return name == o.name && op == o.op && target == o.target &&
+           entry == o.entry && dtype == o.dtype && args == o.args &&
+           symbols == o.symbols && params == o.params && grid == o.grid &&
+           gridDiv == o.gridDiv && block == o.block &&
+           sharedBytes == o.sharedBytes && binary == o.binary;
+  }
+  bool operator!=(const Kernel &o) const { return !(*this == o); }
+};
+
+/// Targets a bundle may name. Anything else is rejected by the reader.
+bool isKnownTarget(const std::string &target);
+/// Comma-separated list of the known targets, for error messages.
+const char *knownTargetList();
+
+/// CRC-32 (IEEE 802.3, the zlib one) of `size` bytes.
+uint32_t crc32(const uint8_t *data, size_t size);
+
+/// The value the header's crc32 field must hold for this file: the CRC-32 of
+/// all `size` bytes with the crc32 field read as zero. `size` must be at least
+/// sizeof(tessel_bundle_header).
+uint32_t bundleChecksum(const uint8_t *file, size_t size);
+
+/// Why parseBundle rejected its input.
+enum class ParseError {
+  None,        ///< It did not: the bundle is valid.
+  Corrupt,     ///< The bytes are not a valid bundle.
+  Unsupported, ///< Well-formed, but newer than this code (version, target).
+};
+
+/// Serializes kernels into bundle bytes. Returns "" on success, or a message
+/// naming the first kernel that cannot be written (duplicate name, too many
+/// args, ...).
+std::string serializeBundle(const std::vector<Kernel> &kernels,
+                            std::vector<uint8_t> &out);
+
+/// Parses and validates bundle bytes. Returns "" on success, or a message that
+/// names what is wrong (bad magic, unsupported version, checksum mismatch, an
+/// offset or size out of bounds, unknown target, duplicate kernel name, ...).
+/// Never reads outside [data, data + size).
+/// `kind`, when given, receives why it failed.
+std::string parseBundle(const uint8_t *data, size_t size,
+                        std::vector<Kernel> &out, ParseError *kind = nullptr);
+
+} // namespace tessel::bundle
+
+#endif // TESSEL_BUNDLE_HPP

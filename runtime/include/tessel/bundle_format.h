@@ -1,0 +1,111 @@
+/*===- tessel/bundle_format.h - On-disk layout of a kernel bundle -*- C -*-===*
+ *
+ * The kernel bundle is the one file that travels from the compiler
+ * (tessel-aot) to the runtime. This header is the single definition of its
+ * layout: the writer (runtime/src/bundle/writer.cpp, used by tessel-aot) and
+ * the reader (runtime/src/bundle/reader.cpp) both include it.
+ *
+ * All integers are little-endian. Every offset is from the start of the file.
+ * docs/bundle-format.md explains the format for readers of the file.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef TESSEL_BUNDLE_FORMAT_H
+#define TESSEL_BUNDLE_FORMAT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TESSEL_BUNDLE_MAGIC "TESSELKB"
+#define TESSEL_BUNDLE_VERSION 1u
+
+/* Upper bounds the reader enforces before it allocates anything, so a
+ * corrupt count cannot make it allocate gigabytes. */
+#define TESSEL_BUNDLE_MAX_KERNELS 65536u
+#define TESSEL_BUNDLE_MAX_ARGS 64u
+#define TESSEL_BUNDLE_MAX_RANK 8u
+#define TESSEL_BUNDLE_MAX_SYMBOLS 64u
+#define TESSEL_BUNDLE_MAX_PARAMS 64u
+
+/* Element types of kernel arguments. */
+typedef enum tessel_dtype {
+  TESSEL_DTYPE_INVALID = 0,
+  TESSEL_DTYPE_F32 = 1,
+  TESSEL_DTYPE_F16 = 2,
+  TESSEL_DTYPE_BF16 = 3,
+  TESSEL_DTYPE_I32 = 4,
+  TESSEL_DTYPE_I64 = 5,
+} tessel_dtype;
+
+/* File header, at offset 0. */
+typedef struct tessel_bundle_header {
+  char magic[8];            /* TESSEL_BUNDLE_MAGIC, no terminator */
+  uint32_t version;         /* TESSEL_BUNDLE_VERSION */
+  uint32_t header_size;     /* sizeof(tessel_bundle_header) */
+  uint64_t file_size;       /* must equal the size of the file */
+  uint32_t crc32;           /* CRC-32 (IEEE) of bytes [0, file_size), this
+                               field read as zero: the header is covered too */
+  uint32_t num_kernels;
+  uint32_t kernel_record_size; /* sizeof(tessel_bundle_kernel) */
+  uint32_t reserved0;
+  uint64_t kernels_offset;  /* num_kernels tessel_bundle_kernel records */
+  uint64_t strings_offset;  /* string table: NUL-terminated UTF-8 strings */
+  uint64_t strings_size;
+} tessel_bundle_header;
+
+/* A symbolic size: value = (sym < 0) ? add : symbols[sym] * mul + add.
+ * Tensor dims and launch dims use it; the runtime checks that every tensor
+ * dimension equals its expression and derives the symbol values from them.
+ * A constant has sym == -1, mul == 1, add >= 0; a symbolic dim has mul >= 1. */
+typedef struct tessel_bundle_dim {
+  int32_t sym;
+  int32_t mul;
+  int64_t add;
+} tessel_bundle_dim;
+
+/* One kernel argument: a dense row-major buffer. */
+typedef struct tessel_bundle_arg {
+  uint32_t name;            /* string offset: the operand name, e.g. "q" */
+  uint8_t dtype;            /* tessel_dtype */
+  uint8_t rank;             /* <= TESSEL_BUNDLE_MAX_RANK */
+  uint8_t is_output;        /* 1 if the kernel writes it */
+  uint8_t reserved0;
+  uint64_t dims_offset;     /* rank tessel_bundle_dim records */
+} tessel_bundle_arg;
+
+/* A named integer shape parameter, e.g. ("num_q_heads", 32). */
+typedef struct tessel_bundle_param {
+  uint32_t key;             /* string offset */
+  uint32_t reserved0;
+  int64_t value;
+} tessel_bundle_param;
+
+/* One kernel. Launch geometry: grid[i] = ceildiv(dim value, grid_div[i]). */
+typedef struct tessel_bundle_kernel {
+  uint32_t name;            /* string offset, unique per target */
+  uint32_t op;              /* string offset: the tessel op, e.g. "tessel.decode_attention" */
+  uint32_t target;          /* string offset: "host", "sm80", "gfx942", ... */
+  uint32_t entry;           /* string offset: symbol of the entry in the binary */
+  uint32_t dtype;           /* tessel_dtype of the main data operands */
+  uint32_t num_args;        /* <= TESSEL_BUNDLE_MAX_ARGS */
+  uint64_t args_offset;     /* num_args tessel_bundle_arg records */
+  uint32_t num_symbols;     /* <= TESSEL_BUNDLE_MAX_SYMBOLS */
+  uint32_t num_params;      /* <= TESSEL_BUNDLE_MAX_PARAMS */
+  uint64_t symbols_offset;  /* num_symbols uint32 string offsets (symbol names) */
+  uint64_t params_offset;   /* num_params tessel_bundle_param records */
+  tessel_bundle_dim grid[3];
+  uint32_t grid_div[3];
+  uint32_t block[3];        /* threads per block (1,1,1 on the host) */
+  uint32_t shared_bytes;    /* dynamic shared memory per block */
+  uint32_t reserved0;
+  uint64_t binary_offset;
+  uint64_t binary_size;
+} tessel_bundle_kernel;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSEL_BUNDLE_FORMAT_H */

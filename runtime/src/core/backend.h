@@ -1,0 +1,75 @@
+//===- core/backend.h - The interface of a device backend -------*- C++ -*-===//
+//
+// The core (device, bundle and launch code) is backend-neutral: it validates
+// bundles and launch arguments, computes launch geometry and marshals kernel
+// parameters, then hands the result to a Backend. A backend only knows how to
+// turn one kernel's binary into something launchable and how to launch it.
+//
+// Backends that talk to a driver (CUDA: the driver API from a dlopen'ed
+// libcuda.so.1; HIP: libamdhip64.so) resolve the driver in their factory, so
+// a missing driver is a TESSEL_UNAVAILABLE from tessel_device_open, never a
+// link-time dependency of libtessel_runtime.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CORE_BACKEND_H
+#define TESSEL_RUNTIME_CORE_BACKEND_H
+
+#include "tessel/bundle.hpp"
+#include "tessel/runtime.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace tessel::runtime {
+
+/// A kernel a backend has loaded (a dlopen handle, a CUmodule/CUfunction, a
+/// hipModule_t/hipFunction_t). Destroying it unloads it; the owning Backend
+/// outlives it.
+class LoadedKernel {
+public:
+  virtual ~LoadedKernel() = default;
+};
+
+/// One opened device. Instances are created by a BackendFactory and owned by
+/// a tessel_device. Calls may come from several threads at once (loads of
+/// different bundles, launches of loaded kernels), so implementations must be
+/// thread-safe; the host backend holds no mutable state.
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// The name tessel_device_open accepts: "host", "cuda", "hip".
+  virtual const char *name() const = 0;
+
+  /// The bundle target whose kernels this device runs: "host", "sm80",
+  /// "gfx942", ... Bundle loading keeps exactly the kernels of this target.
+  virtual const char *target() const = 0;
+
+  /// Makes `kernel` launchable. The reader has validated it, and its target
+  /// is target(). On success sets `out`; on failure returns a status whose
+  /// message carries the driver's or loader's own error text.
+  virtual tessel_status loadKernel(const bundle::Kernel &kernel,
+                                   std::unique_ptr<LoadedKernel> &out) = 0;
+
+  /// Launches `kernel`. `params` follows the kernel parameter convention
+  /// (docs/bundle-format.md): params[i] points to the value of parameter i,
+  /// first each argument's data pointer, then each symbol as int64_t; it is
+  /// only valid during the call (cuLaunchKernel and hipModuleLaunchKernel copy
+  /// it). Every grid and block component is >= 1. `stream` is the caller's
+  /// CUstream/hipStream_t, or NULL.
+  virtual tessel_status launch(LoadedKernel &kernel, void **params,
+                               const uint32_t grid[3], const uint32_t block[3],
+                               uint32_t sharedBytes, void *stream) = 0;
+};
+
+/// Opens device `ordinal` of one backend. Fails with TESSEL_UNAVAILABLE when
+/// the driver or device is missing, listing every attempt that failed.
+using BackendFactory = tessel_status (*)(int ordinal,
+                                         std::unique_ptr<Backend> &out);
+
+/// The host backend: kernels are ELF shared objects run on the calling thread.
+tessel_status createHostBackend(int ordinal, std::unique_ptr<Backend> &out);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_CORE_BACKEND_H

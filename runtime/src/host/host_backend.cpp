@@ -1,0 +1,183 @@
+//===- host/host_backend.cpp - Run host kernels on the calling thread -----===//
+//
+// A host kernel's binary is an ELF shared object whose entry has the type
+// `void entry(void **params)`. The object only exists in memory, so it is
+// written to an anonymous memfd and dlopen'ed through /proc/self/fd; where
+// that is impossible (no memfd_create, seccomp, no /proc) it goes through a
+// temporary file in $TMPDIR that is unlinked right after dlopen. Every failed
+// attempt ends up in the error message.
+//
+// Host launches are synchronous and ignore the grid and block: the host code
+// generator emits the whole iteration space as loops in one call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../core/backend.h"
+#include "../core/status.h"
+#include "../support/format.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace tessel;
+using namespace tessel::runtime;
+
+namespace {
+
+using EntryFn = void (*)(void **params);
+
+class HostKernel final : public LoadedKernel {
+public:
+  HostKernel(void *library, EntryFn entry) : library(library), entry(entry) {}
+  ~HostKernel() override { ::dlclose(library); }
+
+  void *const library;
+  const EntryFn entry;
+};
+
+bool writeAll(int fd, const std::vector<uint8_t> &bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Why a load attempt failed, in the words of each step that failed.
+struct Attempts {
+  std::string log;
+  /// dlopen ran and rejected the object: another route would not help.
+  bool rejected = false;
+};
+
+/// dlopens `path`; on failure records dlerror().
+void *openLibrary(const std::string &path, Attempts &attempts) {
+  void *library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    attempts.rejected = true;
+    const char *error = ::dlerror();
+    attempts.log += format("dlopen(%s): %s; ", path.c_str(),
+                           error ? error : "unknown error");
+  }
+  return library;
+}
+
+/// Loads `bytes` through an anonymous memfd. Returns null, with the reason
+/// in `attempts`, if it could not.
+void *openThroughMemfd(const std::vector<uint8_t> &bytes,
+                       const std::string &name, Attempts &attempts) {
+  // The memfd name shows up in /proc/<pid>/maps: make it say which kernel.
+  std::string label = ("tessel:" + name).substr(0, 240);
+  int fd = ::memfd_create(label.c_str(), MFD_CLOEXEC);
+  if (fd < 0) {
+    attempts.log += format("memfd_create: %s; ", std::strerror(errno));
+    return nullptr;
+  }
+  void *library = nullptr;
+  std::string path = format("/proc/self/fd/%d", fd);
+  if (!writeAll(fd, bytes))
+    attempts.log += format("writing the memfd: %s; ", std::strerror(errno));
+  else if (::access(path.c_str(), R_OK) != 0)
+    attempts.log += format("%s: %s; ", path.c_str(), std::strerror(errno));
+  else
+    library = openLibrary(path, attempts);
+  ::close(fd); // the mapping dlopen made keeps the contents alive
+  return library;
+}
+
+/// Loads `bytes` through a temporary file, unlinked once loaded.
+void *openThroughTempFile(const std::vector<uint8_t> &bytes,
+                          Attempts &attempts) {
+  const char *dir = std::getenv("TMPDIR");
+  std::string path =
+      std::string(dir && *dir ? dir : "/tmp") + "/tessel-kernel-XXXXXX";
+  int fd = ::mkstemp(&path[0]);
+  if (fd < 0) {
+    attempts.log +=
+        format("mkstemp(%s): %s; ", path.c_str(), std::strerror(errno));
+    return nullptr;
+  }
+  void *library = nullptr;
+  if (!writeAll(fd, bytes))
+    attempts.log +=
+        format("writing %s: %s; ", path.c_str(), std::strerror(errno));
+  else
+    library = openLibrary(path, attempts);
+  ::close(fd);
+  ::unlink(path.c_str());
+  return library;
+}
+
+class HostBackend final : public Backend {
+public:
+  const char *name() const override { return "host"; }
+  const char *target() const override { return "host"; }
+
+  tessel_status loadKernel(const bundle::Kernel &kernel,
+                           std::unique_ptr<LoadedKernel> &out) override {
+    Attempts attempts;
+    // TESSEL_HOST_NO_MEMFD forces the temporary-file path: for sandboxes
+    // that allow memfd_create but not exec mappings of it, and for tests.
+    const char *noMemfd = std::getenv("TESSEL_HOST_NO_MEMFD");
+    void *library = nullptr;
+    if (!noMemfd || !*noMemfd || std::strcmp(noMemfd, "0") == 0)
+      library = openThroughMemfd(kernel.binary, kernel.name, attempts);
+    // Fall back only when the memfd route itself failed: if dlopen rejected
+    // the object, a temporary file will not help.
+    if (!library && !attempts.rejected)
+      library = openThroughTempFile(kernel.binary, attempts);
+    if (!library) {
+      attempts.log.resize(attempts.log.size() - 2); // the trailing "; "
+      return makeStatusf(TESSEL_UNAVAILABLE,
+                         "cannot load the host shared object: %s",
+                         attempts.log.c_str());
+    }
+    ::dlerror(); // clear any stale error before dlsym
+    void *symbol = ::dlsym(library, kernel.entry.c_str());
+    if (!symbol) {
+      // Copy the text now: dlclose may free the buffer dlerror points into.
+      const char *error = ::dlerror();
+      tessel_status status = makeStatusf(
+          TESSEL_CORRUPT_BUNDLE,
+          "entry symbol '%s' not found in the host shared object: %s",
+          kernel.entry.c_str(), error ? error : "the symbol is null");
+      ::dlclose(library);
+      return status;
+    }
+    out = std::make_unique<HostKernel>(library,
+                                       reinterpret_cast<EntryFn>(symbol));
+    return nullptr;
+  }
+
+  tessel_status launch(LoadedKernel &kernel, void **params,
+                       const uint32_t * /*grid*/, const uint32_t * /*block*/,
+                       uint32_t /*sharedBytes*/, void *stream) override {
+    if (stream)
+      return makeStatus(TESSEL_INVALID_ARGUMENT,
+                        "the host backend has no streams; pass NULL");
+    static_cast<HostKernel &>(kernel).entry(params);
+    return nullptr;
+  }
+};
+
+} // namespace
+
+tessel_status
+tessel::runtime::createHostBackend(int ordinal, std::unique_ptr<Backend> &out) {
+  if (ordinal != 0)
+    return makeStatusf(TESSEL_NOT_FOUND,
+                       "the host backend has one device (ordinal 0); got "
+                       "ordinal %d",
+                       ordinal);
+  out = std::make_unique<HostBackend>();
+  return nullptr;
+}

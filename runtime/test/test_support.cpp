@@ -1,0 +1,202 @@
+//===- test/test_support.cpp - Helpers shared by the runtime tests --------===//
+
+#include "test_support.h"
+
+#include <fstream>
+#include <iterator>
+
+namespace tessel::test {
+
+const std::vector<uint8_t> &hostKernelsObject() {
+  static const std::vector<uint8_t> bytes = [] {
+    std::ifstream in(TESSEL_TEST_HOST_KERNELS, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>());
+  }();
+  return bytes;
+}
+
+namespace {
+
+bundle::Arg arg(const char *name, tessel_dtype dtype, bool isOutput,
+                std::vector<bundle::Dim> dims) {
+  bundle::Arg a;
+  a.name = name;
+  a.dtype = dtype;
+  a.isOutput = isOutput;
+  a.dims = std::move(dims);
+  return a;
+}
+
+bundle::Kernel hostKernel(const char *name, const char *entry,
+                          tessel_dtype dtype) {
+  bundle::Kernel k;
+  k.name = name;
+  k.op = std::string("test.") + name;
+  k.target = "host";
+  k.entry = entry;
+  k.dtype = dtype;
+  k.binary = hostKernelsObject();
+  return k;
+}
+
+} // namespace
+
+bundle::Kernel addKernel() {
+  bundle::Kernel k = hostKernel("add", "add_entry", TESSEL_DTYPE_F32);
+  auto n = bundle::Dim::symbol(0);
+  k.args = {arg("a", TESSEL_DTYPE_F32, false, {n}),
+            arg("b", TESSEL_DTYPE_F32, false, {n}),
+            arg("c", TESSEL_DTYPE_F32, true, {n})};
+  k.symbols = {"N"};
+  k.params = {{"vector_width", 1}};
+  return k;
+}
+
+bundle::Kernel sumPairsKernel() {
+  bundle::Kernel k =
+      hostKernel("sum_pairs", "sum_pairs_entry", TESSEL_DTYPE_F32);
+  k.args = {arg("x", TESSEL_DTYPE_F32, false, {bundle::Dim::symbol(0, 2)}),
+            arg("y", TESSEL_DTYPE_F32, true, {bundle::Dim::symbol(0)})};
+  k.symbols = {"N"};
+  return k;
+}
+
+bundle::Kernel rowSumKernel() {
+  bundle::Kernel k = hostKernel("row_sum", "row_sum_entry", TESSEL_DTYPE_I32);
+  auto r = bundle::Dim::symbol(0);
+  k.args = {arg("x", TESSEL_DTYPE_I32, false, {r, bundle::Dim::constant(4)}),
+            arg("y", TESSEL_DTYPE_I64, true, {r})};
+  k.symbols = {"R"};
+  k.params = {{"cols", 4}};
+  return k;
+}
+
+bundle::Kernel fakeKernel(const std::string &name, const std::string &target) {
+  bundle::Kernel k;
+  k.name = name;
+  k.op = "test.fake";
+  k.target = target;
+  k.entry = name + "_entry";
+  k.dtype = TESSEL_DTYPE_F16;
+  k.args = {arg("x", TESSEL_DTYPE_F16, false, {bundle::Dim::symbol(0)})};
+  k.symbols = {"T"};
+  k.grid = {bundle::Dim::symbol(0), bundle::Dim::constant(1),
+            bundle::Dim::constant(1)};
+  k.gridDiv = {128, 1, 1};
+  k.block = {128, 1, 1};
+  k.binary = {0xDE, 0xAD, 0xBE, 0xEF};
+  return k;
+}
+
+std::vector<uint8_t> pack(const std::vector<bundle::Kernel> &kernels) {
+  std::vector<uint8_t> bytes;
+  std::string error = bundle::serializeBundle(kernels, bytes);
+  EXPECT_EQ(error, "");
+  return bytes;
+}
+
+::testing::AssertionResult succeeds(tessel_status status) {
+  if (!status)
+    return ::testing::AssertionSuccess();
+  auto failure = ::testing::AssertionFailure()
+                 << tessel_status_code_name(tessel_status_get_code(status))
+                 << ": " << tessel_status_message(status);
+  tessel_status_free(status);
+  return failure;
+}
+
+namespace {
+
+/// Checks `message` contains every one of `parts`.
+::testing::AssertionResult contains(const std::string &message,
+                                    std::initializer_list<const char *> parts) {
+  for (const char *part : parts)
+    if (message.find(part) == std::string::npos)
+      return ::testing::AssertionFailure()
+             << "message \"" << message << "\" lacks \"" << part << "\"";
+  return ::testing::AssertionSuccess();
+}
+
+} // namespace
+
+::testing::AssertionResult
+failsWith(tessel_status status, tessel_status_code code,
+          std::initializer_list<const char *> parts) {
+  if (!status)
+    return ::testing::AssertionFailure()
+           << "succeeded, expected " << tessel_status_code_name(code);
+  tessel_status_code actual = tessel_status_get_code(status);
+  std::string message = tessel_status_message(status);
+  tessel_status_free(status);
+  if (actual != code)
+    return ::testing::AssertionFailure()
+           << "code " << tessel_status_code_name(actual) << ", expected "
+           << tessel_status_code_name(code) << " (message: " << message << ")";
+  return contains(message, parts);
+}
+
+::testing::AssertionResult
+parseFails(const std::vector<uint8_t> &bytes, bundle::ParseError kind,
+           std::initializer_list<const char *> parts) {
+  std::vector<bundle::Kernel> kernels;
+  bundle::ParseError actual = bundle::ParseError::None;
+  std::string error =
+      bundle::parseBundle(bytes.data(), bytes.size(), kernels, &actual);
+  if (error.empty())
+    return ::testing::AssertionFailure() << "the bundle parsed";
+  if (actual != kind)
+    return ::testing::AssertionFailure()
+           << "wrong ParseError " << static_cast<int>(actual)
+           << " (message: " << error << ")";
+  return contains(error, parts);
+}
+
+DevicePtr openHost() {
+  tessel_device device = nullptr;
+  EXPECT_TRUE(succeeds(tessel_device_open("host", 0, &device)));
+  return DevicePtr(device);
+}
+
+BundlePtr loadOrFail(tessel_device device, const std::vector<uint8_t> &bytes) {
+  tessel_bundle bundle = nullptr;
+  EXPECT_TRUE(succeeds(
+      tessel_bundle_load_memory(device, bytes.data(), bytes.size(), &bundle)));
+  return BundlePtr(bundle);
+}
+
+size_t kernelAt(const std::vector<uint8_t> &bytes, size_t kernel) {
+  auto header = readAt<tessel_bundle_header>(bytes, 0);
+  return header.kernels_offset + kernel * sizeof(tessel_bundle_kernel);
+}
+
+size_t argAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg) {
+  auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, kernel));
+  return rec.args_offset + arg * sizeof(tessel_bundle_arg);
+}
+
+size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
+             size_t dim) {
+  auto rec = readAt<tessel_bundle_arg>(bytes, argAt(bytes, kernel, arg));
+  return rec.dims_offset + dim * sizeof(tessel_bundle_dim);
+}
+
+size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param) {
+  auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, kernel));
+  return rec.params_offset + param * sizeof(tessel_bundle_param);
+}
+
+tessel_tensor tensor(void *data, tessel_dtype dtype,
+                     std::initializer_list<int64_t> shape) {
+  tessel_tensor t{};
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = static_cast<int32_t>(shape.size());
+  size_t i = 0;
+  for (int64_t s : shape)
+    if (i < TESSEL_BUNDLE_MAX_RANK) // a longer shape only sets the rank
+      t.shape[i++] = s;
+  return t;
+}
+
+} // namespace tessel::test

@@ -1,0 +1,105 @@
+//===- test/test_support.h - Helpers for the runtime tests ------*- C++ -*-===//
+//
+// Kernels of the test shared object described as bundle::Kernel values,
+// RAII owners for runtime handles, assertions on statuses (code AND message),
+// and byte-level patching of bundles for the reader's negative tests.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_TEST_SUPPORT_H
+#define TESSEL_RUNTIME_TEST_SUPPORT_H
+
+#include "tessel/bundle.hpp"
+#include "tessel/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessel::test {
+
+//===-- Kernels ----------------------------------------------------------===//
+
+/// The bytes of host_kernels.c built as a shared object.
+const std::vector<uint8_t> &hostKernelsObject();
+
+/// add: c = a + b; a, b, c: f32[N].
+bundle::Kernel addKernel();
+/// sum_pairs: y[i] = x[2i] + x[2i+1]; x: f32[2*N], y: f32[N].
+bundle::Kernel sumPairsKernel();
+/// row_sum: y[r] = sum_c x[r, c]; x: i32[R, 4], y: i64[R].
+bundle::Kernel rowSumKernel();
+
+/// Serializes `kernels`, failing the test if the writer refuses them.
+std::vector<uint8_t> pack(const std::vector<bundle::Kernel> &kernels);
+
+/// A kernel with a fake binary, for tests that never load it.
+bundle::Kernel fakeKernel(const std::string &name, const std::string &target);
+
+//===-- Handles and statuses ---------------------------------------------===//
+
+struct DeviceDeleter {
+  void operator()(tessel_device d) const { tessel_device_release(d); }
+};
+struct BundleDeleter {
+  void operator()(tessel_bundle b) const { tessel_bundle_release(b); }
+};
+using DevicePtr = std::unique_ptr<tessel_device_t, DeviceDeleter>;
+using BundlePtr = std::unique_ptr<tessel_bundle_t, BundleDeleter>;
+
+/// Passes if `status` is success; frees it.
+::testing::AssertionResult succeeds(tessel_status status);
+
+/// Passes if `status` has `code` and its message contains every substring;
+/// frees it.
+::testing::AssertionResult failsWith(tessel_status status,
+                                     tessel_status_code code,
+                                     std::initializer_list<const char *> parts);
+
+/// Passes if parseBundle rejects `bytes` with `kind` and a message that
+/// contains every substring.
+::testing::AssertionResult
+parseFails(const std::vector<uint8_t> &bytes, bundle::ParseError kind,
+           std::initializer_list<const char *> parts);
+
+/// The host device; fails the test if it cannot be opened.
+DevicePtr openHost();
+
+/// Loads `bytes` on `device`; fails the test if that fails.
+BundlePtr loadOrFail(tessel_device device, const std::vector<uint8_t> &bytes);
+
+//===-- Patching bundles -------------------------------------------------===//
+
+template <typename T> T readAt(const std::vector<uint8_t> &bytes, size_t at) {
+  T value;
+  std::memcpy(&value, bytes.data() + at, sizeof(T));
+  return value;
+}
+
+/// Writes `value` at `at` and recomputes the checksum, so that the reader's
+/// field checks, not its checksum, must catch the change.
+template <typename T>
+void patch(std::vector<uint8_t> &bytes, size_t at, T value) {
+  std::memcpy(bytes.data() + at, &value, sizeof(T));
+  uint32_t crc = bundle::bundleChecksum(bytes.data(), bytes.size());
+  std::memcpy(bytes.data() + offsetof(tessel_bundle_header, crc32), &crc,
+              sizeof crc);
+}
+
+/// File offsets of records inside a serialized bundle.
+size_t kernelAt(const std::vector<uint8_t> &bytes, size_t kernel);
+size_t argAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg);
+size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
+             size_t dim);
+size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param);
+
+/// A tensor descriptor.
+tessel_tensor tensor(void *data, tessel_dtype dtype,
+                     std::initializer_list<int64_t> shape);
+
+} // namespace tessel::test
+
+#endif // TESSEL_RUNTIME_TEST_SUPPORT_H
