@@ -9,7 +9,7 @@
 // NOTKERNEL: error: kernel 'copy': the body must be one tessel op, got 'memref.copy'
 // EMPTY: error: the spec has no public kernel function
 // MISSING: error: cannot open input file '{{.*}}does-not-exist.mlir'
-// INVALID: error: 'tessel.expert_histogram' op 'counts' must be a memref of i32, got f32
+// INVALID: error: 'tessel.expert_histogram' op 'counts' must be a memref of i32, got 'f32'
 
 //--- not-a-kernel.mlir
 func.func @copy(%a: memref<8xi32>, %b: memref<8xi32>) {

@@ -2,6 +2,8 @@
 
 #include "LoopUtils.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -21,6 +23,17 @@ Value LoopBuilder::negInf() {
 Value LoopBuilder::dim(Value memref, unsigned d) {
   return memref::DimOp::create(b, loc, memref, d);
 }
+Value LoopBuilder::minDim(ArrayRef<std::pair<Value, unsigned>> dims) {
+  Value result;
+  for (auto [memref, d] : dims) {
+    if (!memref)
+      continue;
+    Value size = dim(memref, d);
+    result = result ? min(result, size) : size;
+  }
+  assert(result && "minDim needs at least one memref");
+  return result;
+}
 
 Value LoopBuilder::add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
 Value LoopBuilder::sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
@@ -32,6 +45,10 @@ Value LoopBuilder::max(Value x, Value y) { return arith::MaxSIOp::create(b, loc,
 Value LoopBuilder::clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
 Value LoopBuilder::cmp(arith::CmpIPredicate p, Value x, Value y) {
   return arith::CmpIOp::create(b, loc, p, x, y);
+}
+Value LoopBuilder::inBounds(Value x, Value size) {
+  return arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, x, idx(0)),
+                               cmp(arith::CmpIPredicate::slt, x, size));
 }
 
 Value LoopBuilder::fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
@@ -112,4 +129,102 @@ Value LoopBuilder::alloc(MemRefType type, ValueRange dynamicSizes) {
 
 void LoopBuilder::dealloc(Value memref) {
   memref::DeallocOp::create(b, loc, memref);
+}
+
+Value LoopBuilder::memrefAtPointer(Value ptr, MemRefType type,
+                                   ValueRange dynamicSizes) {
+  Type i64 = b.getI64Type();
+  auto constant = [&](int64_t v) -> Value {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  SmallVector<Value> sizes;
+  auto dynamicSize = dynamicSizes.begin();
+  for (int64_t size : type.getShape())
+    sizes.push_back(ShapedType::isDynamic(size) ? *dynamicSize++
+                                                : constant(size));
+
+  int64_t rank = type.getRank();
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  auto dimsType = LLVM::LLVMArrayType::get(i64, rank);
+  auto descType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), {ptrType, ptrType, i64, dimsType, dimsType});
+  Value desc = LLVM::PoisonOp::create(b, loc, descType);
+  auto insert = [&](Value v, ArrayRef<int64_t> position) {
+    desc = LLVM::InsertValueOp::create(b, loc, desc, v, position);
+  };
+  insert(ptr, {0});
+  insert(ptr, {1});
+  insert(constant(0), {2});
+  // Row-major strides, folded to constants while the sizes are static.
+  std::optional<int64_t> staticStride = 1;
+  Value stride = constant(1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    insert(sizes[d], {3, d});
+    insert(stride, {4, d});
+    if (d == 0)
+      break;
+    int64_t size = type.getDimSize(d);
+    if (staticStride && !ShapedType::isDynamic(size)) {
+      staticStride = *staticStride * size;
+      stride = constant(*staticStride);
+    } else {
+      staticStride.reset();
+      stride = LLVM::MulOp::create(b, loc, stride, sizes[d]);
+    }
+  }
+  return UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+}
+
+void LoopBuilder::ifThenElse(Value cond, function_ref<void()> thenBody,
+                             function_ref<void()> elseBody) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  thenBody();
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  elseBody();
+}
+
+Value LoopBuilder::mulAddFree(Value acc, Value x, Value y) {
+  auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  Value prod = arith::MulFOp::create(b, loc, x, y, flags);
+  return arith::AddFOp::create(b, loc, acc, prod, flags);
+}
+
+/// Stores `value` to memref[indices..., *]: one loop per remaining dimension,
+/// innermost over the last (contiguous) one.
+static void fillFrom(LoopBuilder &lb, Value memref, Value value,
+                     SmallVectorImpl<Value> &indices) {
+  if (static_cast<int64_t>(indices.size()) ==
+      cast<MemRefType>(memref.getType()).getRank()) {
+    if (value.getType().isIndex())
+      lb.storeIndex(value, memref, indices);
+    else
+      lb.storeF32(value, memref, indices);
+    return;
+  }
+  lb.forLoop(lb.idx(0), lb.dim(memref, indices.size()), [&](Value iv) {
+    indices.push_back(iv);
+    fillFrom(lb, memref, value, indices);
+    indices.pop_back();
+  });
+}
+
+void LoopBuilder::fill(Value memref, Value value) {
+  SmallVector<Value> indices;
+  fillFrom(*this, memref, value, indices);
+}
+
+Value LoopBuilder::forEachGroup(
+    Value ends, Value limit,
+    function_ref<void(Value g, Value begin, Value end)> body) {
+  Value zero = idx(0);
+  return forLoop(zero, dim(ends, 0), zero,
+                 [&](Value g, ValueRange carried) -> SmallVector<Value> {
+                   Value begin = carried.front();
+                   Value end = clamp(loadIndex(ends, g), begin, limit);
+                   body(g, begin, end);
+                   return {end};
+                 })
+      .front();
 }

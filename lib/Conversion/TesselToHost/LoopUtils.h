@@ -31,6 +31,9 @@ public:
   Value f32(double v);
   Value negInf();
   Value dim(Value memref, unsigned d);
+  /// The smallest of the given (memref, dim) sizes, skipping null memrefs
+  /// (absent optional operands): a loop bound that overruns none of them.
+  Value minDim(ArrayRef<std::pair<Value, unsigned>> dims);
 
   Value add(Value x, Value y);
   Value sub(Value x, Value y);
@@ -43,6 +46,8 @@ public:
   /// clamp(x, lo, hi) = min(max(x, lo), hi).
   Value clamp(Value x, Value lo, Value hi);
   Value cmp(arith::CmpIPredicate p, Value x, Value y);
+  /// 0 <= x < size, for a signed index x (e.g. loaded device metadata).
+  Value inBounds(Value x, Value size);
 
   Value fadd(Value x, Value y);
   Value fsub(Value x, Value y);
@@ -70,10 +75,36 @@ public:
                              function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// if (cond) body().
   void ifThen(Value cond, function_ref<void()> body);
+  /// if (cond) thenBody() else elseBody().
+  void ifThenElse(Value cond, function_ref<void()> thenBody,
+                  function_ref<void()> elseBody);
+
+  /// acc + x * y for a sum whose association the op leaves free (a dot
+  /// product): it carries fastmath<reassoc, contract> so that LLVM may
+  /// vectorize the reduction and fuse FMAs. Not for sums in a defined order.
+  Value mulAddFree(Value acc, Value x, Value y);
+
+  /// Stores `value` to every element of `memref`: an f32 value (narrowed to
+  /// the element type) or an index value (into an integer memref).
+  void fill(Value memref, Value value);
+
+  /// Walks ragged groups given by cumulative ends (`ends[g]`, i32, with
+  /// `ends[-1] = 0`): calls body(g, begin, end) for each group in order, with
+  /// every end clamped to [begin, limit] so that garbage device data never
+  /// leads out of bounds. Returns the last end (0 when there is no group).
+  Value forEachGroup(Value ends, Value limit,
+                     function_ref<void(Value g, Value begin, Value end)> body);
 
   /// Scratch buffers: an f32/i32 allocation and its release.
   Value alloc(MemRefType type, ValueRange dynamicSizes);
   void dealloc(Value memref);
+
+  /// The dense row-major memref of `type` (identity layout) over `ptr`, an
+  /// `!llvm.ptr`, with i64 `dynamicSizes` for its dynamic dims (as for
+  /// alloc): its LLVM descriptor cast to `type`. The cast meets its inverse
+  /// when memrefs are lowered to LLVM and folds away
+  /// (reconcile-unrealized-casts), so the memory is read in place.
+  Value memrefAtPointer(Value ptr, MemRefType type, ValueRange dynamicSizes);
 
 private:
   OpBuilder &b;

@@ -127,6 +127,15 @@ public:
     return success();
   }
 
+  /// A specialised dim that must be static and equal a known value: the
+  /// host loops index with the known value, so a dynamic dim could disagree.
+  LogicalResult staticDimIs(Value v, StringRef name, unsigned d,
+                            int64_t expected, StringRef what) {
+    if (failed(staticDim(v, name, d, what)))
+      return failure();
+    return dimIs(v, name, d, expected, what);
+  }
+
   LogicalResult headDim(int64_t d, StringRef name) {
     if (d % 16 != 0 || d < 16 || d > 256)
       return op->emitOpError() << "head dim of '" << name << "' is " << d
@@ -222,13 +231,13 @@ LogicalResult verifyQueryAndOutput(Checker &c, Value q, Value out, Value lse,
   if (failed(c.headDim(*dq, "q")) || failed(c.headDim(vHeadDim, "v")) ||
       failed(c.headRatio(*hq, kvHeads)) ||
       failed(c.sameDim(out, "out", 0, q, "q", 0, "tokens")) ||
-      failed(c.dimIs(out, "out", 1, *hq, "num_q_heads")) ||
-      failed(c.dimIs(out, "out", 2, vHeadDim, "v head dim")))
+      failed(c.staticDimIs(out, "out", 1, *hq, "num_q_heads")) ||
+      failed(c.staticDimIs(out, "out", 2, vHeadDim, "v head dim")))
     return failure();
   if (!lse)
     return success();
   return failure(failed(c.rank(lse, "lse", 2)) || failed(c.f32Elem(lse, "lse")) ||
-                 failed(c.dimIs(lse, "lse", 0, *hq, "num_q_heads")) ||
+                 failed(c.staticDimIs(lse, "lse", 0, *hq, "num_q_heads")) ||
                  failed(c.sameDim(lse, "lse", 1, q, "q", 0, "tokens")));
 }
 
@@ -236,8 +245,9 @@ LogicalResult verifyQueryAndOutput(Checker &c, Value q, Value out, Value lse,
 /// token count as `ref` (q, or k itself); returns (Hkv, Dqk, Dv).
 FailureOr<CacheShape> verifyNewKV(Checker &c, Value ref, StringRef refName,
                                   Value k, Value v) {
-  if (failed(c.rank(k, "k", 3)) || failed(c.rank(v, "v", 3)) ||
-      failed(c.floatData(ref, refName)) ||
+  // `ref`'s rank first: its dim 0 is read below.
+  if (failed(c.rank(ref, refName, 3)) || failed(c.rank(k, "k", 3)) ||
+      failed(c.rank(v, "v", 3)) || failed(c.floatData(ref, refName)) ||
       failed(c.sameElem(k, "k", ref, refName)) ||
       failed(c.sameElem(v, "v", ref, refName)))
     return failure();
@@ -391,23 +401,23 @@ LogicalResult MLADecodeOp::verify() {
   if (failed(heads) || failed(qDim) || failed(bs) || failed(latent) ||
       failed(c.blockSize(*bs)))
     return failure();
-  if (*qDim % 16 != 0 || *qDim > 1024)
+  if (*qDim % 16 != 0 || *qDim < 16 || *qDim > 1024)
     return emitOpError() << "MLA head dim of 'q' is " << *qDim
-                         << "; it must be a multiple of 16 up to 1024";
-  if (*latent % 16 != 0 || *latent >= *qDim)
+                         << "; it must be a multiple of 16 from 16 to 1024";
+  if (*latent % 16 != 0 || *latent <= 0 || *latent >= *qDim)
     return emitOpError() << "latent dim of 'out' (" << *latent
-                         << ") must be a multiple of 16 smaller than the head "
-                            "dim of 'q' ("
+                         << ") must be a positive multiple of 16 smaller than "
+                            "the head dim of 'q' ("
                          << *qDim << ")";
   if (failed(c.dimIs(cache, "kv_cache", 2, *qDim, "latent + rope dim")) ||
       failed(c.sameDim(out, "out", 0, q, "q", 0, "requests")) ||
-      failed(c.dimIs(out, "out", 1, *heads, "num_heads")) ||
+      failed(c.staticDimIs(out, "out", 1, *heads, "num_heads")) ||
       failed(c.sameDim(q, "q", 0, getSeqLens(), "seq_lens", 0, "requests")))
     return failure();
   if (Value lse = getLse())
     return failure(failed(c.rank(lse, "lse", 2)) ||
                    failed(c.f32Elem(lse, "lse")) ||
-                   failed(c.dimIs(lse, "lse", 0, *heads, "num_heads")) ||
+                   failed(c.staticDimIs(lse, "lse", 0, *heads, "num_heads")) ||
                    failed(c.sameDim(lse, "lse", 1, q, "q", 0, "requests")));
   return success();
 }
@@ -420,7 +430,9 @@ LogicalResult MLADecodeOp::verify() {
 static LogicalResult verifyPartial(Checker &c, Value o, StringRef oName,
                                    Value lse, StringRef lseName, Value ref,
                                    StringRef refName) {
-  if (failed(c.rank(o, oName, 3)) || failed(c.floatData(o, oName)))
+  if (failed(c.rank(o, oName, 3)) || failed(c.floatData(o, oName)) ||
+      failed(c.staticDim(o, oName, 1, "heads")) ||
+      failed(c.staticDim(o, oName, 2, "head_dim")))
     return failure();
   if (o != ref && (failed(c.sameDim(o, oName, 0, ref, refName, 0, "tokens")) ||
                    failed(c.sameDim(o, oName, 1, ref, refName, 1, "heads")) ||
@@ -430,6 +442,7 @@ static LogicalResult verifyPartial(Checker &c, Value o, StringRef oName,
     return success();
   return failure(failed(c.rank(lse, lseName, 2)) ||
                  failed(c.f32Elem(lse, lseName)) ||
+                 failed(c.staticDim(lse, lseName, 0, "heads")) ||
                  failed(c.sameDim(lse, lseName, 0, o, oName, 1, "heads")) ||
                  failed(c.sameDim(lse, lseName, 1, o, oName, 0, "tokens")));
 }
@@ -449,8 +462,11 @@ LogicalResult LseMergeNOp::verify() {
   Checker c(*this);
   Value p = getPartials(), pl = getPartialLse(), out = getOut();
   if (failed(c.rank(p, "partials", 4)) || failed(c.floatData(p, "partials")) ||
+      failed(c.staticDim(p, "partials", 2, "heads")) ||
+      failed(c.staticDim(p, "partials", 3, "head_dim")) ||
       failed(c.rank(pl, "partial_lse", 3)) ||
       failed(c.f32Elem(pl, "partial_lse")) ||
+      failed(c.staticDim(pl, "partial_lse", 1, "heads")) ||
       failed(c.sameDim(pl, "partial_lse", 0, p, "partials", 0, "partials")) ||
       failed(c.sameDim(pl, "partial_lse", 1, p, "partials", 2, "heads")) ||
       failed(c.sameDim(pl, "partial_lse", 2, p, "partials", 1, "tokens")) ||
@@ -522,14 +538,14 @@ LogicalResult GroupedMatmulOp::verify() {
     if (failed(c.rank(b, "b", 3)) || failed(c.sameElem(b, "b", a, "a")) ||
         failed(c.sameDim(b, "b", 0, getGroupOffsets(), "group_offsets", 0,
                          "groups")) ||
-        failed(c.dimIs(b, "b", getTransB() ? 2 : 1, *k, "K")))
+        failed(c.staticDimIs(b, "b", getTransB() ? 2 : 1, *k, "K")))
       return failure();
     auto bn = c.staticDim(b, "b", getTransB() ? 1 : 2, "N");
     if (failed(bn))
       return failure();
     n = *bn;
   }
-  return c.dimIs(out, "c", 1, n, "N");
+  return c.staticDimIs(out, "c", 1, n, "N");
 }
 
 LogicalResult GroupedMatmulWgradOp::verify() {
@@ -538,13 +554,15 @@ LogicalResult GroupedMatmulWgradOp::verify() {
   return failure(
       failed(c.rank(a, "a", 2)) || failed(c.floatData(a, "a")) ||
       failed(c.rank(b, "b", 2)) || failed(c.sameElem(b, "b", a, "a")) ||
+      failed(c.staticDim(a, "a", 1, "M")) ||
+      failed(c.staticDim(b, "b", 1, "N")) ||
       failed(c.rank(out, "c", 3)) || failed(c.outElem(out, "c", a, "a")) ||
       failed(verifyGroupOffsets(c, getGroupOffsets())) ||
       failed(c.sameDim(b, "b", 0, a, "a", 0, "rows")) ||
       failed(c.sameDim(out, "c", 0, getGroupOffsets(), "group_offsets", 0,
                        "groups")) ||
-      failed(c.sameDim(out, "c", 1, a, "a", 1, "M")) ||
-      failed(c.sameDim(out, "c", 2, b, "b", 1, "N")));
+      failed(c.staticDimIs(out, "c", 1, Checker::type(a).getDimSize(1), "M")) ||
+      failed(c.staticDimIs(out, "c", 2, Checker::type(b).getDimSize(1), "N")));
 }
 
 //===----------------------------------------------------------------------===//
@@ -592,17 +610,20 @@ LogicalResult MoePermuteOp::verify() {
   Value x = getX(), out = getOut();
   return failure(
       failed(c.rank(x, "x", 2)) || failed(c.floatData(x, "x")) ||
+      failed(c.staticDim(x, "x", 1, "hidden")) ||
       failed(verifyIndexVector(c, getSortedRows(), "sorted_rows")) ||
       failed(c.rank(out, "out", 2)) || failed(c.sameElem(out, "out", x, "x")) ||
       failed(c.sameDim(out, "out", 0, getSortedRows(), "sorted_rows", 0,
                        "rows")) ||
-      failed(c.sameDim(out, "out", 1, x, "x", 1, "hidden")));
+      failed(c.staticDimIs(out, "out", 1, Checker::type(x).getDimSize(1),
+                           "hidden")));
 }
 
 LogicalResult MoeUnpermuteOp::verify() {
   Checker c(*this);
   Value y = getY(), pos = getRowPositions(), w = getWeights(), out = getOut();
   if (failed(c.rank(y, "y", 2)) || failed(c.floatData(y, "y")) ||
+      failed(c.staticDim(y, "y", 1, "hidden")) ||
       failed(c.rank(pos, "row_positions", 2)) ||
       failed(c.intElem(pos, "row_positions", 32)) ||
       failed(c.rank(w, "weights", 2)) ||
@@ -611,7 +632,8 @@ LogicalResult MoeUnpermuteOp::verify() {
       failed(c.sameDim(w, "weights", 1, pos, "row_positions", 1, "topk")) ||
       failed(c.rank(out, "out", 2)) || failed(c.sameElem(out, "out", y, "y")) ||
       failed(c.sameDim(out, "out", 0, pos, "row_positions", 0, "tokens")) ||
-      failed(c.sameDim(out, "out", 1, y, "y", 1, "hidden")))
+      failed(c.staticDimIs(out, "out", 1, Checker::type(y).getDimSize(1),
+                           "hidden")))
     return failure();
   return success();
 }

@@ -12,15 +12,7 @@ def Tessel_KVLayout : I32EnumAttr<"KVLayout", "layout of a paged KV cache", [
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::tessel";
-  let description = [{
-    `nhd`: K and V caches are each `[num_blocks, block_size, num_kv_heads,
-    head_dim]`.
-
-    `shuffled` (the CDNA pre-shuffled layout), with `x = 16 / sizeof(elem)`:
-    K is `[num_blocks, num_kv_heads, head_dim / x, block_size, x]` and V is
-    `[num_blocks, num_kv_heads, block_size / x, head_dim, x]`, so that one
-    16-byte load per lane lands in the MFMA operand layout.
-  }];
+  // The layouts are described in the dialect description (TesselBase.td).
 }
 
 def Tessel_KVLayoutAttr : EnumAttr<Tessel_Dialect, Tessel_KVLayout, "kv_layout">;

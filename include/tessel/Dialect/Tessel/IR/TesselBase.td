@@ -25,6 +25,19 @@ def Tessel_Dialect : Dialect {
     batches are described by device-resident int32 metadata (`cu_seqlens`,
     `seq_lens`, `group_offsets`). A function whose body is one tessel op is a
     kernel: `tessel-aot` compiles it for each target and writes a bundle.
+
+    Paged KV caches come in two layouts (`layout(nhd)` / `layout(shuffled)`):
+
+    * `nhd`: K and V are each `[num_blocks, block_size, num_kv_heads,
+      head_dim]`;
+    * `shuffled`, the CDNA pre-shuffled layout, with `x = 16 / sizeof(elem)`:
+      K is `[num_blocks, num_kv_heads, head_dim / x, block_size, x]` and V is
+      `[num_blocks, num_kv_heads, block_size / x, head_dim, x]`, so that one
+      16-byte load per lane lands in the MFMA operand layout and decode reads
+      it with no conversion.
+
+    Token `j` of request `b` lives in block `block_table[b, j / block_size]`
+    at offset `j % block_size`.
   }];
   let cppNamespace = "::mlir::tessel";
   let useDefaultAttributePrinterParser = 1;
