@@ -9,6 +9,7 @@ packages=(
   llvm-22-dev llvm-22-tools                 # LLVM 22, FileCheck, lit
   libmlir-22-dev mlir-22-tools              # MLIR 22, mlir-tblgen
   libgtest-dev                              # C++ tests
+  libamdhip64-5                             # HIP 5.2: HIP backend test, no GPU
   python3
 )
 

@@ -2,6 +2,9 @@
 
 #include "test_support.h"
 
+#include "fake_drivers.h"
+
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -86,6 +89,24 @@ bundle::Kernel fakeKernel(const std::string &name, const std::string &target) {
   k.gridDiv = {128, 1, 1};
   k.block = {128, 1, 1};
   k.binary = {0xDE, 0xAD, 0xBE, 0xEF};
+  return k;
+}
+
+bundle::Kernel gpuKernel(const std::string &name, const std::string &target) {
+  bundle::Kernel k = addKernel();
+  k.name = name;
+  k.target = target;
+  k.entry = name + "_entry";
+  k.grid = {bundle::Dim::symbol(0), bundle::Dim::constant(1),
+            bundle::Dim::constant(1)};
+  k.gridDiv = {256, 1, 1};
+  k.block = {256, 1, 1};
+  std::string image = FAKE_IMAGE_PREFIX + target + ":" + name;
+  k.binary.assign(image.begin(), image.end());
+  // The fake CUDA driver reads a C string, like PTX: the runtime must add
+  // the NUL. HIP takes ELF code objects, which the runtime passes as is.
+  if (target.compare(0, 3, "gfx") == 0)
+    k.binary.push_back(0);
   return k;
 }
 
@@ -184,6 +205,19 @@ size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
 size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param) {
   auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, kernel));
   return rec.params_offset + param * sizeof(tessel_bundle_param);
+}
+
+ScopedEnv::ScopedEnv(const char *name, const char *value) : name(name) {
+  if (const char *old = getenv(name))
+    saved = old, hadValue = true;
+  setenv(name, value, 1);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (hadValue)
+    setenv(name, saved.c_str(), 1);
+  else
+    unsetenv(name);
 }
 
 tessel_tensor tensor(void *data, tessel_dtype dtype,

@@ -39,6 +39,11 @@ std::vector<uint8_t> pack(const std::vector<bundle::Kernel> &kernels);
 /// A kernel with a fake binary, for tests that never load it.
 bundle::Kernel fakeKernel(const std::string &name, const std::string &target);
 
+/// add's signature as a GPU kernel (grid ceildiv(N, 256) blocks of 256
+/// threads, entry "<name>_entry") with a binary the fake drivers load:
+/// FAKE_IMAGE_PREFIX "<target>:<name>", NUL-terminated for HIP only.
+bundle::Kernel gpuKernel(const std::string &name, const std::string &target);
+
 //===-- Handles and statuses ---------------------------------------------===//
 
 struct DeviceDeleter {
@@ -99,6 +104,23 @@ size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param);
 /// A tensor descriptor.
 tessel_tensor tensor(void *data, tessel_dtype dtype,
                      std::initializer_list<int64_t> shape);
+
+//===-- Environment ------------------------------------------------------===//
+
+/// Sets an environment variable for the scope of one test; an empty value
+/// counts as unset for the runtime's variables.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  const char *name;
+  std::string saved;
+  bool hadValue = false;
+};
 
 } // namespace tessel::test
 

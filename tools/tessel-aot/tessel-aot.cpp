@@ -166,24 +166,13 @@ FailureOr<SmallVector<std::string>> parseTargets() {
   return targets;
 }
 
-const char *dtypeName(tessel_dtype dtype) {
-  switch (dtype) {
-  case TESSEL_DTYPE_F32: return "f32";
-  case TESSEL_DTYPE_F16: return "f16";
-  case TESSEL_DTYPE_BF16: return "bf16";
-  case TESSEL_DTYPE_I32: return "i32";
-  case TESSEL_DTYPE_I64: return "i64";
-  default: return "?";
-  }
-}
-
 void printTable(ArrayRef<bundle::Kernel> kernels) {
   llvm::outs() << llvm::formatv("{0,-40} {1,-30} {2,-7} {3,-5} {4,10}\n",
                                 "kernel", "op", "target", "dtype", "bytes");
   for (const bundle::Kernel &k : kernels)
     llvm::outs() << llvm::formatv("{0,-40} {1,-30} {2,-7} {3,-5} {4,10}\n",
                                   k.name, k.op, k.target,
-                                  dtypeName(k.dtype), k.binary.size());
+                                  bundle::dtypeName(k.dtype), k.binary.size());
 }
 
 } // namespace

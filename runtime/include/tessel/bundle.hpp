@@ -76,6 +76,10 @@ struct Kernel {
   bool operator!=(const Kernel &o) const { return !(*this == o); }
 };
 
+/// "f32", "f16", "bf16", "i32", "i64"; "invalid" for TESSEL_DTYPE_INVALID and
+/// "unknown" for anything else.
+const char *dtypeName(tessel_dtype dtype);
+
 /// Targets a bundle may name. Anything else is rejected by the reader.
 bool isKnownTarget(const std::string &target);
 /// Comma-separated list of the known targets, for error messages.

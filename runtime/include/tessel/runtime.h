@@ -10,7 +10,8 @@
  *  - Handles are opaque. A bundle keeps its device alive until both are
  *    released; kernels are owned by their bundle.
  *  - Buffers are owned by the caller. On the host backend a "device pointer" is
- *    an ordinary pointer.
+ *    an ordinary pointer; on CUDA/HIP, a device allocation the caller made
+ *    (cuMemAlloc, hipMalloc, a framework's allocator).
  *  - Loading and lookups are thread-safe; launches of one kernel from several
  *    threads are safe when they use distinct buffers.
  *
@@ -51,12 +52,17 @@ const char *tessel_status_code_name(tessel_status_code code);
 
 typedef struct tessel_device_t *tessel_device;
 
-/* backend: "host" (always available), "cuda" or "hip". ordinal: device index. */
+/* backend: "host" (always available), "cuda" or "hip". ordinal: device index
+ * (for CUDA, in the driver's order, which honours CUDA_VISIBLE_DEVICES). */
 tessel_status tessel_device_open(const char *backend, int ordinal,
                                  tessel_device *out_device);
 void tessel_device_release(tessel_device device);
-/* The bundle target this device runs, e.g. "host". */
+/* The bundle target this device prefers, e.g. "host", "sm90", "gfx942". */
 const char *tessel_device_target(tessel_device device);
+/* The bundle targets this device runs, most preferred first (index 0 is
+ * tessel_device_target); NULL past the last. An sm_90 GPU runs "sm90", then
+ * "sm80" (whose binaries are PTX, compiled by the driver when loaded). */
+const char *tessel_device_target_at(tessel_device device, size_t index);
 
 /*===-- Bundles ------------------------------------------------------------===*/
 
@@ -64,15 +70,16 @@ typedef struct tessel_bundle_t *tessel_bundle;
 typedef struct tessel_kernel_t *tessel_kernel;
 
 /* Validates the whole bundle (magic, version, checksum, bounds of every
- * offset and size, known targets, unique names) and loads the kernels built
- * for the device's target. Fails if the bundle has none for it. */
+ * offset and size, known targets, unique names) and loads, for each kernel
+ * name, the kernel built for the device's most preferred target that the
+ * bundle has. Fails if the bundle has no kernel for any of its targets. */
 tessel_status tessel_bundle_load_file(tessel_device device, const char *path,
                                       tessel_bundle *out_bundle);
 tessel_status tessel_bundle_load_memory(tessel_device device, const void *data,
                                         size_t size, tessel_bundle *out_bundle);
 void tessel_bundle_release(tessel_bundle bundle);
 
-/* Kernels of the device's target, in bundle order. */
+/* The loaded kernels, one per name, in bundle order. */
 size_t tessel_bundle_kernel_count(tessel_bundle bundle);
 tessel_kernel tessel_bundle_kernel_at(tessel_bundle bundle, size_t index);
 
@@ -98,6 +105,8 @@ tessel_status tessel_bundle_find_kernel_by_params(tessel_bundle bundle,
 
 const char *tessel_kernel_name(tessel_kernel kernel);
 const char *tessel_kernel_op(tessel_kernel kernel);
+/* The bundle target of the binary that was loaded, e.g. "sm80". */
+const char *tessel_kernel_target(tessel_kernel kernel);
 tessel_dtype tessel_kernel_dtype(tessel_kernel kernel);
 size_t tessel_kernel_num_args(tessel_kernel kernel);
 const char *tessel_kernel_arg_name(tessel_kernel kernel, size_t index);
@@ -116,8 +125,10 @@ typedef struct tessel_tensor {
 
 /* Checks every tensor against the kernel's signature (count, dtype, rank,
  * static dims, the consistency of symbolic dims, alignment, null data) and
- * launches. `stream` is a CUstream/hipStream_t; NULL for the host backend,
- * whose launches are synchronous. */
+ * launches. `stream` is a CUstream/hipStream_t of the kernel's device (NULL:
+ * the default stream); GPU launches are asynchronous, and the grid, block and
+ * shared memory are checked against the device's limits first. The host
+ * backend takes NULL only, and its launches are synchronous. */
 tessel_status tessel_kernel_launch(tessel_kernel kernel,
                                    const tessel_tensor *args, size_t num_args,
                                    void *stream);

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace tessel::runtime {
 
@@ -41,13 +43,16 @@ public:
   /// The name tessel_device_open accepts: "host", "cuda", "hip".
   virtual const char *name() const = 0;
 
-  /// The bundle target whose kernels this device runs: "host", "sm80",
-  /// "gfx942", ... Bundle loading keeps exactly the kernels of this target.
-  virtual const char *target() const = 0;
+  /// The bundle targets whose kernels this device runs, most preferred
+  /// first; never empty. An sm_90 GPU runs {"sm90", "sm80"}: sm90 cubins
+  /// where the bundle has them, else the sm80 kernels' PTX through the
+  /// driver's JIT. Bundle loading keeps, per kernel name, the kernel of the
+  /// first of these targets that the bundle has.
+  virtual const std::vector<std::string> &targets() const = 0;
 
   /// Makes `kernel` launchable. The reader has validated it, and its target
-  /// is target(). On success sets `out`; on failure returns a status whose
-  /// message carries the driver's or loader's own error text.
+  /// is one of targets(). On success sets `out`; on failure returns a status
+  /// whose message carries the driver's or loader's own error text.
   virtual tessel_status loadKernel(const bundle::Kernel &kernel,
                                    std::unique_ptr<LoadedKernel> &out) = 0;
 
@@ -55,8 +60,9 @@ public:
   /// (docs/bundle-format.md): params[i] points to the value of parameter i,
   /// first each argument's data pointer, then each symbol as int64_t; it is
   /// only valid during the call (cuLaunchKernel and hipModuleLaunchKernel copy
-  /// it). Every grid and block component is >= 1. `stream` is the caller's
-  /// CUstream/hipStream_t, or NULL.
+  /// it). Every grid and block component is >= 1; checking them against the
+  /// device's limits is the backend's job, before it launches anything.
+  /// `stream` is the caller's CUstream/hipStream_t, or NULL.
   virtual tessel_status launch(LoadedKernel &kernel, void **params,
                                const uint32_t grid[3], const uint32_t block[3],
                                uint32_t sharedBytes, void *stream) = 0;
@@ -69,6 +75,10 @@ using BackendFactory = tessel_status (*)(int ordinal,
 
 /// The host backend: kernels are ELF shared objects run on the calling thread.
 tessel_status createHostBackend(int ordinal, std::unique_ptr<Backend> &out);
+/// NVIDIA GPUs through the CUDA driver API of a dlopen'ed libcuda.
+tessel_status createCudaBackend(int ordinal, std::unique_ptr<Backend> &out);
+/// AMD GPUs through the HIP module API of a dlopen'ed libamdhip64.
+tessel_status createHipBackend(int ordinal, std::unique_ptr<Backend> &out);
 
 } // namespace tessel::runtime
 

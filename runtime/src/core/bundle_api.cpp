@@ -2,8 +2,9 @@
 //
 // A bundle is validated as a whole (every target's kernels) before any kernel
 // is loaded, so a corrupt file is reported as corrupt on every device, not
-// only on the one whose kernels happen to be damaged. Then only the kernels
-// of the device's target are handed to the backend.
+// only on the one whose kernels happen to be damaged. Then, per kernel name,
+// only the kernel of the device's most preferred target is handed to the
+// backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_map>
 
 using namespace tessel;
 using namespace tessel::runtime;
@@ -35,6 +37,28 @@ void destroyBundle(tessel_bundle bundle) {
   tessel_device_release(device);
 }
 
+/// "target 'host'" or "targets 'sm90' or 'sm80'": how messages name what a
+/// device runs.
+std::string describeTargets(const Backend &backend) {
+  const std::vector<std::string> &targets = backend.targets();
+  std::string out = targets.size() == 1 ? "target " : "targets ";
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (i)
+      out += i + 1 == targets.size() ? " or " : ", ";
+    out += "'" + targets[i] + "'";
+  }
+  return out;
+}
+
+/// Where `target` is in the device's preference order; npos if the device
+/// does not run it.
+size_t preferenceOf(const Backend &backend, const std::string &target) {
+  const std::vector<std::string> &targets = backend.targets();
+  auto it = std::find(targets.begin(), targets.end(), target);
+  return it == targets.end() ? std::string::npos
+                             : static_cast<size_t>(it - targets.begin());
+}
+
 tessel_status loadBundle(tessel_device device, const uint8_t *data, size_t size,
                          tessel_bundle *out) {
   std::vector<bundle::Kernel> kernels;
@@ -46,14 +70,28 @@ tessel_status loadBundle(tessel_device device, const uint8_t *data, size_t size,
                           : TESSEL_CORRUPT_BUNDLE,
                       "invalid bundle: " + error);
 
+  // Per kernel name, the most preferred of the device's targets that the
+  // bundle has it for: an sm90 cubin beats the sm80 PTX of the same kernel.
   Backend &backend = *device->backend;
-  const std::string target = backend.target();
+  std::vector<size_t> preference(kernels.size());
+  std::unordered_map<std::string, size_t> best;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    preference[i] = preferenceOf(backend, kernels[i].target);
+    if (preference[i] == std::string::npos)
+      continue;
+    auto inserted = best.emplace(kernels[i].name, preference[i]);
+    if (!inserted.second)
+      inserted.first->second = std::min(inserted.first->second, preference[i]);
+  }
+
   auto *result = new tessel_bundle_t;
   result->device = device;
   retainDevice(device);
   std::vector<std::string> targets; // of the other kernels, first-seen order
-  for (bundle::Kernel &meta : kernels) {
-    if (meta.target != target) {
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    bundle::Kernel &meta = kernels[i];
+    if (preference[i] == std::string::npos ||
+        best[meta.name] != preference[i]) {
       if (std::find(targets.begin(), targets.end(), meta.target) ==
           targets.end())
         targets.push_back(meta.target);
@@ -73,8 +111,8 @@ tessel_status loadBundle(tessel_device device, const uint8_t *data, size_t size,
   if (result->kernels.empty()) {
     destroyBundle(result);
     return makeStatusf(
-        TESSEL_UNSUPPORTED, "bundle has no kernels for target '%s' (%s)",
-        target.c_str(),
+        TESSEL_UNSUPPORTED, "bundle has no kernels for %s (%s)",
+        describeTargets(backend).c_str(),
         targets.empty()
             ? "it has no kernels"
             : ("it has: " +
@@ -217,7 +255,7 @@ tessel_status tessel_bundle_find_kernel(tessel_bundle bundle, const char *name,
       *out_kernel = kernel.get();
       return nullptr;
     }
-  const char *target = bundle->device->backend->target();
+  const std::string targets = describeTargets(*bundle->device->backend);
   std::vector<std::string> elsewhere;
   for (const auto &other : bundle->otherTargets)
     if (other.first == name)
@@ -225,20 +263,19 @@ tessel_status tessel_bundle_find_kernel(tessel_bundle bundle, const char *name,
   if (!elsewhere.empty())
     return makeStatusf(
         TESSEL_NOT_FOUND,
-        "kernel '%s' is not built for target '%s' (the bundle has it for: "
-        "%s)",
-        name, target,
+        "kernel '%s' is not built for %s (the bundle has it for: %s)", name,
+        targets.c_str(),
         joinLimited(elsewhere, kMaxListed, [](const std::string &t) {
           return t;
         }).c_str());
-  return makeStatusf(
-      TESSEL_NOT_FOUND,
-      "no kernel '%s' for target '%s' in this bundle; it has: %s", name, target,
-      joinLimited(bundle->kernels, kMaxListed,
-                  [](const std::unique_ptr<tessel_kernel_t> &k) {
-                    return k->meta.name;
-                  })
-          .c_str());
+  return makeStatusf(TESSEL_NOT_FOUND,
+                     "no kernel '%s' for %s in this bundle; it has: %s", name,
+                     targets.c_str(),
+                     joinLimited(bundle->kernels, kMaxListed,
+                                 [](const std::unique_ptr<tessel_kernel_t> &k) {
+                                   return k->meta.name;
+                                 })
+                         .c_str());
 }
 
 tessel_status tessel_bundle_find_kernel_by_params(
@@ -277,18 +314,20 @@ tessel_status tessel_bundle_find_kernel_by_params(
     requested.emplace_back(params[i].key, params[i].value);
   std::string wanted = format(
       "op '%s', dtype %s, params %s", op,
-      wantedDtype == TESSEL_DTYPE_INVALID ? "any" : dtypeName(wantedDtype),
+      wantedDtype == TESSEL_DTYPE_INVALID ? "any" : dtypeValueName(wantedDtype),
       describeParams(requested).c_str());
   if (sameOp.empty())
     return makeStatusf(TESSEL_NOT_FOUND,
                        "no kernel matches %s: the bundle has no kernel of "
-                       "op '%s' for target '%s'",
-                       wanted.c_str(), op, bundle->device->backend->target());
+                       "op '%s' for %s",
+                       wanted.c_str(), op,
+                       describeTargets(*bundle->device->backend).c_str());
   return makeStatusf(
       TESSEL_NOT_FOUND, "no kernel matches %s; kernels of this op: %s",
       wanted.c_str(),
       joinLimited(sameOp, kMaxListed, [](const bundle::Kernel *k) {
-        return format("%s (%s, %s)", k->name.c_str(), dtypeName(k->dtype),
+        return format("%s (%s, %s)", k->name.c_str(),
+                      bundle::dtypeName(k->dtype),
                       describeParams(k->params).c_str());
       }).c_str());
 }
@@ -299,6 +338,10 @@ const char *tessel_kernel_name(tessel_kernel kernel) {
 
 const char *tessel_kernel_op(tessel_kernel kernel) {
   return kernel ? kernel->meta.op.c_str() : "";
+}
+
+const char *tessel_kernel_target(tessel_kernel kernel) {
+  return kernel ? kernel->meta.target.c_str() : "";
 }
 
 tessel_dtype tessel_kernel_dtype(tessel_kernel kernel) {

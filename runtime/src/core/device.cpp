@@ -1,8 +1,8 @@
 //===- core/device.cpp - Opening devices ----------------------------------===//
 //
 // The backend table: every backend name the API accepts, and how to open it.
-// A backend that is not built in yet still has a row, so that asking for it
-// says "not built yet" rather than "unknown backend".
+// Every backend is always built in: the GPU ones dlopen their driver when a
+// device is opened, so a machine without one only fails that open.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,27 +17,18 @@ namespace {
 
 struct BackendEntry {
   const char *name;
-  /// Opens a device; null while the backend is not built.
   BackendFactory create;
-  /// Why `create` is null, for the TESSEL_UNAVAILABLE message.
-  const char *notBuilt;
 };
 
 constexpr BackendEntry kBackends[] = {
-    {"host", createHostBackend, nullptr},
-    {"cuda", nullptr,
-     "the cuda backend is not built yet; a later issue adds it (CUDA driver "
-     "API through a dlopen'ed libcuda.so.1)"},
-    {"hip", nullptr,
-     "the hip backend is not built yet; a later issue adds it (HIP module API "
-     "through a dlopen'ed libamdhip64.so)"},
+    {"host", createHostBackend},
+    {"cuda", createCudaBackend},
+    {"hip", createHipBackend},
 };
 
-std::string backendNames(bool onlyBuilt) {
+std::string backendNames() {
   std::string out;
   for (const BackendEntry &entry : kBackends) {
-    if (onlyBuilt && !entry.create)
-      continue;
     if (!out.empty())
       out += ", ";
     out += entry.name;
@@ -61,16 +52,13 @@ tessel_status tessel_device_open(const char *backend, int ordinal,
   if (!backend)
     return makeStatusf(TESSEL_INVALID_ARGUMENT,
                        "backend name is null; valid backends: %s",
-                       backendNames(false).c_str());
+                       backendNames().c_str());
   if (ordinal < 0)
     return makeStatusf(TESSEL_INVALID_ARGUMENT, "device ordinal %d is negative",
                        ordinal);
   for (const BackendEntry &entry : kBackends) {
     if (std::strcmp(entry.name, backend) != 0)
       continue;
-    if (!entry.create)
-      return makeStatusf(TESSEL_UNAVAILABLE, "%s (backends built: %s)",
-                         entry.notBuilt, backendNames(true).c_str());
     std::unique_ptr<Backend> impl;
     if (tessel_status status = entry.create(ordinal, impl))
       return status;
@@ -81,7 +69,7 @@ tessel_status tessel_device_open(const char *backend, int ordinal,
   }
   return makeStatusf(TESSEL_NOT_FOUND,
                      "unknown backend '%s'; valid backends: %s", backend,
-                     backendNames(false).c_str());
+                     backendNames().c_str());
 }
 
 void tessel_device_release(tessel_device device) {
@@ -92,7 +80,13 @@ void tessel_device_release(tessel_device device) {
 }
 
 const char *tessel_device_target(tessel_device device) {
-  return device ? device->backend->target() : "";
+  return device ? device->backend->targets().front().c_str() : "";
+}
+
+const char *tessel_device_target_at(tessel_device device, size_t index) {
+  if (!device || index >= device->backend->targets().size())
+    return nullptr;
+  return device->backend->targets()[index].c_str();
 }
 
 } // extern "C"

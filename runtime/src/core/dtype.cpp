@@ -1,26 +1,8 @@
-//===- core/dtype.cpp - Element type names and sizes ----------------------===//
+//===- core/dtype.cpp - Element type sizes and the dtype C API ------------===//
 
 #include "dtype.h"
 
 namespace tessel::runtime {
-
-const char *dtypeName(DtypeValue value) {
-  switch (value) {
-  case TESSEL_DTYPE_INVALID:
-    return "invalid";
-  case TESSEL_DTYPE_F32:
-    return "f32";
-  case TESSEL_DTYPE_F16:
-    return "f16";
-  case TESSEL_DTYPE_BF16:
-    return "bf16";
-  case TESSEL_DTYPE_I32:
-    return "i32";
-  case TESSEL_DTYPE_I64:
-    return "i64";
-  }
-  return "unknown";
-}
 
 size_t dtypeSize(DtypeValue value) {
   switch (value) {
@@ -45,7 +27,7 @@ size_t tessel_dtype_size(tessel_dtype dtype) {
 }
 
 const char *tessel_dtype_name(tessel_dtype dtype) {
-  return tessel::runtime::dtypeName(tessel::runtime::dtypeValue(dtype));
+  return tessel::runtime::dtypeValueName(tessel::runtime::dtypeValue(dtype));
 }
 
 } // extern "C"

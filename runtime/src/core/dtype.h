@@ -8,6 +8,7 @@
 #ifndef TESSEL_RUNTIME_CORE_DTYPE_H
 #define TESSEL_RUNTIME_CORE_DTYPE_H
 
+#include "tessel/bundle.hpp"
 #include "tessel/runtime.h"
 
 #include <cstring>
@@ -24,8 +25,13 @@ inline DtypeValue dtypeValue(const tessel_dtype &dtype) {
   return value;
 }
 
-/// "f32", ..., "invalid" for 0, "unknown" for values outside the enum.
-const char *dtypeName(DtypeValue value);
+/// bundle::dtypeName of a caller's dtype value; "unknown" for a value outside
+/// the enum, which is never converted to tessel_dtype.
+inline const char *dtypeValueName(DtypeValue value) {
+  return value <= TESSEL_DTYPE_I64
+             ? bundle::dtypeName(static_cast<tessel_dtype>(value))
+             : "unknown";
+}
 /// Bytes per element; 0 for invalid and unknown values.
 size_t dtypeSize(DtypeValue value);
 

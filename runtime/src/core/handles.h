@@ -32,10 +32,10 @@ struct tessel_kernel_t {
 
 struct tessel_bundle_t {
   tessel_device device = nullptr;
-  /// Kernels of the device's target, in bundle order.
+  /// The loaded kernels, one per name, in bundle order.
   std::vector<std::unique_ptr<tessel_kernel_t>> kernels;
-  /// (name, target) of the kernels built for other targets, so a failed
-  /// lookup can say that a kernel exists, just not for this device.
+  /// (name, target) of the kernels that were not loaded, so a failed lookup
+  /// can say that a kernel exists, just not for this device.
   std::vector<std::pair<std::string, std::string>> otherTargets;
 };
 

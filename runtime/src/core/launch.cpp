@@ -85,8 +85,9 @@ tessel_status LaunchChecker::checkArg(size_t index,
     return makeStatusf(TESSEL_INVALID_ARGUMENT,
                        "kernel '%s': arg '%s' has dtype %s (value %u), "
                        "expected %s",
-                       name, argN, dtypeName(dtype),
-                       static_cast<unsigned>(dtype), dtypeName(arg.dtype));
+                       name, argN, dtypeValueName(dtype),
+                       static_cast<unsigned>(dtype),
+                       bundle::dtypeName(arg.dtype));
   if (tensor.rank < 0 ||
       tensor.rank > static_cast<int32_t>(TESSEL_BUNDLE_MAX_RANK))
     return makeStatusf(TESSEL_INVALID_ARGUMENT,
@@ -182,7 +183,7 @@ tessel_status LaunchChecker::checkData(size_t index,
                        "kernel '%s': arg '%s' data %p is not aligned to %zu "
                        "bytes (the size of %s)",
                        name, argName(index), tensor.data, elementSize,
-                       dtypeName(meta.args[index].dtype));
+                       bundle::dtypeName(meta.args[index].dtype));
   return nullptr;
 }
 

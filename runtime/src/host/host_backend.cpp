@@ -120,7 +120,10 @@ void *openThroughTempFile(const std::vector<uint8_t> &bytes,
 class HostBackend final : public Backend {
 public:
   const char *name() const override { return "host"; }
-  const char *target() const override { return "host"; }
+  const std::vector<std::string> &targets() const override {
+    static const std::vector<std::string> kTargets = {"host"};
+    return kTargets;
+  }
 
   tessel_status loadKernel(const bundle::Kernel &kernel,
                            std::unique_ptr<LoadedKernel> &out) override {

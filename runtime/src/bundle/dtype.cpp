@@ -1,0 +1,30 @@
+//===- bundle/dtype.cpp - Element type names ------------------------------===//
+//
+// The one table of dtype names: the runtime's messages and tessel_dtype_name,
+// and tessel-aot's listings, all print dtypes through it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/bundle.hpp"
+
+namespace tessel::bundle {
+
+const char *dtypeName(tessel_dtype dtype) {
+  switch (dtype) {
+  case TESSEL_DTYPE_INVALID:
+    return "invalid";
+  case TESSEL_DTYPE_F32:
+    return "f32";
+  case TESSEL_DTYPE_F16:
+    return "f16";
+  case TESSEL_DTYPE_BF16:
+    return "bf16";
+  case TESSEL_DTYPE_I32:
+    return "i32";
+  case TESSEL_DTYPE_I64:
+    return "i64";
+  }
+  return "unknown";
+}
+
+} // namespace tessel::bundle
