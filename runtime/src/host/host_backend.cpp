@@ -4,8 +4,8 @@
 // `void entry(void **params)`. The object only exists in memory, so it is
 // written to an anonymous memfd and dlopen'ed through /proc/self/fd; where
 // that is impossible (no memfd_create, seccomp, no /proc) it goes through a
-// temporary file in $TMPDIR that is unlinked right after dlopen. Every failed
-// attempt ends up in the error message.
+// temporary file in $TMPDIR. Either stays until the kernel is unloaded (see
+// LoadedFile). Every failed attempt ends up in the error message.
 //
 // Host launches are synchronous and ignore the grid and block: the host code
 // generator emits the whole iteration space as loops in one call.
@@ -30,13 +30,31 @@ namespace {
 
 using EntryFn = void (*)(void **params);
 
+/// Where a loaded object's bytes live. glibc's dlopen hands back an already
+/// loaded library when the path matches one it has seen, so the path must
+/// stay unique (the memfd open, the temporary file linked) until dlclose.
+struct LoadedFile {
+  int fd = -1;
+  std::string path;
+};
+
 class HostKernel final : public LoadedKernel {
 public:
-  HostKernel(void *library, EntryFn entry) : library(library), entry(entry) {}
-  ~HostKernel() override { ::dlclose(library); }
+  HostKernel(void *library, EntryFn entry, LoadedFile file)
+      : library(library), entry(entry), file(std::move(file)) {}
+  ~HostKernel() override {
+    ::dlclose(library);
+    if (file.fd >= 0)
+      ::close(file.fd);
+    if (!file.path.empty())
+      ::unlink(file.path.c_str());
+  }
 
   void *const library;
   const EntryFn entry;
+
+private:
+  LoadedFile file;
 };
 
 bool writeAll(int fd, const std::vector<uint8_t> &bytes) {
@@ -71,10 +89,11 @@ void *openLibrary(const std::string &path, Attempts &attempts) {
   return library;
 }
 
-/// Loads `bytes` through an anonymous memfd. Returns null, with the reason
-/// in `attempts`, if it could not.
+/// Loads `bytes` through an anonymous memfd, which stays open in `file`.
+/// Returns null, with the reason in `attempts`, if it could not.
 void *openThroughMemfd(const std::vector<uint8_t> &bytes,
-                       const std::string &name, Attempts &attempts) {
+                       const std::string &name, Attempts &attempts,
+                       LoadedFile &file) {
   // The memfd name shows up in /proc/<pid>/maps: make it say which kernel.
   std::string label = ("tessel:" + name).substr(0, 240);
   int fd = ::memfd_create(label.c_str(), MFD_CLOEXEC);
@@ -90,13 +109,17 @@ void *openThroughMemfd(const std::vector<uint8_t> &bytes,
     attempts.log += format("%s: %s; ", path.c_str(), std::strerror(errno));
   else
     library = openLibrary(path, attempts);
-  ::close(fd); // the mapping dlopen made keeps the contents alive
+  if (library)
+    file.fd = fd;
+  else
+    ::close(fd);
   return library;
 }
 
-/// Loads `bytes` through a temporary file, unlinked once loaded.
+/// Loads `bytes` through a temporary file, which stays in `file` until the
+/// kernel is unloaded.
 void *openThroughTempFile(const std::vector<uint8_t> &bytes,
-                          Attempts &attempts) {
+                          Attempts &attempts, LoadedFile &file) {
   const char *dir = std::getenv("TMPDIR");
   std::string path =
       std::string(dir && *dir ? dir : "/tmp") + "/tessel-kernel-XXXXXX";
@@ -113,7 +136,10 @@ void *openThroughTempFile(const std::vector<uint8_t> &bytes,
   else
     library = openLibrary(path, attempts);
   ::close(fd);
-  ::unlink(path.c_str());
+  if (library)
+    file.path = path;
+  else
+    ::unlink(path.c_str());
   return library;
 }
 
@@ -132,12 +158,13 @@ public:
     // that allow memfd_create but not exec mappings of it, and for tests.
     const char *noMemfd = std::getenv("TESSEL_HOST_NO_MEMFD");
     void *library = nullptr;
+    LoadedFile file;
     if (!noMemfd || !*noMemfd || std::strcmp(noMemfd, "0") == 0)
-      library = openThroughMemfd(kernel.binary, kernel.name, attempts);
+      library = openThroughMemfd(kernel.binary, kernel.name, attempts, file);
     // Fall back only when the memfd route itself failed: if dlopen rejected
     // the object, a temporary file will not help.
     if (!library && !attempts.rejected)
-      library = openThroughTempFile(kernel.binary, attempts);
+      library = openThroughTempFile(kernel.binary, attempts, file);
     if (!library) {
       attempts.log.resize(attempts.log.size() - 2); // the trailing "; "
       return makeStatusf(TESSEL_UNAVAILABLE,
@@ -153,11 +180,11 @@ public:
           TESSEL_CORRUPT_BUNDLE,
           "entry symbol '%s' not found in the host shared object: %s",
           kernel.entry.c_str(), error ? error : "the symbol is null");
-      ::dlclose(library);
+      HostKernel unload(library, nullptr, std::move(file));
       return status;
     }
-    out = std::make_unique<HostKernel>(library,
-                                       reinterpret_cast<EntryFn>(symbol));
+    out = std::make_unique<HostKernel>(
+        library, reinterpret_cast<EntryFn>(symbol), std::move(file));
     return nullptr;
   }
 

@@ -1,0 +1,355 @@
+//===- AttentionTest.cpp - Prefill, extend and paged attention ------------===//
+//
+// Each test launches one kernel of NumericsKernels.mlir on random ragged
+// batches (request lengths 0, 1, 17, 300, ...) and compares out and lse with
+// a plain double softmax over the keys each query must see. Extend runs
+// against all three bundles: whole-context, chunked at 64 tokens (so a 463
+// token context spans 8 chunks and the LSE merges between them matter) and
+// lowered directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionSetup.h"
+
+#include <chrono>
+#include <cstdio>
+
+using namespace tessel::numerics;
+
+namespace {
+
+constexpr tessel_dtype F32 = TESSEL_DTYPE_F32, BF16 = TESSEL_DTYPE_BF16,
+                       F16 = TESSEL_DTYPE_F16;
+constexpr float kScale64 = 0.125f, kScale128 = 0.0883883476f,
+                kScale256 = 0.0625f, kScale192 = 0.0721687836f;
+
+/// The request each token of a ragged batch belongs to.
+std::vector<int64_t> requestOfToken(const std::vector<int32_t> &cu) {
+  std::vector<int64_t> owner;
+  for (size_t b = 0; b + 1 < cu.size(); ++b)
+    for (int32_t t = cu[b]; t < cu[b + 1]; ++t)
+      owner.push_back(static_cast<int64_t>(b));
+  return owner;
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill
+//===----------------------------------------------------------------------===//
+
+struct PrefillCase {
+  const char *kernel;
+  tessel_dtype dtype, outDtype;
+  int64_t qHeads, kvHeads, qkDim, vDim;
+  float scale;
+  bool causal, hasLse;
+};
+
+// The prefill kernels of NumericsKernels.mlir: dtypes (in, out), heads (q,
+// kv), head dims (qk, v), scale, causal, lse.
+// clang-format off
+const PrefillCase kPrefillF32Gqa1{"prefill_f32_h4kv4_d64",
+    F32, F32, 4, 4, 64, 64, kScale64, true, true};
+const PrefillCase kPrefillF32Gqa4{"prefill_f32_h4kv1_d64",
+    F32, F32, 4, 1, 64, 64, kScale64, true, true};
+const PrefillCase kPrefillF32Gqa4Dim128{"prefill_f32_h8kv2_d128",
+    F32, F32, 8, 2, 128, 128, kScale128, true, true};
+const PrefillCase kPrefillBf16Gqa8Dim256{"prefill_bf16_h8kv1_d256",
+    BF16, BF16, 8, 1, 256, 256, kScale256, true, true};
+const PrefillCase kPrefillF32NonCausal{"prefill_f32_h4kv1_d64_noncausal",
+    F32, F32, 4, 1, 64, 64, kScale64, false, false};
+const PrefillCase kPrefillMla{"prefill_bf16_mla_h4_qk192_v128",
+    BF16, F32, 4, 4, 192, 128, kScale192, true, true};
+const PrefillCase kPrefillF16{"prefill_f16_h4kv2_d64",
+    F16, F16, 4, 2, 64, 64, kScale64, true, true};
+// clang-format on
+
+/// Random q/k/v of a ragged batch and the kernel's cu_seqlens.
+struct PrefillInputs {
+  PrefillInputs(const PrefillCase &c, const std::vector<int32_t> &lengths,
+                Rng &rng)
+      : cu(cumulative(lengths)), tokens(cu.back()),
+        // Queries in [-2, 2]: a softmax with some peaks, so that a key too
+        // many or too few moves the output well past the tolerance.
+        q(randomTensor(c.dtype, {tokens, c.qHeads, c.qkDim}, rng, -2, 2)),
+        k(randomTensor(c.dtype, {tokens, c.kvHeads, c.qkDim}, rng)),
+        v(randomTensor(c.dtype, {tokens, c.kvHeads, c.vDim}, rng)),
+        cuSeqlens(Tensor::i32({static_cast<int64_t>(cu.size())}, cu)),
+        out(Tensor::poisoned(c.outDtype, {tokens, c.qHeads, c.vDim})),
+        lse(Tensor::poisoned(F32, {c.qHeads, tokens})) {}
+
+  std::vector<NamedArg> args(bool hasLse) {
+    std::vector<NamedArg> a = {{"q", &q},
+                               {"k", &k},
+                               {"v", &v},
+                               {"cu_seqlens", &cuSeqlens},
+                               {"out", &out}};
+    if (hasLse)
+      a.push_back({"lse", &lse});
+    return a;
+  }
+
+  std::vector<int32_t> cu;
+  int64_t tokens;
+  Tensor q, k, v, cuSeqlens, out, lse;
+};
+
+/// Token t of request b sees tokens [cu[b], t] (causal) or all of b's.
+AttentionRef prefillReference(const PrefillCase &c, PrefillInputs &in,
+                              const std::vector<int64_t> &onlyTokens = {}) {
+  ref::TokenRows k = tokenRows(in.k), v = tokenRows(in.v);
+  std::vector<int64_t> owner = requestOfToken(in.cu);
+  return attendAll(
+      tokenRows(in.q), c.kvHeads, c.vDim, c.scale,
+      [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+        int64_t b = owner[t];
+        int64_t end = c.causal ? t + 1 : in.cu[b + 1];
+        for (int64_t j = in.cu[b]; j < end; ++j) {
+          keys.push_back(k.row(j, kvHead));
+          values.push_back(v.row(j, kvHead));
+        }
+      },
+      onlyTokens);
+}
+
+void checkPrefill(const PrefillCase &c, const std::vector<int32_t> &lengths,
+                  uint64_t seed) {
+  Rng rng(seed);
+  PrefillInputs in(c, lengths, rng);
+  Kernel kernel(defaultBundle().path, c.kernel);
+  ASSERT_TRUE(kernel.run(in.args(c.hasLse)));
+  AttentionRef r = prefillReference(c, in);
+  EXPECT_TRUE(near("out", in.out, r.out));
+  if (c.hasLse)
+    EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+}
+
+TEST(Prefill, F32Gqa1Dim64) {
+  checkPrefill(kPrefillF32Gqa1, {1, 17, 0, 300, 5}, 101);
+}
+
+TEST(Prefill, F32Gqa4Dim64) {
+  checkPrefill(kPrefillF32Gqa4, {17, 1, 0, 64, 300}, 102);
+}
+
+TEST(Prefill, F32Gqa4Dim128) {
+  checkPrefill(kPrefillF32Gqa4Dim128, {300, 0, 17, 1}, 103);
+}
+
+TEST(Prefill, Bf16Gqa8Dim256) {
+  checkPrefill(kPrefillBf16Gqa8Dim256, {1, 17, 300, 0}, 104);
+}
+
+TEST(Prefill, F32NonCausal) {
+  checkPrefill(kPrefillF32NonCausal, {1, 17, 0, 300}, 105);
+}
+
+TEST(Prefill, MlaQk192V128Bf16InF32Out) {
+  checkPrefill(kPrefillMla, {17, 0, 300, 1}, 106);
+}
+
+TEST(Prefill, F16Gqa2Dim64) { checkPrefill(kPrefillF16, {1, 17, 0, 300}, 107); }
+
+TEST(Prefill, OnlyEmptyRequests) {
+  checkPrefill(kPrefillF32Gqa4, {0, 0, 0}, 108);
+}
+
+/// One 4096-token causal prompt, timed (printed, not asserted); a sample of
+/// rows is checked, since the double reference of all of them takes longer
+/// than the kernel.
+TEST(Prefill, Causal4096TokensTimed) {
+  const PrefillCase &c = kPrefillF32Gqa4;
+  Rng rng(109);
+  PrefillInputs in(c, {4096}, rng);
+  Kernel kernel(defaultBundle().path, c.kernel);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(kernel.run(in.args(true)));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  // Causal: about T^2 / 2 (q . k and p . v) pairs per head, 2 * 64 flops each.
+  double flops = 4.0 * 4096.0 * 4097.0 / 2.0 * 2.0 * 2.0 * 64.0;
+  std::printf("[ timing ] prefill 4096 tokens, 4 q heads, 1 kv head, hd 64, "
+              "f32, causal: %.3f s (%.2f GFLOP/s)\n",
+              seconds, flops / seconds * 1e-9);
+
+  std::vector<int64_t> sample = {0,    1,    2,    15,   16,   17,  255,
+                                 1000, 2047, 2048, 3001, 4094, 4095};
+  for (int i = 0; i < 12; ++i)
+    sample.push_back(rng.integer(0, 4095));
+  AttentionRef r = prefillReference(c, in, sample);
+  EXPECT_TRUE(
+      near("out (sampled rows)", selectTokens(in.out, 0, sample), r.out));
+  EXPECT_TRUE(
+      nearLse("lse (sampled rows)", selectTokens(in.lse, 1, sample), r.lse));
+}
+
+//===----------------------------------------------------------------------===//
+// Extend
+//===----------------------------------------------------------------------===//
+
+struct ExtendCase {
+  const char *kernel;
+  tessel_dtype dtype, outDtype;
+  ref::Layout layout;
+  int64_t qHeads, kvHeads, qkDim, vDim, blockSize;
+  float scale;
+  bool hasLse;
+};
+
+// The extend kernels of NumericsKernels.mlir: dtypes (in, out), layout,
+// heads (q, kv), head dims (qk, v), block size, scale, lse.
+// clang-format off
+const ExtendCase kExtendF32Nhd{"extend_f32_nhd_h4kv1_d64_bs16",
+    F32, F32, ref::Layout::NHD, 4, 1, 64, 64, 16, kScale64, true};
+const ExtendCase kExtendF32Shuffled{"extend_f32_shuf_h2kv2_d128_bs32",
+    F32, F32, ref::Layout::Shuffled, 2, 2, 128, 128, 32, kScale128, true};
+const ExtendCase kExtendBf16Shuffled{"extend_bf16_shuf_h8kv1_d256_bs16",
+    BF16, BF16, ref::Layout::Shuffled, 8, 1, 256, 256, 16, kScale256, true};
+const ExtendCase kExtendBf16Mla{"extend_bf16_nhd_mla_h2_qk192_v128_bs16",
+    BF16, BF16, ref::Layout::NHD, 2, 2, 192, 128, 16, kScale192, false};
+// clang-format on
+
+/// New token i of request b sees b's whole cached context, then b's new
+/// tokens 0..i.
+void checkExtend(const ExtendCase &c, const std::vector<int32_t> &newLens,
+                 const std::vector<int32_t> &contextLens,
+                 const BundleVariant &bundle, uint64_t seed) {
+  Rng rng(seed);
+  PagedKV cache({c.dtype, c.layout, c.blockSize, c.kvHeads, c.qkDim, c.vDim},
+                contextLens, rng);
+  PrefillCase shape{c.kernel, c.dtype, c.outDtype, c.qHeads, c.kvHeads,
+                    c.qkDim,  c.vDim,  c.scale,    true,     c.hasLse};
+  PrefillInputs in(shape, newLens, rng);
+  std::vector<NamedArg> args = {{"q", &in.q},
+                                {"k", &in.k},
+                                {"v", &in.v},
+                                {"k_cache", &cache.kCache},
+                                {"v_cache", &cache.vCache},
+                                {"block_table", &cache.blockTable},
+                                {"cu_seqlens", &in.cuSeqlens},
+                                {"context_lens", &cache.lens},
+                                {"out", &in.out}};
+  if (c.hasLse)
+    args.push_back({"lse", &in.lse});
+  Kernel kernel(bundle.path, c.kernel);
+  ASSERT_TRUE(kernel.run(args));
+
+  ref::TokenRows k = tokenRows(in.k), v = tokenRows(in.v);
+  std::vector<int64_t> owner = requestOfToken(in.cu);
+  AttentionRef r =
+      attendAll(tokenRows(in.q), c.kvHeads, c.vDim, c.scale,
+                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+                  int64_t b = owner[t];
+                  for (int64_t j = 0; j < contextLens[b]; ++j) {
+                    keys.push_back(cache.keys[b].row(j, kvHead));
+                    values.push_back(cache.values[b].row(j, kvHead));
+                  }
+                  for (int64_t j = in.cu[b]; j <= t; ++j) {
+                    keys.push_back(k.row(j, kvHead));
+                    values.push_back(v.row(j, kvHead));
+                  }
+                });
+  EXPECT_TRUE(near("out", in.out, r.out));
+  if (c.hasLse)
+    EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+}
+
+class Extend : public ::testing::TestWithParam<BundleVariant> {};
+
+TEST_P(Extend, F32NhdGqa4Dim64Block16) {
+  checkExtend(kExtendF32Nhd, {1, 17, 0, 300, 33}, {463, 18, 463, 0, 130},
+              GetParam(), 201);
+}
+
+TEST_P(Extend, F32ShuffledGqa1Dim128Block32) {
+  checkExtend(kExtendF32Shuffled, {17, 1, 0, 40}, {463, 0, 18, 100}, GetParam(),
+              202);
+}
+
+TEST_P(Extend, Bf16ShuffledGqa8Dim256Block16) {
+  checkExtend(kExtendBf16Shuffled, {300, 17, 0, 1}, {18, 463, 463, 0},
+              GetParam(), 203);
+}
+
+TEST_P(Extend, Bf16NhdMlaQk192V128) {
+  checkExtend(kExtendBf16Mla, {17, 1, 0, 60}, {463, 18, 100, 0}, GetParam(),
+              204);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundles, Extend, ::testing::ValuesIn(allBundles()),
+                         [](const auto &info) { return info.param.name; });
+
+/// A context longer than the default 32768-token chunk: two chunks with the
+/// default bundle, 516 with the small-budget one.
+class ExtendLong : public ::testing::TestWithParam<BundleVariant> {};
+
+TEST_P(ExtendLong, ContextOver32K) {
+  checkExtend(kExtendF32Nhd, {3, 2}, {33000, 18}, GetParam(), 205);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundles, ExtendLong, ::testing::ValuesIn(allBundles()),
+                         [](const auto &info) { return info.param.name; });
+
+//===----------------------------------------------------------------------===//
+// Paged attention (no window: every query sees its whole context)
+//===----------------------------------------------------------------------===//
+
+TEST(Paged, F32NhdWithCuSeqlens) {
+  Rng rng(301);
+  std::vector<int32_t> contexts = {463, 18, 100, 0};
+  PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, contexts, rng);
+  // Queries shaped like a prefill batch (its k and v are not used).
+  PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
+  PrefillInputs in(shape, {1, 17, 0, 5}, rng);
+  Kernel kernel(defaultBundle().path, "paged_f32_nhd_h4kv2_d64_bs16_cu");
+  ASSERT_TRUE(kernel.run({{"q", &in.q},
+                          {"k_cache", &cache.kCache},
+                          {"v_cache", &cache.vCache},
+                          {"block_table", &cache.blockTable},
+                          {"cu_seqlens", &in.cuSeqlens},
+                          {"context_lens", &cache.lens},
+                          {"out", &in.out},
+                          {"lse", &in.lse}}));
+  std::vector<int64_t> owner = requestOfToken(in.cu);
+  AttentionRef r =
+      attendAll(tokenRows(in.q), 2, 64, kScale64,
+                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+                  for (int64_t j = 0; j < contexts[owner[t]]; ++j) {
+                    keys.push_back(cache.keys[owner[t]].row(j, kvHead));
+                    values.push_back(cache.values[owner[t]].row(j, kvHead));
+                  }
+                });
+  EXPECT_TRUE(near("out", in.out, r.out));
+  EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+}
+
+TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
+  Rng rng(302);
+  std::vector<int32_t> contexts = {0, 18, 463, 33, 1};
+  PagedKV cache({BF16, ref::Layout::Shuffled, 32, 1, 128, 128}, contexts, rng);
+  const int64_t requests = static_cast<int64_t>(contexts.size());
+  Tensor q = randomTensor(BF16, {requests, 4, 128}, rng, -2, 2);
+  Tensor out = Tensor::poisoned(F32, {requests, 4, 128});
+  Tensor lse = Tensor::poisoned(F32, {4, requests});
+  Kernel kernel(defaultBundle().path, "paged_bf16_shuf_h4kv1_d128_bs32");
+  ASSERT_TRUE(kernel.run({{"q", &q},
+                          {"k_cache", &cache.kCache},
+                          {"v_cache", &cache.vCache},
+                          {"block_table", &cache.blockTable},
+                          {"context_lens", &cache.lens},
+                          {"out", &out},
+                          {"lse", &lse}}));
+  AttentionRef r =
+      attendAll(tokenRows(q), 1, 128, kScale128,
+                [&](int64_t b, int64_t kvHead, auto &keys, auto &values) {
+                  for (int64_t j = 0; j < contexts[b]; ++j) {
+                    keys.push_back(cache.keys[b].row(j, kvHead));
+                    values.push_back(cache.values[b].row(j, kvHead));
+                  }
+                });
+  // bf16 inputs, f32 output: nothing is rounded after the f32 accumulation.
+  EXPECT_TRUE(near("out", out, r.out));
+  EXPECT_TRUE(nearLse("lse", lse, r.lse));
+}
+
+} // namespace

@@ -1,0 +1,163 @@
+//===- MatmulTest.cpp - Ragged grouped matmul, forward and wgrad ----------===//
+//
+// Groups of 0, 1, 7 and 300 rows, rows past the last offset (which must come
+// out as exact zeros), offsets that need clamping, B stacked or as a table of
+// pointers to separately allocated per-group matrices, trans_b and not, f32
+// and bf16, K and N of 48, 64 and 96.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionSetup.h"
+
+#include <memory>
+
+using namespace tessel::numerics;
+
+namespace {
+
+constexpr tessel_dtype F32 = TESSEL_DTYPE_F32, BF16 = TESSEL_DTYPE_BF16;
+
+/// Rows [begin, end) as a list.
+std::vector<int64_t> rowRange(int64_t begin, int64_t end) {
+  std::vector<int64_t> rows;
+  for (int64_t r = begin; r < end; ++r)
+    rows.push_back(r);
+  return rows;
+}
+
+struct MatmulCase {
+  const char *kernel;
+  tessel_dtype dtype, outDtype;
+  int64_t k, n;
+  bool transB, pointerTable;
+};
+
+void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
+                        const std::vector<int32_t> &offsets, uint64_t seed) {
+  Rng rng(seed);
+  const int64_t groups = static_cast<int64_t>(offsets.size());
+  Tensor a = randomTensor(c.dtype, {rows, c.k}, rng);
+  // Each group's B as stored: [N, K] with trans_b, else [K, N].
+  std::vector<int64_t> bShape = c.transB ? std::vector<int64_t>{c.n, c.k}
+                                         : std::vector<int64_t>{c.k, c.n};
+  Tensor stacked;
+  std::vector<Tensor> perGroup;
+  Tensor pointers(TESSEL_DTYPE_I64, {groups});
+  if (c.pointerTable) {
+    perGroup.reserve(groups); // the table holds their addresses: no moves
+    for (int64_t g = 0; g < groups; ++g) {
+      perGroup.push_back(randomTensor(c.dtype, bShape, rng));
+      pointers.i64()[g] = static_cast<int64_t>(
+          reinterpret_cast<uintptr_t>(perGroup.back().data()));
+    }
+  } else {
+    stacked = randomTensor(c.dtype, {groups, bShape[0], bShape[1]}, rng);
+  }
+  auto bAt = [&](int64_t g, int64_t i, int64_t j) { // op(B_g)[i, j]
+    int64_t flat = c.transB ? j * c.k + i : i * c.n + j;
+    return c.pointerTable ? perGroup[g].at(flat)
+                          : stacked.at(g * c.k * c.n + flat);
+  };
+
+  Tensor groupOffsets = Tensor::i32({groups}, offsets);
+  Tensor out = Tensor::poisoned(c.outDtype, {rows, c.n});
+  Kernel kernel(defaultBundle().path, c.kernel);
+  ASSERT_TRUE(kernel.run({{"a", &a},
+                          {"b", c.pointerTable ? &pointers : &stacked},
+                          {"group_offsets", &groupOffsets},
+                          {"c", &out}}));
+
+  std::vector<double> want =
+      ref::groupedMatmul(a.values(), rows, c.k, c.n, offsets, bAt);
+  EXPECT_TRUE(near("c", out, want));
+  int64_t end = ref::groupRows(offsets, rows).back().second;
+  std::vector<int64_t> tail = rowRange(end, rows);
+  EXPECT_TRUE(exact("c rows past the last offset", selectTokens(out, 0, tail),
+                    selectTokens(want, out, 0, tail)));
+}
+
+/// Groups of 0, 1, 7 and 300 rows, then 7 rows that belong to no group.
+const std::vector<int32_t> kRaggedOffsets = {0, 1, 8, 308};
+constexpr int64_t kRaggedRows = 315;
+
+TEST(GroupedMatmul, F32TransBK64N96) {
+  checkGroupedMatmul({"gmm_f32_tb_k64_n96", F32, F32, 64, 96, true, false},
+                     kRaggedRows, kRaggedOffsets, 901);
+}
+
+TEST(GroupedMatmul, F32K96N48) {
+  checkGroupedMatmul({"gmm_f32_k96_n48", F32, F32, 96, 48, false, false},
+                     kRaggedRows, kRaggedOffsets, 902);
+}
+
+TEST(GroupedMatmul, Bf16TransBK48N64) {
+  checkGroupedMatmul({"gmm_bf16_tb_k48_n64", BF16, BF16, 48, 64, true, false},
+                     kRaggedRows, kRaggedOffsets, 903);
+}
+
+TEST(GroupedMatmul, Bf16K64N96F32Out) {
+  checkGroupedMatmul(
+      {"gmm_bf16_k64_n96_f32out", BF16, F32, 64, 96, false, false}, kRaggedRows,
+      {300, 300, 301, 308}, 904);
+}
+
+TEST(GroupedMatmul, F32PointerTableTransB) {
+  checkGroupedMatmul({"gmm_f32_ptr_tb_k64_n96", F32, F32, 64, 96, true, true},
+                     kRaggedRows, kRaggedOffsets, 905);
+}
+
+TEST(GroupedMatmul, Bf16PointerTableK48N96) {
+  checkGroupedMatmul({"gmm_bf16_ptr_k48_n96", BF16, BF16, 48, 96, false, true},
+                     kRaggedRows, {7, 7, 307, 308}, 906);
+}
+
+/// Offsets clamp to [previous end, T]: {2, 1, 9, 1000} over 20 rows are the
+/// groups [0, 2), [2, 2), [2, 9), [9, 20).
+TEST(GroupedMatmul, OffsetsAreClamped) {
+  checkGroupedMatmul({"gmm_f32_tb_k64_n96", F32, F32, 64, 96, true, false}, 20,
+                     {2, 1, 9, 1000}, 907);
+}
+
+TEST(GroupedMatmul, NoRowInAnyGroupGivesZeros) {
+  checkGroupedMatmul({"gmm_f32_k96_n48", F32, F32, 96, 48, false, false}, 5,
+                     {0, 0, 0, 0}, 908);
+}
+
+//===----------------------------------------------------------------------===//
+// wgrad: c[g] = a[rows_g]^T . b[rows_g]
+//===----------------------------------------------------------------------===//
+
+void checkWgrad(const char *name, tessel_dtype dtype, int64_t m, int64_t n,
+                int64_t rows, const std::vector<int32_t> &offsets,
+                uint64_t seed) {
+  Rng rng(seed);
+  const int64_t groups = static_cast<int64_t>(offsets.size());
+  Tensor a = randomTensor(dtype, {rows, m}, rng);
+  Tensor b = randomTensor(dtype, {rows, n}, rng);
+  Tensor groupOffsets = Tensor::i32({groups}, offsets);
+  Tensor out = Tensor::poisoned(F32, {groups, m, n});
+  Kernel kernel(defaultBundle().path, name);
+  ASSERT_TRUE(kernel.run(
+      {{"a", &a}, {"b", &b}, {"group_offsets", &groupOffsets}, {"c", &out}}));
+  std::vector<double> want =
+      ref::groupedMatmulWgrad(a.values(), b.values(), rows, m, n, offsets);
+  EXPECT_TRUE(near("c", out, want));
+  std::vector<int64_t> empty;
+  auto ranges = ref::groupRows(offsets, rows);
+  for (int64_t g = 0; g < groups; ++g)
+    if (ranges[g].first == ranges[g].second)
+      empty.push_back(g);
+  EXPECT_TRUE(exact("c of empty groups", selectTokens(out, 0, empty),
+                    selectTokens(want, out, 0, empty)));
+}
+
+TEST(GroupedMatmulWgrad, F32WithEmptyGroup) {
+  // Groups of 3, 0, 50, 1 and 17 rows, and 4 rows past the last offset.
+  checkWgrad("wgrad_f32_m64_n48", F32, 64, 48, 75, {3, 3, 53, 54, 71}, 1001);
+}
+
+TEST(GroupedMatmulWgrad, Bf16K300) {
+  checkWgrad("wgrad_bf16_m96_n64", BF16, 96, 64, 308, {0, 7, 307, 308}, 1002);
+}
+
+} // namespace

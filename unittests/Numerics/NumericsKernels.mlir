@@ -1,0 +1,251 @@
+//===- NumericsKernels.mlir - Kernels of the numerical tests ----*- mlir -*-===//
+//
+// The spec of the end-to-end numerical tests (unittests/Numerics). Every public
+// function is one kernel; its arguments are in the op's operand order, so the
+// tests bind buffers by the operand names the runtime reports. Shapes are
+// chosen to cover GQA ratios 1/4/8, head dims 64/128/256 (and MLA 192/128,
+// 576/512), block sizes 16/32, both KV layouts, f32/bf16/f16 and odd matmul
+// sizes. The build compiles this file three times: default budgets, small
+// budgets (--chunk-tokens=64 --split-kv-tokens=48) and --no-decompose.
+//
+// Scales are 1/sqrt(head dim) written with enough digits that the tests'
+// float constants are the same f32 values.
+//
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Prefill: GQA 1/4/8, head dims 64/128/256, MLA 192/128, f32/bf16/f16
+//===----------------------------------------------------------------------===//
+
+func.func @prefill_f32_h4kv4_d64(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %v: memref<?x4x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x4x64xf32>) v(%v : memref<?x4x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+  return
+}
+// Also the 4096-token timing kernel and the launch error paths.
+func.func @prefill_f32_h4kv1_d64(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+  return
+}
+func.func @prefill_f32_h8kv2_d128(%q: memref<?x8x128xf32>, %k: memref<?x2x128xf32>, %v: memref<?x2x128xf32>, %cu: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x8x128xf32>) k(%k : memref<?x2x128xf32>) v(%v : memref<?x2x128xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) {scale = 0.0883883476 : f32, causal}
+  return
+}
+func.func @prefill_bf16_h8kv1_d256(%q: memref<?x8x256xbf16>, %k: memref<?x1x256xbf16>, %v: memref<?x1x256xbf16>, %cu: memref<?xi32>, %out: memref<?x8x256xbf16>, %lse: memref<8x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x8x256xbf16>) k(%k : memref<?x1x256xbf16>) v(%v : memref<?x1x256xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x256xbf16>) lse(%lse : memref<8x?xf32>) {scale = 0.0625 : f32, causal}
+  return
+}
+func.func @prefill_f32_h4kv1_d64_noncausal(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) {scale = 0.125 : f32}
+  return
+}
+// MLA non-absorbed: qk 192, v 128; 16-bit inputs with an f32 output.
+func.func @prefill_bf16_mla_h4_qk192_v128(%q: memref<?x4x192xbf16>, %k: memref<?x4x192xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x192xbf16>) k(%k : memref<?x4x192xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.0721687836 : f32, causal}
+  return
+}
+func.func @prefill_f16_h4kv2_d64(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %cu: memref<?xi32>, %out: memref<?x4x64xf16>, %lse: memref<4x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf16>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Decode (run against all three bundles)
+//===----------------------------------------------------------------------===//
+
+func.func @decode_f32_nhd_h8kv2_d128_bs16(%q: memref<?x8x128xf32>, %kc: memref<?x16x2x128xf32>, %vc: memref<?x16x2x128xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>) {
+  tessel.decode_attention q(%q : memref<?x8x128xf32>) k_cache(%kc : memref<?x16x2x128xf32>) v_cache(%vc : memref<?x16x2x128xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) layout(nhd) {scale = 0.0883883476 : f32}
+  return
+}
+func.func @decode_f32_shuf_h4kv4_d64_bs32(%q: memref<?x4x64xf32>, %kc: memref<?x4x16x32x4xf32>, %vc: memref<?x4x8x64x4xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x4x16x32x4xf32>) v_cache(%vc : memref<?x4x8x64x4xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) {scale = 0.125 : f32}
+  return
+}
+func.func @decode_bf16_nhd_h8kv1_d256_bs32(%q: memref<?x8x256xbf16>, %kc: memref<?x32x1x256xbf16>, %vc: memref<?x32x1x256xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x256xbf16>) {
+  tessel.decode_attention q(%q : memref<?x8x256xbf16>) k_cache(%kc : memref<?x32x1x256xbf16>) v_cache(%vc : memref<?x32x1x256xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x256xbf16>) layout(nhd) {scale = 0.0625 : f32}
+  return
+}
+func.func @decode_bf16_shuf_h8kv1_d128_bs16(%q: memref<?x8x128xbf16>, %kc: memref<?x1x16x16x8xbf16>, %vc: memref<?x1x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>) {
+  tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x1x16x16x8xbf16>) v_cache(%vc : memref<?x1x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) {scale = 0.0883883476 : f32}
+  return
+}
+// Small heads for the > 16384-token split-KV case.
+func.func @decode_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Extend (run against all three bundles)
+//===----------------------------------------------------------------------===//
+
+func.func @extend_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.extend_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+  return
+}
+func.func @extend_f32_shuf_h2kv2_d128_bs32(%q: memref<?x2x128xf32>, %k: memref<?x2x128xf32>, %v: memref<?x2x128xf32>, %kc: memref<?x2x32x32x4xf32>, %vc: memref<?x2x8x128x4xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x2x128xf32>, %lse: memref<2x?xf32>) {
+  tessel.extend_attention q(%q : memref<?x2x128xf32>) k(%k : memref<?x2x128xf32>) v(%v : memref<?x2x128xf32>) k_cache(%kc : memref<?x2x32x32x4xf32>) v_cache(%vc : memref<?x2x8x128x4xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x2x128xf32>) lse(%lse : memref<2x?xf32>) layout(shuffled) {scale = 0.0883883476 : f32}
+  return
+}
+func.func @extend_bf16_shuf_h8kv1_d256_bs16(%q: memref<?x8x256xbf16>, %k: memref<?x1x256xbf16>, %v: memref<?x1x256xbf16>, %kc: memref<?x1x32x16x8xbf16>, %vc: memref<?x1x2x256x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x256xbf16>, %lse: memref<8x?xf32>) {
+  tessel.extend_attention q(%q : memref<?x8x256xbf16>) k(%k : memref<?x1x256xbf16>) v(%v : memref<?x1x256xbf16>) k_cache(%kc : memref<?x1x32x16x8xbf16>) v_cache(%vc : memref<?x1x2x256x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x256xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) {scale = 0.0625 : f32}
+  return
+}
+func.func @extend_bf16_nhd_mla_h2_qk192_v128_bs16(%q: memref<?x2x192xbf16>, %k: memref<?x2x192xbf16>, %v: memref<?x2x128xbf16>, %kc: memref<?x16x2x192xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x2x128xbf16>) {
+  tessel.extend_attention q(%q : memref<?x2x192xbf16>) k(%k : memref<?x2x192xbf16>) v(%v : memref<?x2x128xbf16>) k_cache(%kc : memref<?x16x2x192xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x2x128xbf16>) layout(nhd) {scale = 0.0721687836 : f32}
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Paged attention without a window (the building block)
+//===----------------------------------------------------------------------===//
+
+func.func @paged_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+  return
+}
+func.func @paged_bf16_shuf_h4kv1_d128_bs32(%q: memref<?x4x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x4x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) {scale = 0.0883883476 : f32}
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Reshape and cache, both layouts
+//===----------------------------------------------------------------------===//
+
+func.func @rac_f32_nhd_kv2_d64_bs16(%k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
+  return
+}
+func.func @rac_f32_shuf_kv1_d64_bs32(%k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %kc: memref<?x1x16x32x4xf32>, %vc: memref<?x1x8x64x4xf32>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) k_cache(%kc : memref<?x1x16x32x4xf32>) v_cache(%vc : memref<?x1x8x64x4xf32>) slot_mapping(%slots : memref<?xi32>) layout(shuffled)
+  return
+}
+// Same caches as decode_bf16_shuf_h8kv1_d128_bs16: written, then decoded.
+func.func @rac_bf16_shuf_kv1_d128_bs16(%k: memref<?x1x128xbf16>, %v: memref<?x1x128xbf16>, %kc: memref<?x1x16x16x8xbf16>, %vc: memref<?x1x2x128x8xbf16>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x1x128xbf16>) v(%v : memref<?x1x128xbf16>) k_cache(%kc : memref<?x1x16x16x8xbf16>) v_cache(%vc : memref<?x1x2x128x8xbf16>) slot_mapping(%slots : memref<?xi32>) layout(shuffled)
+  return
+}
+func.func @rac_bf16_nhd_kv2_qk192_v128_bs16(%k: memref<?x2x192xbf16>, %v: memref<?x2x128xbf16>, %kc: memref<?x16x2x192xbf16>, %vc: memref<?x16x2x128xbf16>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x2x192xbf16>) v(%v : memref<?x2x128xbf16>) k_cache(%kc : memref<?x16x2x192xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// MLA decode, absorbed (run against all three bundles)
+//===----------------------------------------------------------------------===//
+
+func.func @mla_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>) {
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x512xbf16>) lse(%lse : memref<16x?xf32>) {scale = 0.0416666679 : f32}
+  return
+}
+func.func @mla_f32_h4_d576_l512_bs32(%q: memref<?x4x576xf32>, %c: memref<?x32x576xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x512xf32>, %lse: memref<4x?xf32>) {
+  tessel.mla_decode q(%q : memref<?x4x576xf32>) kv_cache(%c : memref<?x32x576xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x512xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.0416666679 : f32}
+  return
+}
+func.func @mla_f32_h8_d96_l64_bs16(%q: memref<?x8x96xf32>, %c: memref<?x16x96xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x64xf32>) {
+  tessel.mla_decode q(%q : memref<?x8x96xf32>) kv_cache(%c : memref<?x16x96xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x64xf32>) {scale = 0.102062076 : f32}
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// LSE merge
+//===----------------------------------------------------------------------===//
+
+func.func @merge_f32_h4_d64(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob: memref<?x4x64xf32>, %lb: memref<4x?xf32>, %out: memref<?x4x64xf32>, %lo: memref<4x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x4x64xf32>, %la : memref<4x?xf32>) b(%ob : memref<?x4x64xf32>, %lb : memref<4x?xf32>) out(%out : memref<?x4x64xf32>) lse_out(%lo : memref<4x?xf32>)
+  return
+}
+func.func @merge_f32_to_bf16_h8_d128(%oa: memref<?x8x128xf32>, %la: memref<8x?xf32>, %ob: memref<?x8x128xf32>, %lb: memref<8x?xf32>, %out: memref<?x8x128xbf16>, %lo: memref<8x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x8x128xf32>, %la : memref<8x?xf32>) b(%ob : memref<?x8x128xf32>, %lb : memref<8x?xf32>) out(%out : memref<?x8x128xbf16>) lse_out(%lo : memref<8x?xf32>)
+  return
+}
+func.func @merge_bf16_to_f32_h2_d256(%oa: memref<?x2x256xbf16>, %la: memref<2x?xf32>, %ob: memref<?x2x256xbf16>, %lb: memref<2x?xf32>, %out: memref<?x2x256xf32>) {
+  tessel.lse_merge a(%oa : memref<?x2x256xbf16>, %la : memref<2x?xf32>) b(%ob : memref<?x2x256xbf16>, %lb : memref<2x?xf32>) out(%out : memref<?x2x256xf32>)
+  return
+}
+func.func @merge_n_f32_h4_d64(%p: memref<?x?x4x64xf32>, %pl: memref<?x4x?xf32>, %out: memref<?x4x64xf32>, %lo: memref<4x?xf32>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x4x64xf32>, %pl : memref<?x4x?xf32>) out(%out : memref<?x4x64xf32>) lse_out(%lo : memref<4x?xf32>)
+  return
+}
+func.func @merge_n_f32_to_bf16_h2_d128(%p: memref<?x?x2x128xf32>, %pl: memref<?x2x?xf32>, %out: memref<?x2x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x2x128xf32>, %pl : memref<?x2x?xf32>) out(%out : memref<?x2x128xbf16>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Grouped matmul: stacked and pointer-table B, trans_b and not
+//===----------------------------------------------------------------------===//
+
+func.func @gmm_f32_tb_k64_n96(%a: memref<?x64xf32>, %b: memref<4x96x64xf32>, %off: memref<4xi32>, %c: memref<?x96xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x64xf32>) b(%b : memref<4x96x64xf32>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xf32>) {trans_b}
+  return
+}
+func.func @gmm_f32_k96_n48(%a: memref<?x96xf32>, %b: memref<4x96x48xf32>, %off: memref<4xi32>, %c: memref<?x48xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x96xf32>) b(%b : memref<4x96x48xf32>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x48xf32>)
+  return
+}
+func.func @gmm_bf16_tb_k48_n64(%a: memref<?x48xbf16>, %b: memref<4x64x48xbf16>, %off: memref<4xi32>, %c: memref<?x64xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x48xbf16>) b(%b : memref<4x64x48xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x64xbf16>) {trans_b}
+  return
+}
+func.func @gmm_bf16_k64_n96_f32out(%a: memref<?x64xbf16>, %b: memref<4x64x96xbf16>, %off: memref<4xi32>, %c: memref<?x96xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<4x64x96xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xf32>)
+  return
+}
+func.func @gmm_f32_ptr_tb_k64_n96(%a: memref<?x64xf32>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x96xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x64xf32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xf32>) {trans_b, b_shape = array<i64: 96, 64>}
+  return
+}
+func.func @gmm_bf16_ptr_k48_n96(%a: memref<?x48xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x96xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x48xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xbf16>) {b_shape = array<i64: 48, 96>}
+  return
+}
+func.func @wgrad_f32_m64_n48(%a: memref<?x64xf32>, %b: memref<?x48xf32>, %off: memref<5xi32>, %c: memref<5x64x48xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xf32>) b(%b : memref<?x48xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x64x48xf32>)
+  return
+}
+func.func @wgrad_bf16_m96_n64(%a: memref<?x96xbf16>, %b: memref<?x64xbf16>, %off: memref<4xi32>, %c: memref<4x96x64xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x96xbf16>) b(%b : memref<?x64xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x96x64xf32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// MoE glue
+//===----------------------------------------------------------------------===//
+
+func.func @hist_e8_k2(%ids: memref<?x2xi32>, %counts: memref<8xi32>, %off: memref<8xi32>) {
+  tessel.expert_histogram topk_ids(%ids : memref<?x2xi32>) counts(%counts : memref<8xi32>) group_offsets(%off : memref<8xi32>)
+  return
+}
+func.func @hist_e37_k4(%ids: memref<?x4xi32>, %counts: memref<37xi32>, %off: memref<37xi32>) {
+  tessel.expert_histogram topk_ids(%ids : memref<?x4xi32>) counts(%counts : memref<37xi32>) group_offsets(%off : memref<37xi32>)
+  return
+}
+func.func @sort_e8_k2(%ids: memref<?x2xi32>, %off: memref<8xi32>, %sorted: memref<?xi32>, %pos: memref<?x2xi32>) {
+  tessel.expert_sort topk_ids(%ids : memref<?x2xi32>) group_offsets(%off : memref<8xi32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x2xi32>)
+  return
+}
+func.func @sort_e37_k4(%ids: memref<?x4xi32>, %off: memref<37xi32>, %sorted: memref<?xi32>, %pos: memref<?x4xi32>) {
+  tessel.expert_sort topk_ids(%ids : memref<?x4xi32>) group_offsets(%off : memref<37xi32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x4xi32>)
+  return
+}
+func.func @permute_f32_h96_k2(%x: memref<?x96xf32>, %sorted: memref<?xi32>, %out: memref<?x96xf32>) {
+  tessel.moe_permute x(%x : memref<?x96xf32>) sorted_rows(%sorted : memref<?xi32>) out(%out : memref<?x96xf32>) {topk = 2 : i64}
+  return
+}
+func.func @permute_bf16_h64_k4(%x: memref<?x64xbf16>, %sorted: memref<?xi32>, %out: memref<?x64xbf16>) {
+  tessel.moe_permute x(%x : memref<?x64xbf16>) sorted_rows(%sorted : memref<?xi32>) out(%out : memref<?x64xbf16>) {topk = 4 : i64}
+  return
+}
+func.func @unpermute_f32_h96_k2(%y: memref<?x96xf32>, %pos: memref<?x2xi32>, %w: memref<?x2xf32>, %out: memref<?x96xf32>) {
+  tessel.moe_unpermute y(%y : memref<?x96xf32>) row_positions(%pos : memref<?x2xi32>) weights(%w : memref<?x2xf32>) out(%out : memref<?x96xf32>)
+  return
+}
+func.func @unpermute_bf16_h64_k4_wbf16(%y: memref<?x64xbf16>, %pos: memref<?x4xi32>, %w: memref<?x4xbf16>, %out: memref<?x64xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x64xbf16>) row_positions(%pos : memref<?x4xi32>) weights(%w : memref<?x4xbf16>) out(%out : memref<?x64xbf16>)
+  return
+}
+func.func @unpermute_bf16_h64_k4_wf32(%y: memref<?x64xbf16>, %pos: memref<?x4xi32>, %w: memref<?x4xf32>, %out: memref<?x64xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x64xbf16>) row_positions(%pos : memref<?x4xi32>) weights(%w : memref<?x4xf32>) out(%out : memref<?x64xbf16>)
+  return
+}
