@@ -68,9 +68,17 @@ std::vector<uint8_t> smallBundle() {
   return pack({fakeKernel("first", "sm80"), second});
 }
 
+/// Parses `bytes` and copies each binary into Kernel::binary, clearing its
+/// span: the reader only locates binaries, and this makes the kernels
+/// comparable with (and serializable like) the writer's input.
 std::vector<bundle::Kernel> parseOrFail(const std::vector<uint8_t> &bytes) {
   std::vector<bundle::Kernel> kernels;
   EXPECT_EQ(bundle::parseBundle(bytes.data(), bytes.size(), kernels), "");
+  for (bundle::Kernel &k : kernels) {
+    bundle::ByteSpan binary = bundle::binaryBytes(k, bytes.data());
+    k.binary.assign(binary.data, binary.data + binary.size);
+    k.binaryOffset = k.binarySize = 0;
+  }
   return kernels;
 }
 
@@ -131,6 +139,55 @@ TEST(BundleFormat, IdenticalBinariesAreStoredOnce) {
   std::vector<bundle::Kernel> parsed = parseOrFail(bytes);
   ASSERT_EQ(parsed.size(), 2u);
   EXPECT_EQ(parsed[1].binary, a.binary);
+}
+
+TEST(BundleFormat, ReaderLocatesBinariesWithoutCopying) {
+  bundle::Kernel a = fakeKernel("a", "sm80"), b = fakeKernel("b", "sm80");
+  a.binary.assign(4096, 7);
+  b.binary = a.binary;
+  std::vector<uint8_t> bytes = pack({a, b});
+  auto record = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, 0));
+  std::vector<bundle::Kernel> parsed;
+  ASSERT_EQ(bundle::parseBundle(bytes.data(), bytes.size(), parsed), "");
+  ASSERT_EQ(parsed.size(), 2u);
+  for (const bundle::Kernel &k : parsed) {
+    EXPECT_TRUE(k.binary.empty());
+    EXPECT_EQ(k.binaryOffset, record.binary_offset);
+    EXPECT_EQ(k.binarySize, 4096u);
+    bundle::ByteSpan span = bundle::binaryBytes(k, bytes.data());
+    EXPECT_EQ(span.data, bytes.data() + record.binary_offset);
+    EXPECT_EQ(std::vector<uint8_t>(span.data, span.data + span.size),
+              a.binary);
+  }
+}
+
+// 65,536 records that all name the whole file as their binary: a copy per
+// kernel would be 65,536 x ~11 MB. The reader must accept it (the ranges are
+// in bounds) with memory bounded by the file, not by kernels x file.
+TEST(BundleFormat, ManyRecordsSharingOneRangeStayCheap) {
+  std::vector<uint8_t> bytes = sharedRangeBundle(TESSEL_BUNDLE_MAX_KERNELS);
+  long before = peakRssKiB();
+  std::vector<bundle::Kernel> parsed;
+  ASSERT_EQ(bundle::parseBundle(bytes.data(), bytes.size(), parsed), "");
+  ASSERT_EQ(parsed.size(), TESSEL_BUNDLE_MAX_KERNELS);
+  EXPECT_EQ(parsed.back().binaryOffset, 0u);
+  EXPECT_EQ(parsed.back().binarySize, bytes.size());
+  // The metadata of 65,536 small kernels takes tens of MB; copies would
+  // take ~700 GB.
+  EXPECT_LT(peakRssKiB() - before, 512 * 1024) << "KiB of peak RSS growth";
+}
+
+TEST(BundleFormat, ReaderRefusesOversizedInput) {
+  // Refused from `size` alone: only the magic and version are read, so a
+  // small buffer stands in for a 4 GiB + 1 one.
+  std::vector<uint8_t> bytes = pack({});
+  std::vector<bundle::Kernel> kernels;
+  std::string error = bundle::parseBundle(
+      bytes.data(), static_cast<size_t>(TESSEL_BUNDLE_MAX_SIZE + 1), kernels);
+  EXPECT_NE(error.find("bundle is 4294967297 bytes, more than the limit of "
+                       "4294967296"),
+            std::string::npos)
+      << error;
 }
 
 TEST(BundleFormat, EmptyBundleRoundTrips) {

@@ -10,6 +10,7 @@
 #include "tessel/bundle.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 using namespace tessel::bundle;
@@ -43,13 +44,33 @@ Kernel kernel(const char *name, const char *target) {
   return k;
 }
 
-bool write(const std::string &path, const std::vector<Kernel> &kernels) {
+/// Makes every kernel record of `bytes` name the whole file as its binary
+/// (the reader must not copy a binary per record) and fixes the checksum.
+void shareWholeFile(std::vector<uint8_t> &bytes) {
+  tessel_bundle_header header;
+  std::memcpy(&header, bytes.data(), sizeof header);
+  for (uint32_t i = 0; i < header.num_kernels; ++i) {
+    tessel_bundle_kernel rec;
+    uint8_t *at = bytes.data() + header.kernels_offset + i * sizeof rec;
+    std::memcpy(&rec, at, sizeof rec);
+    rec.binary_offset = 0;
+    rec.binary_size = bytes.size();
+    std::memcpy(at, &rec, sizeof rec);
+  }
+  header.crc32 = bundleChecksum(bytes.data(), bytes.size());
+  std::memcpy(bytes.data(), &header, sizeof header);
+}
+
+bool write(const std::string &path, const std::vector<Kernel> &kernels,
+           bool sharedRange = false) {
   std::vector<uint8_t> bytes;
   std::string error = serializeBundle(kernels, bytes);
   if (!error.empty()) {
     std::fprintf(stderr, "tessel-bundle-seeds: %s\n", error.c_str());
     return false;
   }
+  if (sharedRange)
+    shareWholeFile(bytes);
   FILE *file = std::fopen(path.c_str(), "wb");
   bool ok =
       file && std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
@@ -71,10 +92,16 @@ int main(int argc, char **argv) {
   std::string dir = argv[1];
   Kernel host = kernel("decode", "host");
   host.block = {1, 1, 1};
-  bool ok = write(dir + "/multi-target.tkb",
+  // 4,096 records sharing the whole ~1.5 MB file as their binary: copies
+  // would take ~6 GB, far past the fuzzer's RSS limit.
+  std::vector<Kernel> shared(4096, kernel("k", "sm80"));
+  for (size_t i = 0; i < shared.size(); ++i)
+    shared[i].name = "k" + std::to_string(i);
+  bool ok = write(dir + "/multi-target.tsb",
                   {kernel("decode", "sm80"), kernel("decode", "gfx942"),
                    kernel("prefill", "sm90"), host}) &&
-            write(dir + "/single.tkb", {kernel("mla", "gfx950")}) &&
-            write(dir + "/empty.tkb", {});
+            write(dir + "/single.tsb", {kernel("mla", "gfx950")}) &&
+            write(dir + "/empty.tsb", {}) &&
+            write(dir + "/shared-range.tsb", shared, /*sharedRange=*/true);
   return ok ? 0 : 1;
 }

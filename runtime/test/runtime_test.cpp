@@ -2,6 +2,8 @@
 
 #include "test_support.h"
 
+#include "../src/host/x86_level.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -133,9 +135,9 @@ TEST(Load, MissingFileIsNotFound) {
   DevicePtr device = openHost();
   tessel_bundle bundle = nullptr;
   EXPECT_TRUE(failsWith(
-      tessel_bundle_load_file(device.get(), "/nonexistent/k.tkb", &bundle),
+      tessel_bundle_load_file(device.get(), "/nonexistent/k.tsb", &bundle),
       TESSEL_NOT_FOUND,
-      {"cannot open bundle '/nonexistent/k.tkb': No such file or "
+      {"cannot open bundle '/nonexistent/k.tsb': No such file or "
        "directory"}));
   EXPECT_TRUE(failsWith(tessel_bundle_load_file(device.get(), "/", &bundle),
                         TESSEL_INVALID_ARGUMENT,
@@ -242,6 +244,114 @@ TEST(Load, KeepsOnlyTheDevicesTarget) {
       TESSEL_NOT_FOUND,
       {"kernel 'decode' is not built for target 'host' (the bundle has it "
        "for: sm80, gfx950)"}));
+}
+
+// See BundleFormat.ManyRecordsSharingOneRangeStayCheap: the loader hands
+// backends a view of the bundle, so 65,536 records naming the whole file cost
+// no copies; the first binary (a bundle, not ELF) is then refused quickly.
+TEST(Load, ManyRecordsSharingOneRangeAreRefusedCheaply) {
+  std::vector<uint8_t> bytes =
+      sharedRangeBundle(TESSEL_BUNDLE_MAX_KERNELS, "host");
+  DevicePtr device = openHost();
+  long before = peakRssKiB();
+  tessel_bundle bundle = nullptr;
+  EXPECT_TRUE(failsWith(tessel_bundle_load_memory(device.get(), bytes.data(),
+                                                  bytes.size(), &bundle),
+                        TESSEL_UNAVAILABLE,
+                        {"kernel 'k0': cannot load the host shared object"}));
+  EXPECT_LT(peakRssKiB() - before, 512 * 1024) << "KiB of peak RSS growth";
+}
+
+// A file above TESSEL_BUNDLE_MAX_SIZE is refused from its size, before any
+// buffer is allocated. The file is sparse: it uses no disk.
+TEST(Load, OversizedFileIsRefusedBeforeReading) {
+  char path[] = "/tmp/tessel-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(TESSEL_BUNDLE_MAX_SIZE + 1)), 0);
+  close(fd);
+  DevicePtr device = openHost();
+  tessel_bundle bundle = nullptr;
+  std::string expected = std::string("bundle '") + path +
+                         "' is 4294967297 bytes, more than the limit of "
+                         "4294967296 bytes (4 GiB)";
+  EXPECT_TRUE(failsWith(tessel_bundle_load_file(device.get(), path, &bundle),
+                        TESSEL_CORRUPT_BUNDLE, {expected.c_str()}));
+  unlink(path);
+}
+
+//===-- x86-64 levels of host kernels -------------------------------------===//
+
+TEST(X86Level, ListsTheFeaturesAFakeCpuLacks) {
+  // A CPU with everything up to x86-64-v3 except fma and bmi2.
+  auto v3WithoutFmaBmi2 = [](const char *feature) {
+    return std::strncmp(feature, "avx512", 6) != 0 &&
+           std::strcmp(feature, "fma") != 0 &&
+           std::strcmp(feature, "bmi2") != 0;
+  };
+  EXPECT_EQ(runtime::missingX86Features(1, v3WithoutFmaBmi2), "");
+  EXPECT_EQ(runtime::missingX86Features(2, v3WithoutFmaBmi2), "");
+  EXPECT_EQ(runtime::missingX86Features(3, v3WithoutFmaBmi2), "bmi2, fma");
+  EXPECT_EQ(runtime::missingX86Features(4, v3WithoutFmaBmi2),
+            "bmi2, fma, avx512f, avx512bw, avx512cd, avx512dq, avx512vl");
+  auto bare = [](const char *) { return false; };
+  EXPECT_EQ(runtime::missingX86Features(1, bare), "");
+  EXPECT_EQ(runtime::missingX86Features(2, bare),
+            "sse3, ssse3, sse4.1, sse4.2, popcnt");
+}
+
+bundle::Kernel addKernelForLevel(int64_t level) {
+  bundle::Kernel k = addKernel();
+  k.params.emplace_back("x86_64_level", level);
+  return k;
+}
+
+TEST(X86Level, KernelsWithinTheCpusLevelLoad) {
+  DevicePtr device = openHost();
+  BundlePtr bundle = loadOrFail(device.get(), pack({addKernelForLevel(1)}));
+  ASSERT_TRUE(bundle);
+  expectAddWorks(findOrFail(bundle.get(), "add"), 100);
+}
+
+TEST(X86Level, KernelsAboveTheCpusLevelAreRefused) {
+#if defined(__x86_64__)
+  std::vector<uint8_t> bytes = pack({addKernelForLevel(4)});
+  DevicePtr device = openHost();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl")) {
+    // This CPU is x86-64-v4: the kernel loads. The refusal itself is covered
+    // by ListsTheFeaturesAFakeCpuLacks.
+    BundlePtr bundle = loadOrFail(device.get(), bytes);
+    EXPECT_TRUE(bundle);
+    return;
+  }
+  tessel_bundle bundle = nullptr;
+  EXPECT_TRUE(failsWith(tessel_bundle_load_memory(device.get(), bytes.data(),
+                                                  bytes.size(), &bundle),
+                        TESSEL_UNSUPPORTED,
+                        {"kernel 'add': compiled for x86-64-v4, but this CPU "
+                         "lacks ",
+                         "avx512"}));
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
+}
+
+TEST(X86Level, UnknownLevelsAreRefused) {
+  DevicePtr device = openHost();
+  tessel_bundle bundle = nullptr;
+  std::vector<uint8_t> bytes = pack({addKernelForLevel(5)});
+  EXPECT_TRUE(failsWith(tessel_bundle_load_memory(device.get(), bytes.data(),
+                                                  bytes.size(), &bundle),
+                        TESSEL_UNSUPPORTED,
+                        {"kernel 'add': compiled for x86-64 level 5, which "
+                         "this runtime does not know"}));
+  bytes = pack({addKernelForLevel(0)});
+  EXPECT_TRUE(failsWith(tessel_bundle_load_memory(device.get(), bytes.data(),
+                                                  bytes.size(), &bundle),
+                        TESSEL_CORRUPT_BUNDLE,
+                        {"kernel 'add': x86_64_level is 0; levels start at 1"}));
 }
 
 TEST(Load, BadBinaryCarriesTheLoaderError) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <sys/resource.h>
 
 namespace tessel::test {
 
@@ -218,6 +219,32 @@ ScopedEnv::~ScopedEnv() {
     setenv(name, saved.c_str(), 1);
   else
     unsetenv(name);
+}
+
+std::vector<uint8_t> sharedRangeBundle(size_t count,
+                                       const std::string &target) {
+  std::vector<bundle::Kernel> kernels(count, fakeKernel("k", target));
+  for (size_t i = 0; i < count; ++i)
+    kernels[i].name = "k" + std::to_string(i);
+  std::vector<uint8_t> bytes = pack(kernels);
+  for (size_t i = 0; i < count; ++i) {
+    size_t at = kernelAt(bytes, i);
+    uint64_t offset = 0, size = bytes.size();
+    std::memcpy(&bytes[at + offsetof(tessel_bundle_kernel, binary_offset)],
+                &offset, sizeof offset);
+    std::memcpy(&bytes[at + offsetof(tessel_bundle_kernel, binary_size)],
+                &size, sizeof size);
+  }
+  // One checksum at the end: patch() would hash the file once per record.
+  uint32_t crc = bundle::bundleChecksum(bytes.data(), bytes.size());
+  std::memcpy(&bytes[offsetof(tessel_bundle_header, crc32)], &crc, sizeof crc);
+  return bytes;
+}
+
+long peakRssKiB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
 }
 
 tessel_tensor tensor(void *data, tessel_dtype dtype,

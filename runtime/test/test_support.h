@@ -101,6 +101,15 @@ size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
              size_t dim);
 size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param);
 
+/// `count` kernels ("k0", "k1", ...) of `target` with fake binaries, whose
+/// records are then patched to all name the whole file as their binary: the
+/// reader must not copy a binary per kernel.
+std::vector<uint8_t> sharedRangeBundle(size_t count,
+                                       const std::string &target = "sm80");
+
+/// The peak resident set size of this process so far, in KiB.
+long peakRssKiB();
+
 /// A tensor descriptor.
 tessel_tensor tensor(void *data, tessel_dtype dtype,
                      std::initializer_list<int64_t> shape);

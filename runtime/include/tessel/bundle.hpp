@@ -50,6 +50,12 @@ struct Arg {
   bool operator!=(const Arg &o) const { return !(*this == o); }
 };
 
+/// Bytes that belong to someone else: a view into bundle bytes.
+struct ByteSpan {
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+};
+
 struct Kernel {
   std::string name;
   std::string op;
@@ -64,14 +70,23 @@ struct Kernel {
   std::array<uint32_t, 3> gridDiv = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t sharedBytes = 0;
+  /// The binary, as serializeBundle's input. parseBundle leaves it empty and
+  /// sets binaryOffset/binarySize instead: the writer stores identical
+  /// binaries once, so many records may name one range (or a hostile file
+  /// the whole file), and a copy per kernel could cost kernels x file size.
   std::vector<uint8_t> binary;
+  /// Where parseBundle found the binary: [binaryOffset, binaryOffset +
+  /// binarySize) of the bytes it parsed. Read it with binaryBytes().
+  uint64_t binaryOffset = 0;
+  uint64_t binarySize = 0;
 
   bool operator==(const Kernel &o) const {
     return name == o.name && op == o.op && target == o.target &&
            entry == o.entry && dtype == o.dtype && args == o.args &&
            symbols == o.symbols && params == o.params && grid == o.grid &&
            gridDiv == o.gridDiv && block == o.block &&
-           sharedBytes == o.sharedBytes && binary == o.binary;
+           sharedBytes == o.sharedBytes && binary == o.binary &&
+           binaryOffset == o.binaryOffset && binarySize == o.binarySize;
   }
   bool operator!=(const Kernel &o) const { return !(*this == o); }
 };
@@ -106,10 +121,18 @@ enum class ParseError {
 std::string serializeBundle(const std::vector<Kernel> &kernels,
                             std::vector<uint8_t> &out);
 
+/// The binary of a kernel that parseBundle read from `bundle` (the same
+/// bytes, still alive): a view, never a copy.
+inline ByteSpan binaryBytes(const Kernel &kernel, const uint8_t *bundle) {
+  return {bundle + kernel.binaryOffset, static_cast<size_t>(kernel.binarySize)};
+}
+
 /// Parses and validates bundle bytes. Returns "" on success, or a message that
 /// names what is wrong (bad magic, unsupported version, checksum mismatch, an
 /// offset or size out of bounds, unknown target, duplicate kernel name, ...).
-/// Never reads outside [data, data + size).
+/// Never reads outside [data, data + size), and never copies a binary: the
+/// kernels refer to them by offset (see binaryBytes), so `data` must outlive
+/// any use of those. Bundles over TESSEL_BUNDLE_MAX_SIZE are rejected.
 /// `kind`, when given, receives why it failed.
 std::string parseBundle(const uint8_t *data, size_t size,
                         std::vector<Kernel> &out, ParseError *kind = nullptr);

@@ -28,6 +28,9 @@ extern "C" {
 #define TESSEL_BUNDLE_MAX_RANK 8u
 #define TESSEL_BUNDLE_MAX_SYMBOLS 64u
 #define TESSEL_BUNDLE_MAX_PARAMS 64u
+/* The largest bundle, in bytes (4 GiB): the writer refuses to write a larger
+ * one and the runtime refuses to read one, before it allocates anything. */
+#define TESSEL_BUNDLE_MAX_SIZE (UINT64_C(1) << 32)
 
 /* Element types of kernel arguments. */
 typedef enum tessel_dtype {

@@ -4,8 +4,9 @@
 // bounds of every offset, count and string before it reads through them, and
 // copies every record out with memcpy (the file has no alignment guarantee
 // once it sits in a caller's buffer). Counts are checked against the format's
-// limits and against the file size before anything is allocated, so a hostile
-// file cannot make the reader allocate more than a small multiple of its size.
+// limits and against the file size before anything is allocated. Binaries are
+// never copied, only located (Kernel::binaryOffset/binarySize): records may
+// share a range, so copies could cost num_kernels x file size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -127,6 +128,10 @@ bool Reader::readHeader(tessel_bundle_header &h) {
     if (version == 0)
       return fail("bundle version 0 is invalid");
   }
+  if (size > TESSEL_BUNDLE_MAX_SIZE)
+    return fail(format("bundle is %zu bytes, more than the limit of %llu",
+                       size,
+                       static_cast<unsigned long long>(TESSEL_BUNDLE_MAX_SIZE)));
   if (size < sizeof(tessel_bundle_header))
     return fail(format("bundle is %zu bytes, smaller than its %zu-byte header "
                        "(truncated file)",
@@ -225,6 +230,8 @@ bool Reader::readKernel(uint64_t offset, uint32_t index, Kernel &k) {
               where + " params") ||
       !inFile(rec.binary_offset, rec.binary_size, 1, where + " binary"))
     return false;
+  if (rec.binary_size == 0)
+    return fail(format("%s: binary is empty", w));
 
   k.args.resize(rec.num_args);
   for (uint32_t i = 0; i < rec.num_args; ++i)
@@ -259,8 +266,8 @@ bool Reader::readKernel(uint64_t offset, uint32_t index, Kernel &k) {
     k.block[axis] = rec.block[axis];
   }
   k.sharedBytes = rec.shared_bytes;
-  k.binary.assign(data + rec.binary_offset,
-                  data + rec.binary_offset + rec.binary_size);
+  k.binaryOffset = rec.binary_offset;
+  k.binarySize = rec.binary_size;
   return true;
 }
 

@@ -129,8 +129,6 @@ std::string checkKernel(const Kernel &k) {
     if (k.block[axis] == 0)
       return format("block[%zu] is 0", axis);
   }
-  if (k.binary.empty())
-    return "binary is empty";
   return std::string();
 }
 

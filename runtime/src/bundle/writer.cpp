@@ -11,6 +11,8 @@
 
 #include "internal.h"
 
+#include "../support/format.h"
+
 #include <cstring>
 #include <map>
 
@@ -124,6 +126,12 @@ std::string Writer::write(const std::vector<Kernel> &kernels) {
       cursor += k.binary.size();
     }
   }
+  // Checked before the buffer exists: the reader rejects larger bundles.
+  if (cursor > TESSEL_BUNDLE_MAX_SIZE)
+    return format("the bundle would be %llu bytes, more than the limit of "
+                  "%llu",
+                  static_cast<unsigned long long>(cursor),
+                  static_cast<unsigned long long>(TESSEL_BUNDLE_MAX_SIZE));
   out.assign(cursor, 0);
 
   tessel_bundle_header header{};
@@ -211,6 +219,10 @@ std::string serializeBundle(const std::vector<Kernel> &kernels,
     std::string error = detail::validateKernel(kernels[i], i, kind);
     if (!error.empty())
       return error;
+    // The writer's own rule: it writes `binary` (the reader rejects an empty
+    // binary on its side, where the size comes from the record).
+    if (kernels[i].binary.empty())
+      return detail::kernelLabel(kernels[i], i) + ": binary is empty";
   }
   std::string error = detail::validateKernelSet(kernels);
   if (!error.empty())

@@ -51,9 +51,12 @@ public:
   virtual const std::vector<std::string> &targets() const = 0;
 
   /// Makes `kernel` launchable. The reader has validated it, and its target
-  /// is one of targets(). On success sets `out`; on failure returns a status
-  /// whose message carries the driver's or loader's own error text.
+  /// is one of targets(). `binary` (its bytes, not empty) lives only during
+  /// the call: keep a copy if the driver needs the bytes afterwards. On
+  /// success sets `out`; on failure returns a status whose message carries
+  /// the driver's or loader's own error text.
   virtual tessel_status loadKernel(const bundle::Kernel &kernel,
+                                   bundle::ByteSpan binary,
                                    std::unique_ptr<LoadedKernel> &out) = 0;
 
   /// Launches `kernel`. `params` follows the kernel parameter convention

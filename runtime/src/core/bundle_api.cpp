@@ -37,6 +37,13 @@ void destroyBundle(tessel_bundle bundle) {
   tessel_device_release(device);
 }
 
+/// Owns a bundle under construction, so that an early return or an
+/// exception (caught by guard) releases it and its device reference.
+struct BundleDestroyer {
+  void operator()(tessel_bundle bundle) const { destroyBundle(bundle); }
+};
+using BundleOwner = std::unique_ptr<tessel_bundle_t, BundleDestroyer>;
+
 /// "target 'host'" or "targets 'sm90' or 'sm80'": how messages name what a
 /// device runs.
 std::string describeTargets(const Backend &backend) {
@@ -84,7 +91,7 @@ tessel_status loadBundle(tessel_device device, const uint8_t *data, size_t size,
       inserted.first->second = std::min(inserted.first->second, preference[i]);
   }
 
-  auto *result = new tessel_bundle_t;
+  BundleOwner result(new tessel_bundle_t);
   result->device = device;
   retainDevice(device);
   std::vector<std::string> targets; // of the other kernels, first-seen order
@@ -99,17 +106,16 @@ tessel_status loadBundle(tessel_device device, const uint8_t *data, size_t size,
       continue;
     }
     auto kernel = std::make_unique<tessel_kernel_t>();
-    if (tessel_status status = backend.loadKernel(meta, kernel->loaded)) {
-      destroyBundle(result);
+    // The binary is a view into `data`: the backend copies what it must
+    // keep, so loading holds at most one binary besides the bundle bytes.
+    if (tessel_status status = backend.loadKernel(
+            meta, bundle::binaryBytes(meta, data), kernel->loaded))
       return annotate(status, format("kernel '%s'", meta.name.c_str()));
-    }
-    meta.binary = std::vector<uint8_t>(); // loaded: free the bytes
     kernel->meta = std::move(meta);
     kernel->backend = &backend;
     result->kernels.push_back(std::move(kernel));
   }
-  if (result->kernels.empty()) {
-    destroyBundle(result);
+  if (result->kernels.empty())
     return makeStatusf(
         TESSEL_UNSUPPORTED, "bundle has no kernels for %s (%s)",
         describeTargets(backend).c_str(),
@@ -119,8 +125,7 @@ tessel_status loadBundle(tessel_device device, const uint8_t *data, size_t size,
                joinLimited(targets, kMaxListed, [](const std::string &t) {
                  return t;
                })).c_str());
-  }
-  *out = result;
+  *out = result.release();
   return nullptr;
 }
 
@@ -149,6 +154,16 @@ tessel_status readFile(const char *path, std::vector<uint8_t> &bytes) {
     problem = std::strerror(errno);
   else if (!S_ISREG(st.st_mode))
     problem = "not a regular file";
+  else if (static_cast<uint64_t>(st.st_size) > TESSEL_BUNDLE_MAX_SIZE) {
+    // Checked before the buffer is allocated: a huge file is a clear error,
+    // not an allocation failure.
+    ::close(fd);
+    return makeStatusf(TESSEL_CORRUPT_BUNDLE,
+                       "bundle '%s' is %lld bytes, more than the limit of "
+                       "%llu bytes (4 GiB)",
+                       path, static_cast<long long>(st.st_size),
+                       static_cast<unsigned long long>(TESSEL_BUNDLE_MAX_SIZE));
+  }
   if (problem) {
     ::close(fd);
     return makeStatusf(TESSEL_INVALID_ARGUMENT, "cannot read bundle '%s': %s",
@@ -199,12 +214,8 @@ bool hasParams(const bundle::Kernel &kernel, const tessel_param *params,
   return true;
 }
 
-} // namespace
-
-extern "C" {
-
-tessel_status tessel_bundle_load_file(tessel_device device, const char *path,
-                                      tessel_bundle *out_bundle) {
+tessel_status loadFile(tessel_device device, const char *path,
+                       tessel_bundle *out_bundle) {
   if (tessel_status status = checkLoadArgs(device, out_bundle))
     return status;
   if (!path)
@@ -216,9 +227,8 @@ tessel_status tessel_bundle_load_file(tessel_device device, const char *path,
                   path);
 }
 
-tessel_status tessel_bundle_load_memory(tessel_device device, const void *data,
-                                        size_t size,
-                                        tessel_bundle *out_bundle) {
+tessel_status loadMemory(tessel_device device, const void *data, size_t size,
+                         tessel_bundle *out_bundle) {
   if (tessel_status status = checkLoadArgs(device, out_bundle))
     return status;
   if (!data)
@@ -227,23 +237,8 @@ tessel_status tessel_bundle_load_memory(tessel_device device, const void *data,
                     out_bundle);
 }
 
-void tessel_bundle_release(tessel_bundle bundle) {
-  if (bundle)
-    destroyBundle(bundle);
-}
-
-size_t tessel_bundle_kernel_count(tessel_bundle bundle) {
-  return bundle ? bundle->kernels.size() : 0;
-}
-
-tessel_kernel tessel_bundle_kernel_at(tessel_bundle bundle, size_t index) {
-  if (!bundle || index >= bundle->kernels.size())
-    return nullptr;
-  return bundle->kernels[index].get();
-}
-
-tessel_status tessel_bundle_find_kernel(tessel_bundle bundle, const char *name,
-                                        tessel_kernel *out_kernel) {
+tessel_status findKernel(tessel_bundle bundle, const char *name,
+                         tessel_kernel *out_kernel) {
   if (!out_kernel)
     return makeStatus(TESSEL_INVALID_ARGUMENT, "out_kernel is null");
   *out_kernel = nullptr;
@@ -278,9 +273,11 @@ tessel_status tessel_bundle_find_kernel(tessel_bundle bundle, const char *name,
                          .c_str());
 }
 
-tessel_status tessel_bundle_find_kernel_by_params(
-    tessel_bundle bundle, const char *op, tessel_dtype dtype,
-    const tessel_param *params, size_t num_params, tessel_kernel *out_kernel) {
+tessel_status findKernelByParams(tessel_bundle bundle, const char *op,
+                                 tessel_dtype dtype,
+                                 const tessel_param *params,
+                                 size_t num_params,
+                                 tessel_kernel *out_kernel) {
   if (!out_kernel)
     return makeStatus(TESSEL_INVALID_ARGUMENT, "out_kernel is null");
   *out_kernel = nullptr;
@@ -331,6 +328,54 @@ tessel_status tessel_bundle_find_kernel_by_params(
                       describeParams(k->params).c_str());
       }).c_str());
 }
+
+} // namespace
+
+extern "C" {
+
+tessel_status tessel_bundle_load_file(tessel_device device, const char *path,
+                                      tessel_bundle *out_bundle) {
+  return guard("loading a bundle",
+               [&] { return loadFile(device, path, out_bundle); });
+}
+
+tessel_status tessel_bundle_load_memory(tessel_device device, const void *data,
+                                        size_t size,
+                                        tessel_bundle *out_bundle) {
+  return guard("loading a bundle",
+               [&] { return loadMemory(device, data, size, out_bundle); });
+}
+
+void tessel_bundle_release(tessel_bundle bundle) {
+  if (bundle)
+    destroyBundle(bundle);
+}
+
+size_t tessel_bundle_kernel_count(tessel_bundle bundle) {
+  return bundle ? bundle->kernels.size() : 0;
+}
+
+tessel_kernel tessel_bundle_kernel_at(tessel_bundle bundle, size_t index) {
+  if (!bundle || index >= bundle->kernels.size())
+    return nullptr;
+  return bundle->kernels[index].get();
+}
+
+tessel_status tessel_bundle_find_kernel(tessel_bundle bundle, const char *name,
+                                        tessel_kernel *out_kernel) {
+  return guard("looking up a kernel",
+               [&] { return findKernel(bundle, name, out_kernel); });
+}
+
+tessel_status tessel_bundle_find_kernel_by_params(
+    tessel_bundle bundle, const char *op, tessel_dtype dtype,
+    const tessel_param *params, size_t num_params, tessel_kernel *out_kernel) {
+  return guard("looking up a kernel", [&] {
+    return findKernelByParams(bundle, op, dtype, params, num_params,
+                              out_kernel);
+  });
+}
+
 
 const char *tessel_kernel_name(tessel_kernel kernel) {
   return kernel ? kernel->meta.name.c_str() : "";

@@ -42,10 +42,10 @@ void tessel::runtime::retainDevice(tessel_device device) {
   device->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
-extern "C" {
+namespace {
 
-tessel_status tessel_device_open(const char *backend, int ordinal,
-                                 tessel_device *out_device) {
+tessel_status openDevice(const char *backend, int ordinal,
+                         tessel_device *out_device) {
   if (!out_device)
     return makeStatus(TESSEL_INVALID_ARGUMENT, "out_device is null");
   *out_device = nullptr;
@@ -70,6 +70,16 @@ tessel_status tessel_device_open(const char *backend, int ordinal,
   return makeStatusf(TESSEL_NOT_FOUND,
                      "unknown backend '%s'; valid backends: %s", backend,
                      backendNames().c_str());
+}
+
+} // namespace
+
+extern "C" {
+
+tessel_status tessel_device_open(const char *backend, int ordinal,
+                                 tessel_device *out_device) {
+  return guard("opening a device",
+               [&] { return openDevice(backend, ordinal, out_device); });
 }
 
 void tessel_device_release(tessel_device device) {

@@ -23,8 +23,8 @@ struct tessel_device_t {
 };
 
 struct tessel_kernel_t {
-  /// The kernel's signature; the binary is dropped once the backend has
-  /// loaded it.
+  /// The kernel's signature. Its binaryOffset/binarySize point into bundle
+  /// bytes that are gone once loading returns: do not read them.
   tessel::bundle::Kernel meta;
   std::unique_ptr<tessel::runtime::LoadedKernel> loaded;
   tessel::runtime::Backend *backend = nullptr;

@@ -203,17 +203,19 @@ tessel_status LaunchChecker::computeGrid(uint32_t grid[3]) const {
   for (size_t axis = 0; axis < 3; ++axis) {
     const bundle::Dim &dim = meta.grid[axis];
     int64_t value = dim.add;
-    std::string expr = dimExpr(dim, meta.symbols);
+    // The expression text is built on the error paths only: a successful
+    // launch allocates nothing.
     if (!dim.isConstant() && !evalDim(dim, symbolValues[dim.sym], value))
       return makeStatusf(TESSEL_INVALID_ARGUMENT,
                          "kernel '%s': grid %c = %s overflows int64 for these "
                          "shapes",
-                         name, kAxis[axis], expr.c_str());
+                         name, kAxis[axis],
+                         dimExpr(dim, meta.symbols).c_str());
     if (value < 0)
       return makeStatusf(TESSEL_INVALID_ARGUMENT,
                          "kernel '%s': grid %c = %s is %lld for these shapes; "
                          "it must be >= 0",
-                         name, kAxis[axis], expr.c_str(),
+                         name, kAxis[axis], dimExpr(dim, meta.symbols).c_str(),
                          static_cast<long long>(value));
     uint64_t div = meta.gridDiv[axis];
     uint64_t blocks = (static_cast<uint64_t>(value) + div - 1) / div;
@@ -221,20 +223,16 @@ tessel_status LaunchChecker::computeGrid(uint32_t grid[3]) const {
       return makeStatusf(TESSEL_INVALID_ARGUMENT,
                          "kernel '%s': grid %c = ceildiv(%s, %u) is %llu "
                          "blocks, more than 2^32 - 1",
-                         name, kAxis[axis], expr.c_str(), meta.gridDiv[axis],
+                         name, kAxis[axis], dimExpr(dim, meta.symbols).c_str(),
+                         meta.gridDiv[axis],
                          static_cast<unsigned long long>(blocks));
     grid[axis] = static_cast<uint32_t>(blocks);
   }
   return nullptr;
 }
 
-} // namespace
-
-extern "C" {
-
-tessel_status tessel_kernel_launch(tessel_kernel kernel,
-                                   const tessel_tensor *args, size_t num_args,
-                                   void *stream) {
+tessel_status launchKernel(tessel_kernel kernel, const tessel_tensor *args,
+                           size_t num_args, void *stream) {
   if (!kernel)
     return makeStatus(TESSEL_INVALID_ARGUMENT, "kernel is null");
   const bundle::Kernel &meta = kernel->meta;
@@ -282,6 +280,18 @@ tessel_status tessel_kernel_launch(tessel_kernel kernel,
       kernel->backend->launch(*kernel->loaded, params, grid, meta.block.data(),
                               meta.sharedBytes, stream);
   return status ? annotate(status, format("kernel '%s'", name)) : nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+tessel_status tessel_kernel_launch(tessel_kernel kernel,
+                                   const tessel_tensor *args, size_t num_args,
+                                   void *stream) {
+  return guard("launching a kernel", [&] {
+    return launchKernel(kernel, args, num_args, stream);
+  });
 }
 
 } // extern "C"

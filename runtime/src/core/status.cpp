@@ -4,7 +4,17 @@
 
 #include "../support/format.h"
 
+#include <exception>
+#include <new>
 #include <utility>
+
+namespace {
+
+/// Returned when memory is too short even for a status of its own; never
+/// freed (see tessel_status_free).
+tessel_status_t outOfMemoryStatus{TESSEL_INTERNAL, "out of memory"};
+
+} // namespace
 
 namespace tessel::runtime {
 
@@ -26,6 +36,28 @@ tessel_status annotate(tessel_status status, const std::string &context) {
   return status;
 }
 
+tessel_status statusFromException(const char *what) noexcept {
+  try {
+    try {
+      throw;
+    } catch (const std::bad_alloc &) {
+      return makeStatusf(TESSEL_INTERNAL, "out of memory while %s", what);
+    } catch (const std::exception &e) {
+      return makeStatusf(TESSEL_INTERNAL,
+                         "unexpected exception while %s: %s (a bug in "
+                         "Tessel: please report it)",
+                         what, e.what());
+    } catch (...) {
+      return makeStatusf(TESSEL_INTERNAL,
+                         "unknown exception while %s (a bug in Tessel: please "
+                         "report it)",
+                         what);
+    }
+  } catch (...) {
+    return &outOfMemoryStatus;
+  }
+}
+
 } // namespace tessel::runtime
 
 extern "C" {
@@ -38,7 +70,10 @@ const char *tessel_status_message(tessel_status status) {
   return status ? status->message.c_str() : "";
 }
 
-void tessel_status_free(tessel_status status) { delete status; }
+void tessel_status_free(tessel_status status) {
+  if (status != &outOfMemoryStatus)
+    delete status;
+}
 
 const char *tessel_status_code_name(tessel_status_code code) {
   switch (code) {

@@ -30,6 +30,25 @@ makeStatusf(tessel_status_code code, const char *fmt, ...);
 /// from deep inside says which object it concerns. Returns `status`.
 tessel_status annotate(tessel_status status, const std::string &context);
 
+/// The status for the exception being handled: "out of memory while `what`"
+/// for std::bad_alloc, likewise for any other. Never throws: if even that
+/// status cannot be allocated, returns a static one.
+tessel_status statusFromException(const char *what) noexcept;
+
+/// Runs `body`, a callable returning tessel_status, and turns anything it
+/// throws into a status. Every C entry point that returns a tessel_status
+/// goes through here: an exception that reached the C caller would terminate
+/// it, and the runtime promises never to abort on bad input (a huge file, a
+/// failed allocation).
+template <typename Body>
+tessel_status guard(const char *what, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return statusFromException(what);
+  }
+}
+
 } // namespace tessel::runtime
 
 #endif // TESSEL_RUNTIME_CORE_STATUS_H

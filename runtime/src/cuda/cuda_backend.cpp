@@ -130,6 +130,7 @@ public:
   const char *name() const override { return "cuda"; }
   const std::vector<std::string> &targets() const override { return targets_; }
   tessel_status loadKernel(const bundle::Kernel &kernel,
+                           bundle::ByteSpan binary,
                            std::unique_ptr<LoadedKernel> &out) override;
   tessel_status launch(LoadedKernel &kernel, void **params,
                        const uint32_t grid[3], const uint32_t block[3],
@@ -160,6 +161,7 @@ CudaKernel::~CudaKernel() {
 }
 
 tessel_status CudaBackend::loadKernel(const bundle::Kernel &kernel,
+                                      bundle::ByteSpan binary,
                                       std::unique_ptr<LoadedKernel> &out) {
   ContextScope scope(cu, context);
   if (scope.result != CUDA_SUCCESS)
@@ -168,7 +170,7 @@ tessel_status CudaBackend::loadKernel(const bundle::Kernel &kernel,
                        label.c_str(), errorText(cu, scope.result).c_str());
   // The driver reads PTX as a NUL-terminated string; the bundle stores the
   // text without the NUL. Cubins and fatbins are ELF-framed and unaffected.
-  std::vector<uint8_t> image(kernel.binary);
+  std::vector<uint8_t> image(binary.data, binary.data + binary.size);
   if (image.back() != 0)
     image.push_back(0);
   char jitLog[8192] = "";

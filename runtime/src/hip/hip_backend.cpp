@@ -125,6 +125,7 @@ public:
   const char *name() const override { return "hip"; }
   const std::vector<std::string> &targets() const override { return targets_; }
   tessel_status loadKernel(const bundle::Kernel &kernel,
+                           bundle::ByteSpan binary,
                            std::unique_ptr<LoadedKernel> &out) override;
   tessel_status launch(LoadedKernel &kernel, void **params,
                        const uint32_t grid[3], const uint32_t block[3],
@@ -153,11 +154,13 @@ HipKernel::~HipKernel() {
 }
 
 tessel_status HipBackend::loadKernel(const bundle::Kernel &kernel,
+                                     bundle::ByteSpan binary,
                                      std::unique_ptr<LoadedKernel> &out) {
   DeviceScope scope(hip, ordinal);
   if (scope.result != hipSuccess)
     return deviceError(scope.result);
-  auto loaded = std::make_unique<HipKernel>(*this, kernel.binary);
+  auto loaded = std::make_unique<HipKernel>(
+      *this, std::vector<uint8_t>(binary.data, binary.data + binary.size));
   hipError_t result =
       hip.hipModuleLoadData(&loaded->module, loaded->image.data());
   if (result != hipSuccess) {

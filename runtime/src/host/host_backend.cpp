@@ -7,6 +7,9 @@
 // temporary file in $TMPDIR. Either stays until the kernel is unloaded (see
 // LoadedFile). Every failed attempt ends up in the error message.
 //
+// A kernel compiled for an x86-64 level this CPU lacks is refused before it
+// is loaded (see x86_level.h): it would die of SIGILL mid-launch.
+//
 // Host launches are synchronous and ignore the grid and block: the host code
 // generator emits the whole iteration space as loops in one call.
 //
@@ -15,6 +18,7 @@
 #include "../core/backend.h"
 #include "../core/status.h"
 #include "../support/format.h"
+#include "x86_level.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -57,10 +61,10 @@ private:
   LoadedFile file;
 };
 
-bool writeAll(int fd, const std::vector<uint8_t> &bytes) {
+bool writeAll(int fd, bundle::ByteSpan bytes) {
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+  while (done < bytes.size) {
+    ssize_t n = ::write(fd, bytes.data + done, bytes.size - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -91,7 +95,7 @@ void *openLibrary(const std::string &path, Attempts &attempts) {
 
 /// Loads `bytes` through an anonymous memfd, which stays open in `file`.
 /// Returns null, with the reason in `attempts`, if it could not.
-void *openThroughMemfd(const std::vector<uint8_t> &bytes,
+void *openThroughMemfd(bundle::ByteSpan bytes,
                        const std::string &name, Attempts &attempts,
                        LoadedFile &file) {
   // The memfd name shows up in /proc/<pid>/maps: make it say which kernel.
@@ -118,7 +122,7 @@ void *openThroughMemfd(const std::vector<uint8_t> &bytes,
 
 /// Loads `bytes` through a temporary file, which stays in `file` until the
 /// kernel is unloaded.
-void *openThroughTempFile(const std::vector<uint8_t> &bytes,
+void *openThroughTempFile(bundle::ByteSpan bytes,
                           Attempts &attempts, LoadedFile &file) {
   const char *dir = std::getenv("TMPDIR");
   std::string path =
@@ -143,16 +147,47 @@ void *openThroughTempFile(const std::vector<uint8_t> &bytes,
   return library;
 }
 
+/// Refuses a kernel whose `x86_64_level` parameter names a level this CPU
+/// does not implement. Kernels without the parameter load as before.
+tessel_status checkX86Level(const bundle::Kernel &kernel) {
+  for (const auto &param : kernel.params) {
+    if (param.first != kX86LevelParam)
+      continue;
+    if (param.second < 1)
+      return makeStatusf(TESSEL_CORRUPT_BUNDLE,
+                         "%s is %lld; levels start at 1 (x86-64)",
+                         kX86LevelParam, static_cast<long long>(param.second));
+    if (param.second > kMaxX86Level)
+      return makeStatusf(TESSEL_UNSUPPORTED,
+                         "compiled for x86-64 level %lld, which this runtime "
+                         "does not know (the highest is %d, x86-64-v%d)",
+                         static_cast<long long>(param.second), kMaxX86Level,
+                         kMaxX86Level);
+#if defined(__x86_64__)
+    // Elsewhere the object is not x86 code at all, and dlopen says so.
+    int level = static_cast<int>(param.second);
+    std::string missing = missingX86Features(level, cpuHasFeature);
+    if (!missing.empty())
+      return makeStatusf(TESSEL_UNSUPPORTED,
+                         "compiled for x86-64-v%d, but this CPU lacks %s "
+                         "(loading it would crash with SIGILL; compile it "
+                         "for a lower x86-64 level)",
+                         level, missing.c_str());
+#endif
+  }
+  return nullptr;
+}
+
 class HostBackend final : public Backend {
 public:
   const char *name() const override { return "host"; }
-  const std::vector<std::string> &targets() const override {
-    static const std::vector<std::string> kTargets = {"host"};
-    return kTargets;
-  }
+  const std::vector<std::string> &targets() const override { return targets_; }
 
   tessel_status loadKernel(const bundle::Kernel &kernel,
+                           bundle::ByteSpan binary,
                            std::unique_ptr<LoadedKernel> &out) override {
+    if (tessel_status status = checkX86Level(kernel))
+      return status;
     Attempts attempts;
     // TESSEL_HOST_NO_MEMFD forces the temporary-file path: for sandboxes
     // that allow memfd_create but not exec mappings of it, and for tests.
@@ -160,11 +195,11 @@ public:
     void *library = nullptr;
     LoadedFile file;
     if (!noMemfd || !*noMemfd || std::strcmp(noMemfd, "0") == 0)
-      library = openThroughMemfd(kernel.binary, kernel.name, attempts, file);
+      library = openThroughMemfd(binary, kernel.name, attempts, file);
     // Fall back only when the memfd route itself failed: if dlopen rejected
     // the object, a temporary file will not help.
     if (!library && !attempts.rejected)
-      library = openThroughTempFile(kernel.binary, attempts, file);
+      library = openThroughTempFile(binary, attempts, file);
     if (!library) {
       attempts.log.resize(attempts.log.size() - 2); // the trailing "; "
       return makeStatusf(TESSEL_UNAVAILABLE,
@@ -197,6 +232,11 @@ public:
     static_cast<HostKernel &>(kernel).entry(params);
     return nullptr;
   }
+
+private:
+  /// A member, not a function-local static: tessel_device_target returns
+  /// it and must not allocate.
+  const std::vector<std::string> targets_ = {"host"};
 };
 
 } // namespace
