@@ -8,7 +8,14 @@ scripts/install-deps.sh
 scripts/configure.sh
 build=${TESSEL_BUILD_DIR:-build}
 ninja -C "$build" tessel-opt tessel-aot tessel_runtime
-# Only the host target exists so far; sm80, gfx942 and gfx950 join this list
-# as their code generation lands.
-"$build"/bin/tessel-aot --targets=host -o "$build"/tessel-default.tsb
+# host and sm80 (PTX) need nothing beyond LLVM; sm90 cubins need ptxas (CUDA).
+# gfx942/gfx950 join when the ROCDL lowering lands. Kernels of the default set
+# without a GPU template yet are listed as skipped for the GPU targets.
+targets=host,sm80
+if command -v ptxas >/dev/null || [ -x /usr/local/cuda/bin/ptxas ]; then
+  targets=$targets,sm90
+else
+  echo "note: ptxas not found (CUDA toolkit): no sm90 cubins in this bundle"
+fi
+"$build"/bin/tessel-aot --targets=$targets -o "$build"/tessel-default.tsb
 echo "bundle: $(pwd)/$build/tessel-default.tsb"

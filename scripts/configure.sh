@@ -12,4 +12,5 @@ cmake -S . -B "$build" -G Ninja \
   -DLLVM_USE_LINKER=lld \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+  -DTESSEL_REQUIRE_TESTS=ON -DTESSEL_RUNTIME_TESTS=ON \
   "${launcher[@]}" >/dev/null

@@ -1,14 +1,15 @@
-// Targets: host works; the GPU targets are named but not built yet; anything
-// else is unknown.
+// Targets: host and NVIDIA (sm80, sm90) work; the AMD targets are named but
+// not built yet; anything else is unknown. A kernel of a given spec that has
+// no GPU template is an error (the embedded default set skips it instead).
 // RUN: not tessel-aot %s --targets=sm80 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not tessel-aot %s --targets=host,gfx950 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=GFX950
 // RUN: not tessel-aot %s --targets=tpu -o %t.tsb 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not tessel-aot %s --targets= -o %t.tsb 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: tessel-aot %s --targets=host -o %t.tsb | FileCheck %s --check-prefix=HOST
 
-// SM80: error: target 'sm80' is not built yet{{.*}}available: host
-// GFX950: error: target 'gfx950' is not built yet
-// UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, gfx942, gfx950
+// SM80: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul)
+// GFX950: error: target 'gfx950' is not built yet (the ROCDL lowering comes next); available: host, sm80, sm90
+// UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, sm90, gfx942, gfx950
 // EMPTY: error: --targets is empty
 
 // HOST: kernel                                   op                             target  dtype      bytes

@@ -12,10 +12,12 @@
 #include "tessel/Dialect/Tessel/IR/TesselOps.h"
 #include "tessel/Pipelines/Pipelines.h"
 #include "tessel/Target/HostObject.h"
+#include "tessel/Target/Passes.h"
 #include "tessel/bundle.hpp"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -26,6 +28,7 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -51,7 +54,9 @@ static cl::opt<std::string> outputFile("o", cl::desc("Bundle to write"),
                                        cl::value_desc("file"),
                                        cl::init("tessel-kernels.tsb"));
 static cl::opt<std::string>
-    targetList("targets", cl::desc("Comma-separated targets (host, sm80, "
+    targetList("targets", cl::desc("Comma-separated targets (host; sm80: "
+                                   "PTX for every sm80+ GPU; sm90: the same "
+                                   "code as an sm_90 cubin, needs ptxas; "
                                    "gfx942, gfx950)"),
                cl::init("host"));
 static cl::opt<int64_t> chunkTokens(
@@ -65,10 +70,17 @@ static cl::opt<int64_t>
 static cl::opt<bool> noDecompose("no-decompose",
                                  cl::desc("Lower extend and decode directly"),
                                  cl::init(false));
-static cl::opt<std::string> hostCpu("host-cpu", cl::desc("CPU of host code"),
-                                    cl::init("x86-64-v3"));
+static cl::opt<std::string>
+    hostCpu("host-cpu",
+            cl::desc("x86-64 level of host code: x86-64, x86-64-v2, "
+                     "x86-64-v3 (default) or x86-64-v4"),
+            cl::init("x86-64-v3"));
 static cl::opt<std::string> lldPath("lld", cl::desc("ld.lld to link with"),
                                     cl::init(""));
+static cl::opt<std::string>
+    cudaToolkit("cuda-toolkit", cl::desc("CUDA toolkit folder (its bin/ptxas "
+                                         "builds sm90 cubins)"),
+                cl::init(""));
 static cl::opt<bool> quiet("quiet", cl::desc("Print no kernel table"),
                            cl::init(false));
 
@@ -138,6 +150,91 @@ FailureOr<std::vector<uint8_t>> compileForHost(func::FuncOp func) {
   return emitHostSharedObject(*module, objectOptions);
 }
 
+/// An NVIDIA kernel: its launch geometry and binaries (sm80 PTX, and the
+/// sm_90 cubin ptxas made of it when asked for).
+struct NVVMKernel {
+  std::array<bundle::Dim, 3> grid;
+  std::array<uint32_t, 3> gridDiv = {1, 1, 1};
+  std::array<uint32_t, 3> block = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<uint8_t> ptx, cubin;
+};
+
+/// Compiles one kernel function to PTX (and an sm_90 cubin). With
+/// `unsupported` set, diagnostics are collected there instead of printed:
+/// the default set holds kernels whose GPU templates do not exist yet.
+FailureOr<NVVMKernel> compileForNVVM(func::FuncOp func, bool cubin,
+                                     std::string *unsupported) {
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(func.getLoc());
+  b.setInsertionPointToStart(module->getBody());
+  b.clone(*func);
+
+  std::optional<ScopedDiagnosticHandler> capture;
+  if (unsupported)
+    capture.emplace(ctx, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error &&
+          unsupported->empty())
+        *unsupported = diag.str();
+      return success();
+    });
+
+  NVVMPipelineOptions options;
+  options.cubinArch = cubin ? "sm_90" : "";
+  options.ptxasRequired = cubin;
+  options.toolkit = cudaToolkit;
+  PassManager kernels(ctx);
+  buildNVVMKernelPipeline(kernels, options);
+  if (failed(kernels.run(*module)))
+    return failure();
+
+  // The launch geometry the template chose, recorded on the gpu.func.
+  NVVMKernel out;
+  gpu::GPUFuncOp kernel;
+  module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
+  auto grid = kernel->getAttrOfType<ArrayAttr>("tessel.grid");
+  auto shared = kernel->getAttrOfType<IntegerAttr>("tessel.shared_bytes");
+  std::optional<DenseI32ArrayAttr> block = kernel.getKnownBlockSizeAttr();
+  if (!grid || grid.size() != 3 || !block || !shared)
+    return kernel.emitError("GPU kernel without launch geometry");
+  out.sharedBytes = shared.getInt();
+  for (auto [i, attr] : llvm::enumerate(grid)) {
+    ArrayRef<int64_t> d = cast<DenseI64ArrayAttr>(attr).asArrayRef();
+    out.grid[i] = d[0] < 0 ? bundle::Dim::constant(d[2])
+                           : bundle::Dim::symbol(d[0], d[1], d[2]);
+    out.gridDiv[i] = d[3];
+    out.block[i] = (*block)[i];
+  }
+
+  PassManager serialize(ctx);
+  buildNVVMSerializePipeline(serialize, options);
+  if (failed(serialize.run(*module)))
+    return failure();
+  module->walk([&](gpu::BinaryOp binary) {
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      StringRef bytes = object.getObject().getValue();
+      if (object.getFormat() == gpu::CompilationTarget::Assembly)
+        // The bundle holds PTX as text without the trailing NUL.
+        out.ptx.assign(bytes.begin(), bytes.rtrim(StringRef("\0", 1)).end());
+      else if (object.getFormat() == gpu::CompilationTarget::Binary)
+        out.cubin.assign(bytes.begin(), bytes.end());
+    }
+  });
+  return out;
+}
+
+/// The x86-64 microarchitecture level (1-4) of a --host-cpu name.
+std::optional<int64_t> x86Level(StringRef cpu) {
+  return llvm::StringSwitch<std::optional<int64_t>>(cpu)
+      .Case("x86-64", 1)
+      .Case("x86-64-v2", 2)
+      .Case("x86-64-v3", 3)
+      .Case("x86-64-v4", 4)
+      .Default(std::nullopt);
+}
+
 /// Checks --targets: known names, and only those this build can generate.
 FailureOr<SmallVector<std::string>> parseTargets() {
   SmallVector<StringRef> names;
@@ -149,14 +246,18 @@ FailureOr<SmallVector<std::string>> parseTargets() {
       targets.push_back(name.str());
       continue;
     }
-    if (name == "sm80" || name == "gfx942" || name == "gfx950") {
+    if (name == "sm80" || name == "sm90") {
+      targets.push_back(name.str());
+      continue;
+    }
+    if (name == "gfx942" || name == "gfx950") {
       llvm::errs() << "tessel-aot: error: target '" << name
-                   << "' is not built yet (GPU code generation arrives with "
-                      "the grouped-matmul GPU issue); available: host\n";
+                   << "' is not built yet (the ROCDL lowering comes next); "
+                      "available: host, sm80, sm90\n";
       return failure();
     }
     llvm::errs() << "tessel-aot: error: unknown target '" << name
-                 << "'; known targets: host, sm80, gfx942, gfx950\n";
+                 << "'; known targets: host, sm80, sm90, gfx942, gfx950\n";
     return failure();
   }
   if (targets.empty()) {
@@ -188,12 +289,19 @@ int main(int argc, char **argv) {
   FailureOr<SmallVector<std::string>> targets = parseTargets();
   if (failed(targets))
     return 1;
+  std::optional<int64_t> hostLevel = x86Level(hostCpu);
+  if (!hostLevel) {
+    llvm::errs() << "tessel-aot: error: unknown --host-cpu '" << hostCpu
+                 << "'; use x86-64, x86-64-v2, x86-64-v3 or x86-64-v4\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   registry.insert<TesselDialect, func::FuncDialect, arith::ArithDialect,
                   memref::MemRefDialect, scf::SCFDialect, math::MathDialect,
                   LLVM::LLVMDialect>();
   registerHostTranslations(registry);
+  registerNVVMPipelineDependencies(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -217,6 +325,7 @@ int main(int argc, char **argv) {
   if (!spec)
     return 1;
 
+  bool wantsCubin = llvm::is_contained(*targets, "sm90");
   std::vector<bundle::Kernel> kernels;
   for (auto func : spec->getOps<func::FuncOp>()) {
     if (!func.isPublic())
@@ -224,12 +333,45 @@ int main(int argc, char **argv) {
     FailureOr<KernelSignature> sig = analyzeKernel(func);
     if (failed(sig))
       return 1;
+    // Both NVIDIA targets come out of one compilation.
+    std::optional<NVVMKernel> nvvm;
+    bool noNVVM = false;
     for (const std::string &target : *targets) {
       bundle::Kernel kernel = describeKernel(func.getName(), *sig, target);
-      FailureOr<std::vector<uint8_t>> binary = compileForHost(func);
-      if (failed(binary))
-        return 1;
-      kernel.binary = std::move(*binary);
+      if (target == "host") {
+        FailureOr<std::vector<uint8_t>> binary = compileForHost(func);
+        if (failed(binary))
+          return 1;
+        kernel.binary = std::move(*binary);
+        // The runtime refuses host code this CPU cannot run (no SIGILL).
+        kernel.params.push_back({"x86_64_level", *hostLevel});
+        kernels.push_back(std::move(kernel));
+        continue;
+      }
+      if (noNVVM)
+        continue;
+      if (!nvvm) {
+        // Kernels of the embedded set without a GPU template yet are
+        // skipped, loudly; in a spec given on the command line they are
+        // errors.
+        std::string unsupported;
+        FailureOr<NVVMKernel> compiled = compileForNVVM(
+            func, wantsCubin, inputFile.empty() ? &unsupported : nullptr);
+        if (failed(compiled)) {
+          if (unsupported.empty())
+            return 1;
+          llvm::errs() << "tessel-aot: note: no NVIDIA kernel for '"
+                       << func.getName() << "': " << unsupported << "\n";
+          noNVVM = true;
+          continue;
+        }
+        nvvm = std::move(*compiled);
+      }
+      kernel.grid = nvvm->grid;
+      kernel.gridDiv = nvvm->gridDiv;
+      kernel.block = nvvm->block;
+      kernel.sharedBytes = nvvm->sharedBytes;
+      kernel.binary = target == "sm80" ? nvvm->ptx : nvvm->cubin;
       kernels.push_back(std::move(kernel));
     }
   }
@@ -252,6 +394,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   out->os().write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  out->os().close();
+  if (out->os().has_error()) {
+    llvm::errs() << "tessel-aot: error: cannot write " << outputFile << ": "
+                 << out->os().error().message() << "\n";
+    out->os().clear_error();
+    return 1;
+  }
   out->keep();
 
   if (!quiet)

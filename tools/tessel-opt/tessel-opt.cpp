@@ -9,6 +9,7 @@
 #include "tessel/Dialect/Tessel/IR/TesselOps.h"
 #include "tessel/Dialect/Tessel/Transforms/Passes.h"
 #include "tessel/Pipelines/Pipelines.h"
+#include "tessel/Target/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -22,8 +23,10 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
   registry.insert<mlir::tessel::TesselDialect>();
+  mlir::tessel::registerNVVMPipelineDependencies(registry);
   mlir::tessel::registerTesselPasses();
   mlir::tessel::registerTesselConversionPasses();
+  mlir::tessel::registerTesselTargetPasses();
   mlir::tessel::registerTesselPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessel optimizer driver\n", registry));

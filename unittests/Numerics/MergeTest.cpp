@@ -79,6 +79,21 @@ void checkMerge(const char *name, tessel_dtype inDtype, tessel_dtype outDtype,
              special ? kSpecialPairs[t].second : rng.uniform(-5, 5));
     }
   }
+  // The reference sees the partials as drawn; the kernel then gets NaN in
+  // the output of every empty partial merged with a non-empty one: the op
+  // ignores an empty partial's output, whatever it holds.
+  ref::TokenRows a = tokenRows(oa), b = tokenRows(ob);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      bool emptyA = isEmpty(la.at(h * tokens + t));
+      bool emptyB = isEmpty(lb.at(h * tokens + t));
+      if (emptyA == emptyB)
+        continue;
+      Tensor &empty = emptyA ? oa : ob;
+      for (int64_t d = 0; d < dim; ++d)
+        empty.set((t * heads + h) * dim + d, nan);
+    }
   Tensor out = Tensor::poisoned(outDtype, {tokens, heads, dim});
   Tensor lseOut = Tensor::poisoned(F32, {heads, tokens});
   std::vector<NamedArg> args = {{"o_a", &oa},
@@ -91,7 +106,6 @@ void checkMerge(const char *name, tessel_dtype inDtype, tessel_dtype outDtype,
   Kernel kernel(defaultBundle().path, name);
   ASSERT_TRUE(kernel.run(args));
 
-  ref::TokenRows a = tokenRows(oa), b = tokenRows(ob);
   std::vector<double> wantOut(out.numel()), wantLse(lseOut.numel());
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t h = 0; h < heads; ++h)
@@ -150,6 +164,16 @@ void checkMergeN(const char *name, tessel_dtype outDtype, int64_t parts,
     if (special && finite <= 1)
       exactTokens.push_back(t);
   }
+  // The reference sees the partials as drawn; the kernel gets NaN in every
+  // empty partial's output, which the op must ignore.
+  std::vector<double> values = p.values();
+  for (int64_t i = 0; i < parts; ++i)
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t h = 0; h < heads; ++h)
+        if (isEmpty(pl.at((i * heads + h) * tokens + t)))
+          for (int64_t d = 0; d < dim; ++d)
+            p.set(((i * tokens + t) * heads + h) * dim + d,
+                  std::numeric_limits<double>::quiet_NaN());
   Tensor out = Tensor::poisoned(outDtype, {tokens, heads, dim});
   Tensor lseOut = Tensor::poisoned(F32, {heads, tokens});
   std::vector<NamedArg> args = {
@@ -160,7 +184,6 @@ void checkMergeN(const char *name, tessel_dtype outDtype, int64_t parts,
   ASSERT_TRUE(kernel.run(args));
 
   std::vector<double> wantOut(out.numel()), wantLse(lseOut.numel());
-  std::vector<double> values = p.values();
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t h = 0; h < heads; ++h) {
       std::vector<const double *> rows;

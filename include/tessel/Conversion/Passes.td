@@ -16,11 +16,16 @@ def TesselToHost : Pass<"tessel-to-host", "ModuleOp"> {
 
     Device-resident metadata (sequence lengths, block tables, offsets, slots,
     ids) is clamped to the buffers it indexes, so bad metadata gives wrong
-    numbers, never an out-of-bounds access.
+    numbers, never an out-of-bounds access. The one exception is a
+    grouped-matmul pointer table: its entries are addresses the kernel must
+    trust.
 
     Post-condition: no tessel op remains.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  // LLVM: pointer-table operands become memrefs through an LLVM-dialect
+  // descriptor.
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
@@ -29,7 +34,8 @@ def TesselToHost : Pass<"tessel-to-host", "ModuleOp"> {
 def TesselHostEntry : Pass<"tessel-host-entry", "ModuleOp"> {
   let summary = "Give each kernel function a `void (void **params)` entry";
   let description = [{
-    For every function marked as a kernel (`tessel.kernel`), adds an
+    For every public function (each must be a kernel: one tessel op on the
+    function's arguments; private functions are left alone), adds an
     LLVM-dialect function `@<name>` taking the kernel parameters in the
     runtime's convention (`params[i]` points to the i-th value: each
     buffer's data pointer, then each shape symbol as i64; see
@@ -41,6 +47,49 @@ def TesselHostEntry : Pass<"tessel-host-entry", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def TesselToGPU : Pass<"tessel-to-gpu", "ModuleOp"> {
+  let summary = "Turn kernel functions into GPU kernels from target-neutral "
+                "templates";
+  let description = [{
+    Replaces every kernel function (a public `func.func` whose body is one
+    tessel op) by a `gpu.module @<name>` holding one `gpu.func @<name>
+    kernel` written with gpu/arith/scf/memref/vector ops plus the few
+    target operations that `TargetInfo` (include/tessel/Target) emits for
+    the chosen chip (nvgpu/nvvm on NVIDIA). The kernel takes the runtime's
+    parameters: each buffer's data pointer (`!llvm.ptr`), then each shape
+    symbol as i64, in kernel-signature order. Its launch geometry is
+    recorded on it: `tessel.grid` (three `[symbol, mul, add, div]` entries:
+    `grid[i] = ceildiv(symbol * mul + add, div)`, symbol -1 for a constant),
+    `known_block_size` and `tessel.shared_bytes` (dynamic shared memory).
+
+    Templates: `tessel.grouped_matmul` (ragged-M, stacked `b` with
+    `trans_b`): one block per (M-tile of a group, N-tile); each block finds
+    its group on the device from `group_offsets`, so the grid depends on T
+    and G only. Rows past the last group's end are written with zeros by
+    the same kernel. K and N must be multiples of 8 (16-byte rows). Tile
+    64x256x32 with 1x4 warps unless the op carries
+    `tessel.gpu_tile = {tile_m, tile_n, tile_k, warps_m, warps_n, stages}`.
+
+    Post-condition: no kernel function remains; the module is a
+    `gpu.container_module` of one `gpu.module` per kernel.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm80\"",
+           "GPU chip to generate for (sm80, gfx942, gfx950)">,
+    // 4 stages measured best on the H200 (docs/performance.md).
+    Option<"stages", "stages", "int64_t", /*default=*/"4",
+           "Shared-memory pipeline stages of the matmul main loop">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // TESSEL_CONVERSION_PASSES_TD

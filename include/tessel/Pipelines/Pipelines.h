@@ -32,7 +32,61 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 /// gets a `void (void **params)` entry and reference loops.
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 
-/// Registers `tessel-host-pipeline` with tessel-opt.
+struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("NVIDIA chip of the PTX (sm_80 "
+                                          "runs on every sm80+ GPU)"),
+                           llvm::cl::init("sm_80")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features (the default "
+                                              "ptx60 cannot express sm80)"),
+                               llvm::cl::init("+ptx80")};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Shared-memory pipeline stages of "
+                                        "matmul main loops"),
+                         llvm::cl::init(4)};
+  Option<bool> serialize{*this, "serialize",
+                         llvm::cl::desc("Serialize each gpu.module to PTX "
+                                        "(gpu.binary)"),
+                         llvm::cl::init(true)};
+  Option<std::string> cubinArch{
+      *this, "cubin-arch",
+      llvm::cl::desc("Also assemble the PTX with ptxas for this arch, when "
+                     "ptxas is found (empty: PTX only)"),
+      llvm::cl::init("sm_90")};
+  Option<std::string> toolkit{*this, "toolkit",
+                              llvm::cl::desc("CUDA toolkit folder (ptxas)"),
+                              llvm::cl::init("")};
+  Option<bool> ptxasRequired{*this, "ptxas-required",
+                             llvm::cl::desc("Fail when ptxas is not found "
+                                            "(instead of PTX only)"),
+                             llvm::cl::init(false)};
+  Option<bool> ptxasVerbose{*this, "ptxas-verbose",
+                            llvm::cl::desc("Report ptxas resource usage "
+                                           "(registers, spills) as remarks"),
+                            llvm::cl::init(false)};
+};
+
+/// Kernel functions of tessel ops -> GPU kernels (tessel-to-gpu, sm80
+/// TargetInfo) -> NVVM/LLVM -> PTX in a gpu.binary, plus a cubin for
+/// `cubin-arch` when ptxas is available.
+void buildNVVMPipeline(OpPassManager &pm, const NVVMPipelineOptions &options);
+
+/// The two halves of buildNVVMPipeline, for callers that read the kernels'
+/// launch geometry (`tessel.grid`, `known_block_size` on each gpu.func) in
+/// between: kernel functions -> gpu.modules, then gpu.modules -> gpu.binary.
+void buildNVVMKernelPipeline(OpPassManager &pm,
+                             const NVVMPipelineOptions &options);
+void buildNVVMSerializePipeline(OpPassManager &pm,
+                                const NVVMPipelineOptions &options);
+
+/// Registers what buildNVVMPipeline needs beyond its passes' dependent
+/// dialects: the convert-to-LLVM interfaces that convert-gpu-to-nvvm applies
+/// to every loaded dialect, and the LLVM IR translations of serialization.
+void registerNVVMPipelineDependencies(DialectRegistry &registry);
+
+/// Registers `tessel-host-pipeline` and `tessel-nvvm-pipeline` with
+/// tessel-opt.
 void registerTesselPipelines();
 
 } // namespace mlir::tessel

@@ -2,8 +2,6 @@
 
 #include "LoopUtils.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-
 #include <limits>
 
 using namespace mlir;
@@ -21,6 +19,9 @@ Value LoopBuilder::negInf() {
   return f32(-std::numeric_limits<double>::infinity());
 }
 Value LoopBuilder::dim(Value memref, unsigned d) {
+  int64_t size = cast<MemRefType>(memref.getType()).getDimSize(d);
+  if (!ShapedType::isDynamic(size))
+    return idx(size);
   return memref::DimOp::create(b, loc, memref, d);
 }
 Value LoopBuilder::minDim(ArrayRef<std::pair<Value, unsigned>> dims) {
@@ -47,7 +48,8 @@ Value LoopBuilder::cmp(arith::CmpIPredicate p, Value x, Value y) {
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 Value LoopBuilder::inBounds(Value x, Value size) {
-  return arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, x, idx(0)),
+  return arith::AndIOp::create(b, loc,
+                               cmp(arith::CmpIPredicate::sge, x, idx(0)),
                                cmp(arith::CmpIPredicate::slt, x, size));
 }
 
@@ -131,50 +133,6 @@ void LoopBuilder::dealloc(Value memref) {
   memref::DeallocOp::create(b, loc, memref);
 }
 
-Value LoopBuilder::memrefAtPointer(Value ptr, MemRefType type,
-                                   ValueRange dynamicSizes) {
-  Type i64 = b.getI64Type();
-  auto constant = [&](int64_t v) -> Value {
-    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-  };
-  SmallVector<Value> sizes;
-  auto dynamicSize = dynamicSizes.begin();
-  for (int64_t size : type.getShape())
-    sizes.push_back(ShapedType::isDynamic(size) ? *dynamicSize++
-                                                : constant(size));
-
-  int64_t rank = type.getRank();
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  auto dimsType = LLVM::LLVMArrayType::get(i64, rank);
-  auto descType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), {ptrType, ptrType, i64, dimsType, dimsType});
-  Value desc = LLVM::PoisonOp::create(b, loc, descType);
-  auto insert = [&](Value v, ArrayRef<int64_t> position) {
-    desc = LLVM::InsertValueOp::create(b, loc, desc, v, position);
-  };
-  insert(ptr, {0});
-  insert(ptr, {1});
-  insert(constant(0), {2});
-  // Row-major strides, folded to constants while the sizes are static.
-  std::optional<int64_t> staticStride = 1;
-  Value stride = constant(1);
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    insert(sizes[d], {3, d});
-    insert(stride, {4, d});
-    if (d == 0)
-      break;
-    int64_t size = type.getDimSize(d);
-    if (staticStride && !ShapedType::isDynamic(size)) {
-      staticStride = *staticStride * size;
-      stride = constant(*staticStride);
-    } else {
-      staticStride.reset();
-      stride = LLVM::MulOp::create(b, loc, stride, sizes[d]);
-    }
-  }
-  return UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
-}
-
 void LoopBuilder::ifThenElse(Value cond, function_ref<void()> thenBody,
                              function_ref<void()> elseBody) {
   auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/true);
@@ -216,10 +174,10 @@ void LoopBuilder::fill(Value memref, Value value) {
 }
 
 Value LoopBuilder::forEachGroup(
-    Value ends, Value limit,
+    Value ends, Value numGroups, Value limit,
     function_ref<void(Value g, Value begin, Value end)> body) {
   Value zero = idx(0);
-  return forLoop(zero, dim(ends, 0), zero,
+  return forLoop(zero, numGroups, zero,
                  [&](Value g, ValueRange carried) -> SmallVector<Value> {
                    Value begin = carried.front();
                    Value end = clamp(loadIndex(ends, g), begin, limit);

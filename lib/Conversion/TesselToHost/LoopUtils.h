@@ -30,6 +30,7 @@ public:
   Value idx(int64_t v);
   Value f32(double v);
   Value negInf();
+  /// The size of dim d of a memref: a constant when it is static.
   Value dim(Value memref, unsigned d);
   /// The smallest of the given (memref, dim) sizes, skipping null memrefs
   /// (absent optional operands): a loop bound that overruns none of them.
@@ -88,23 +89,17 @@ public:
   /// the element type) or an index value (into an integer memref).
   void fill(Value memref, Value value);
 
-  /// Walks ragged groups given by cumulative ends (`ends[g]`, i32, with
-  /// `ends[-1] = 0`): calls body(g, begin, end) for each group in order, with
-  /// every end clamped to [begin, limit] so that garbage device data never
-  /// leads out of bounds. Returns the last end (0 when there is no group).
-  Value forEachGroup(Value ends, Value limit,
+  /// Walks the first `numGroups` ragged groups given by cumulative ends
+  /// (`ends[g]`, i32, with `ends[-1] = 0`): calls body(g, begin, end) for
+  /// each in order, with every end clamped to [begin, limit] so that garbage
+  /// device data never leads out of bounds. Returns the last end (0 when
+  /// there is no group).
+  Value forEachGroup(Value ends, Value numGroups, Value limit,
                      function_ref<void(Value g, Value begin, Value end)> body);
 
   /// Scratch buffers: an f32/i32 allocation and its release.
   Value alloc(MemRefType type, ValueRange dynamicSizes);
   void dealloc(Value memref);
-
-  /// The dense row-major memref of `type` (identity layout) over `ptr`, an
-  /// `!llvm.ptr`, with i64 `dynamicSizes` for its dynamic dims (as for
-  /// alloc): its LLVM descriptor cast to `type`. The cast meets its inverse
-  /// when memrefs are lowered to LLVM and folds away
-  /// (reconcile-unrealized-casts), so the memory is read in place.
-  Value memrefAtPointer(Value ptr, MemRefType type, ValueRange dynamicSizes);
 
 private:
   OpBuilder &b;

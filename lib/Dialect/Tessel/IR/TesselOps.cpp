@@ -277,10 +277,20 @@ LogicalResult verifyPaging(Checker &c, Value blockTable, Value lens,
   return c.sameDim(lens, lensName, 0, blockTable, "block_table", 0, "requests");
 }
 
+/// cu_seqlens `[B + 1]`: at least one entry.
+LogicalResult verifyCuSeqlens(Checker &c, Value cu) {
+  if (failed(verifyIndexVector(c, cu, "cu_seqlens")))
+    return failure();
+  int64_t n = Checker::type(cu).getDimSize(0);
+  if (!ShapedType::isDynamic(n) && n < 1)
+    return c.op->emitOpError("'cu_seqlens' must have at least one entry");
+  return success();
+}
+
 /// cu_seqlens `[B + 1]` against per-request lengths `[B]`.
 LogicalResult verifyCuSeqlens(Checker &c, Value cu, Value lens,
                               StringRef lensName) {
-  if (failed(verifyIndexVector(c, cu, "cu_seqlens")))
+  if (failed(verifyCuSeqlens(c, cu)))
     return failure();
   int64_t n = Checker::type(cu).getDimSize(0);
   int64_t b = Checker::type(lens).getDimSize(0);
@@ -305,7 +315,7 @@ LogicalResult verifyWindow(Operation *op, Value start, Value len) {
 LogicalResult PrefillAttentionOp::verify() {
   Checker c(*this);
   auto kv = verifyNewKV(c, getQ(), "q", getK(), getV());
-  if (failed(kv) || failed(verifyIndexVector(c, getCuSeqlens(), "cu_seqlens")))
+  if (failed(kv) || failed(verifyCuSeqlens(c, getCuSeqlens())))
     return failure();
   return verifyQueryAndOutput(c, getQ(), getOut(), getLse(), kv->kvHeads,
                               kv->kHeadDim, kv->vHeadDim, "k");
@@ -571,9 +581,17 @@ LogicalResult GroupedMatmulWgradOp::verify() {
 
 /// topk_ids `[T, k]` i32 with a static k.
 static LogicalResult verifyTopkIds(Checker &c, Value ids) {
-  return failure(failed(c.rank(ids, "topk_ids", 2)) ||
-                 failed(c.intElem(ids, "topk_ids", 32)) ||
-                 failed(c.staticDim(ids, "topk_ids", 1, "topk")));
+  if (failed(c.rank(ids, "topk_ids", 2)) ||
+      failed(c.intElem(ids, "topk_ids", 32)))
+    return failure();
+  FailureOr<int64_t> k = c.staticDim(ids, "topk_ids", 1, "topk");
+  if (failed(k))
+    return failure();
+  if (*k < 1)
+    return c.op->emitOpError() << "'topk_ids' dim 1 (topk) must be positive, "
+                                  "got "
+                               << *k;
+  return success();
 }
 
 LogicalResult ExpertHistogramOp::verify() {
@@ -626,6 +644,7 @@ LogicalResult MoeUnpermuteOp::verify() {
       failed(c.staticDim(y, "y", 1, "hidden")) ||
       failed(c.rank(pos, "row_positions", 2)) ||
       failed(c.intElem(pos, "row_positions", 32)) ||
+      failed(c.staticDim(pos, "row_positions", 1, "topk")) ||
       failed(c.rank(w, "weights", 2)) ||
       failed(c.outElem(w, "weights", y, "y")) ||
       failed(c.sameDim(w, "weights", 0, pos, "row_positions", 0, "tokens")) ||

@@ -120,8 +120,10 @@ void decomposeExtend(ExtendAttentionOp op, int64_t chunkTokens) {
   Location loc = r.loc;
   int64_t heads = staticDim(op.getOut(), 1), vDim = staticDim(op.getOut(), 2);
   Value tokens = r.dim(op.getQ(), 0);
-  auto [accO, accL] = r.partial(tokens, heads, vDim);
-  auto [tmpO, tmpL] = r.partial(tokens, heads, vDim);
+  // Lambdas below capture these, so no structured bindings (C++20).
+  Value accO, accL, tmpO, tmpL;
+  std::tie(accO, accL) = r.partial(tokens, heads, vDim);
+  std::tie(tmpO, tmpL) = r.partial(tokens, heads, vDim);
 
   PrefillAttentionOp::create(b, loc, op.getQ(), op.getK(), op.getV(),
                              op.getCuSeqlens(), accO, accL, op.getScaleAttr(),
@@ -158,7 +160,8 @@ void decomposeSplitKV(
   Rewriter r(op);
   int64_t heads = staticDim(out, 1), vDim = staticDim(out, 2);
   Value count = r.pieceCount(blockTable, blockSize, splitTokens);
-  auto [partO, partL] = r.partials(count, r.dim(q, 0), heads, vDim);
+  Value partO, partL;
+  std::tie(partO, partL) = r.partials(count, r.dim(q, 0), heads, vDim);
   Value split = r.idx(splitTokens);
   r.forLoop(count, [&](Value p) {
     Value start = arith::MulIOp::create(r.b, r.loc, p, split);

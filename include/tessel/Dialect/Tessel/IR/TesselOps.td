@@ -287,7 +287,9 @@ def Tessel_LseMergeOp : Tessel_Op<"lse_merge"> {
     (an LSE of `+inf` counts as `-inf`, an empty partial):
     `m = max(a, b)`, `wa = exp(a - m)`, `wb = exp(b - m)`,
     `out = (o_a * wa + o_b * wb) / (wa + wb)`, `lse_out = m + log(wa + wb)`.
-    When both are `-inf`, `out = o_a` and `lse_out = -inf`: never NaN.
+    When both are `-inf`, `out = o_a` and `lse_out = -inf`: never NaN. The
+    output of an empty partial is never read into the result, so it may hold
+    anything (a kernel may skip writing it).
     `out` and `lse_out` may alias `o_a` and `lse_a` (an in-place merge).
 
     Shapes: o_a, o_b, out `[T, H, D]`; lse_a, lse_b, lse_out `[H, T]` f32.
@@ -317,7 +319,8 @@ def Tessel_LseMergeNOp : Tessel_Op<"lse_merge_n"> {
     The N-way form of `tessel.lse_merge` used by split-KV:
     `m = max_p lse[p,h,t]`, `w_p = exp(lse[p,h,t] - m)`,
     `out = sum_p w_p o[p] / sum_p w_p`, `lse_out = m + log(sum_p w_p)`, with the
-    same infinity rules (all partials empty: `out = 0`, `lse_out = -inf`).
+    same infinity rules (all partials empty: `out = 0`, `lse_out = -inf`;
+    an empty partial's output is ignored, whatever it holds).
 
     Shapes: partials `[P, T, H, D]`, partial_lse `[P, H, T]` f32,
     out `[T, H, D]`, lse_out `[H, T]` f32.

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Check and time Tessel's sm80 grouped-matmul kernels on an NVIDIA GPU.
+
+The kernels are compiled into a bundle on the development machine (no LLVM
+is needed here):
+
+  tessel-aot bench/grouped_matmul_kernels.mlir --targets=sm80,sm90 -o gm.tsb
+
+This script reads the bundle (runtime/include/tessel/bundle_format.h), loads
+each kernel through the CUDA driver API (ctypes on libcuda.so.1): the sm90
+cubin on an sm_90 GPU, else the sm80 PTX, which the driver JIT-compiles (one
+case also runs the PTX on purpose). It launches them with the bundle's
+launch geometry and the runtime's parameter convention (the data pointers of
+a, b, group_offsets, c, then T as int64) on torch's current stream, and
+compares with an fp32 torch reference on fresh random data, outputs poisoned
+with NaN before every run. Then it times every kernel of the reference MoE
+gate/up shape (4096 tokens x top-8, E=128, H=2048, N=2*I=1024) beside
+torch._grouped_mm and a dense bf16 matmul of the same size (the ceiling).
+
+  python3 bench/grouped_matmul_check.py gm.tsb [configs.tsb ...]
+
+(bench/grouped_matmul_configs.mlir holds other tile configurations of the
+gate/up shape; their bundle adds them to the timing table.)
+"""
+import argparse
+import ctypes
+import os
+import re
+import struct
+import sys
+import time
+
+import torch
+
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+HEADER = struct.Struct("<8sIIQIIIIQQQ")
+KERNEL = struct.Struct("<IIIIIIQIIQQ" + "iiq" * 3 + "III" + "III" + "II" + "QQ")
+ARG = struct.Struct("<IBBBBQ")
+DIM = struct.Struct("<iiq")
+
+
+def read_bundle(path):
+    """The kernel records of a bundle: name, target, args, grid, block,
+    binary."""
+    data = open(path, "rb").read()
+    (magic, version, _, size, _, count, record, _, kernels, strings,
+     _) = HEADER.unpack_from(data, 0)
+    assert magic == b"TESSELKB" and version == 1 and size == len(data), path
+    assert record == KERNEL.size, "kernel record size"
+
+    def string(offset):
+        start = strings + offset
+        return data[start:data.index(b"\0", start)].decode()
+
+    def dims(offset, rank):
+        return [DIM.unpack_from(data, offset + i * DIM.size)
+                for i in range(rank)]
+
+    out = []
+    for i in range(count):
+        f = KERNEL.unpack_from(data, kernels + i * KERNEL.size)
+        args = []
+        for a in range(f[5]):
+            name, _, rank, _, _, dims_at = ARG.unpack_from(
+                data, f[6] + a * ARG.size)
+            args.append((string(name), dims(dims_at, rank)))
+        grid = [f[11 + 3 * d: 14 + 3 * d] for d in range(3)]
+        out.append(dict(name=string(f[0]), target=string(f[2]),
+                        entry=string(f[3]), args=args, grid=grid,
+                        grid_div=f[20:23], block=f[23:26], shared=f[26],
+                        binary=data[f[28]:f[28] + f[29]]))
+    return out
+
+
+def evaluate(dim, symbols):
+    sym, mul, add = dim
+    return add if sym < 0 else symbols[sym] * mul + add
+
+
+class Driver:
+    """The few CUDA driver calls needed, on torch's context."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.check(self.lib.cuInit(0), "cuInit")
+        torch.zeros(1, device="cuda")  # makes torch's primary context current
+        ctx = ctypes.c_void_p()
+        self.check(self.lib.cuCtxGetCurrent(ctypes.byref(ctx)),
+                   "cuCtxGetCurrent")
+        assert ctx.value, "no current CUDA context"
+
+    def check(self, rc, what):
+        if rc != 0:
+            msg = ctypes.c_char_p()
+            self.lib.cuGetErrorString(rc, ctypes.byref(msg))
+            raise RuntimeError(f"{what} failed: {rc} {msg.value}")
+
+    def load(self, image, name):
+        module = ctypes.c_void_p()
+        self.check(self.lib.cuModuleLoadData(ctypes.byref(module), image),
+                   f"cuModuleLoadData({name})")
+        func = ctypes.c_void_p()
+        self.check(self.lib.cuModuleGetFunction(ctypes.byref(func), module,
+                                                name.encode()),
+                   f"cuModuleGetFunction({name})")
+        return func
+
+    def launch(self, func, grid_dims, block, shared, args):
+        # kernelParams[i] points to the i-th value: pointers, then int64 T.
+        values = [ctypes.c_uint64(a) if isinstance(a, Ptr) else
+                  ctypes.c_int64(a) for a in args]
+        params = (ctypes.c_void_p * len(values))(
+            *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        self.check(self.lib.cuLaunchKernel(
+            func, *grid_dims, *block, shared, stream, params, None),
+            "cuLaunchKernel")
+
+
+class Ptr(int):
+    pass
+
+
+class Kernel:
+    def __init__(self, driver, record):
+        self.driver, self.record = driver, record
+        self.name = record["name"]
+        self.kind = "cubin" if record["target"] == "sm90" else "ptx-jit"
+        image = record["binary"]
+        if self.kind == "ptx-jit":
+            image += b"\0"
+        # b is [E, N, K]: constant dims in the signature.
+        self.E, self.N, self.K = (d[2] for d in record["args"][1][1])
+        self.func = driver.load(image, record["entry"])
+        # Dynamic shared memory past 48 KB needs an opt-in per function.
+        driver.check(driver.lib.cuFuncSetAttribute(
+            self.func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            record["shared"]), "cuFuncSetAttribute")
+
+    def __call__(self, a, b, offsets, c):
+        T = a.shape[0]
+        assert a.is_contiguous() and b.is_contiguous() and c.is_contiguous()
+        r = self.record
+        grid = tuple(-(-evaluate(d, [T]) // div)
+                     for d, div in zip(r["grid"], r["grid_div"]))
+        self.driver.launch(self.func, grid, r["block"], r["shared"],
+                           [Ptr(a.data_ptr()), Ptr(b.data_ptr()),
+                            Ptr(offsets.data_ptr()), Ptr(c.data_ptr()), T])
+
+
+def reference(a, b, ends):
+    """fp32 per-group a[rows] @ b[g].T; rows past the last end are zero."""
+    out = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32,
+                      device=a.device)
+    start = 0
+    for g, end in enumerate(ends):
+        if end > start:
+            out[start:end] = a[start:end].float() @ b[g].float().T
+        start = end
+    return out
+
+
+def check(kernel, sizes, tail, gen):
+    """Runs `kernel` on groups of `sizes` rows plus `tail` unowned rows."""
+    E, N, K = kernel.E, kernel.N, kernel.K
+    assert len(sizes) == E
+    T = sum(sizes) + tail
+    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
+    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
+         K ** 0.5).bfloat16()
+    ends = torch.tensor(sizes).cumsum(0).tolist()
+    offsets = torch.tensor(ends, dtype=torch.int32, device="cuda")
+    c = torch.full((T, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    kernel(a, b, offsets, c)
+    torch.cuda.synchronize()
+    ref = reference(a, b, ends)
+    written = not torch.isnan(c).any().item()
+    err = 0.0
+    if T:
+        scale = ref.abs().max().item() or 1.0
+        err = (c.float() - ref).abs().max().item() / scale
+    ok = written and err <= 1e-2
+    shown = sizes if len(sizes) <= 8 else f"{len(sizes)} groups"
+    print(f"  {'ok  ' if ok else 'FAIL'} {kernel.name:22s} [{kernel.kind}] "
+          f"T={T:6d} tail={tail:3d} groups={shown} "
+          f"max_rel_err={err:.2e} all_written={written}")
+    return ok
+
+
+def routed_sizes(tokens, topk, E, gen):
+    """Group sizes of a random top-k routing (as an MoE router gives)."""
+    scores = torch.rand(tokens, E, device="cuda", generator=gen)
+    ids = scores.topk(topk, dim=1).indices.flatten()
+    return torch.bincount(ids, minlength=E).tolist()
+
+
+def time_ms(fn, iters=50):
+    for _ in range(5):
+        fn()
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) / iters
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bundles", nargs="+")
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args()
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(args.seed)
+    driver = Driver()
+    props = torch.cuda.get_device_properties(0)
+    print(f"device: {props.name} (sm_{props.major}{props.minor}), "
+          f"torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M %Z')}")
+
+    # Per kernel name, the sm90 cubin on an sm_90 GPU, else the sm80 PTX.
+    preferred = ["sm90", "sm80"] if props.major == 9 else ["sm80"]
+    records = [r for path in args.bundles for r in read_bundle(path)]
+    kernels = {}
+    for target in reversed(preferred):
+        for r in records:
+            if r["target"] == target:
+                kernels[r["name"]] = Kernel(driver, r)
+    jit = Kernel(driver, next(r for r in records if r["target"] == "sm80"
+                              and r["name"] == "gm_e8_n64_k64"))
+
+    print(f"kernels: {len(kernels)} from {', '.join(args.bundles)}")
+    print("correctness (fp32 reference, bf16 output, tolerance 1e-2 of max):")
+    ok = True
+    small = [0, 1, 7, 10500, 0, 130, 129, 3]
+    cases = [
+        ("gm_e8_n64_k64", small, 37),
+        ("gm_e8_n64_k64", [0] * 8, 5),          # every group empty
+        ("gm_e8_n64_k64", [0] * 8, 0),          # T = 0
+        ("gm_e1_n64_k64", [1000], 0),
+        ("gm_e1_n64_k64", [1], 200),
+        ("gm_e8_n200_k72", small, 11),          # N, K not tile multiples
+        ("gm_e8_n1024_k2048", [0, 1, 7, 12001, 0, 255, 256, 3], 0),
+        ("gm_e128_n64_k64", None, 3),
+        ("gm_e128_n1024_k2048", None, 0),
+        ("gm_e128_n2048_k512", None, 50),
+    ]
+    # The cases run for every family of kernels: gm_* is the default
+    # configuration; a bundle may add others (say alt_*, another tile).
+    families = sorted({n.split("_e")[0] for n in kernels})
+    for family in families:
+        for name, sizes, tail in cases:
+            name = family + name[len("gm"):]
+            if name not in kernels:
+                continue
+            k = kernels[name]
+            if sizes is None:
+                sizes = routed_sizes(4096, 8, k.E, gen)
+                sizes[3], sizes[5], sizes[9] = 0, 1, 7  # keep edge cases
+            ok &= check(k, sizes, tail, gen)
+    ok &= check(jit, small, 37, gen)
+
+    print("timing: reference MoE gate/up, 4096 tokens x top-8, E=128, "
+          "N=1024, K=2048 (bf16, fp32 accumulate)")
+    E, N, K = 128, 1024, 2048
+    sizes = routed_sizes(4096, 8, E, gen)
+    T = sum(sizes)
+    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
+    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
+         K ** 0.5).bfloat16()
+    offsets = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
+    c = torch.empty(T, N, dtype=torch.bfloat16, device="cuda")
+    flops = 2.0 * T * N * K
+    rows = []
+    bt = b.transpose(-2, -1)
+    peer = None
+    try:
+        peer = torch._grouped_mm(a, bt, offs=offsets)
+        rows.append(("torch._grouped_mm",
+                     time_ms(lambda: torch._grouped_mm(a, bt, offs=offsets))))
+    except Exception as e:  # report, keep going
+        print(f"  torch._grouped_mm unavailable: {e}")
+        peer = reference(a, b, torch.cumsum(torch.tensor(sizes), 0).tolist())
+    for name, k in sorted(kernels.items()):
+        if (k.E, k.N, k.K) != (E, N, K):
+            continue
+        c.fill_(float("nan"))
+        k(a, b, offsets, c)
+        diff = ((c.float() - peer.float()).abs().max() /
+                peer.float().abs().max()).item()
+        good = diff <= 1e-2  # NaN (a row not written) fails too
+        ok &= good
+        ms = time_ms(lambda: k(a, b, offsets, c))
+        rows.append((f"tessel {name} [{k.kind}] "
+                     f"{'' if good else 'WRONG '}diff={diff:.1e}", ms))
+    dense_b = b[0].T.contiguous()
+    rows.append(("dense bf16 matmul (ceiling)",
+                 time_ms(lambda: a @ dense_b)))
+    for label, ms in rows:
+        print(f"  {label:48s} {ms * 1e3:9.1f} us  {flops / ms / 1e9:7.1f} TFLOP/s")
+    print("ALL OK" if ok else "SOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

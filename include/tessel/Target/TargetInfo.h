@@ -1,0 +1,140 @@
+//===- TargetInfo.h - What a GPU lowering may ask of its target -*- C++ -*-===//
+//
+// Kernel templates (lib/Conversion/TesselToGPU) are written once against this
+// interface; a target answers questions about the hardware (warp size, MMA
+// atoms and their fragment layouts, shared-memory capacity, async copies) and
+// emits the few operations that have no target-neutral form (warp-level MMA,
+// operand fragment loads, asynchronous global-to-shared copies). Triton's
+// TargetInfoBase is the model: a new target adds an implementation, it does
+// not fork a template.
+//
+// Implemented: NVIDIA sm80 (mma.sync, ldmatrix, cp.async; runs on every sm80+
+// GPU). Declared with their facts, lowering to come: AMD gfx942 and gfx950.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TARGET_TARGETINFO_H
+#define TESSEL_TARGET_TARGETINFO_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <functional>
+#include <memory>
+
+namespace mlir::tessel {
+
+enum class GpuVendor { NVIDIA, AMD };
+
+/// One warp-level matrix multiply-accumulate instruction:
+/// C[m x n] (accType) += A[m x k] . B[k x n] (operandType).
+struct MmaAtom {
+  int64_t m = 0, n = 0, k = 0;
+  Type operandType;
+  Type accType;
+};
+
+/// The registers one lane holds of one operand fragment of one atom. Opaque
+/// to templates: they come from loadFragments and go to mma.
+using Fragment = SmallVector<Value, 4>;
+
+/// Which multiplicand a fragment feeds.
+enum class MmaOperand { A, B };
+
+/// An operand tile in shared memory, stored K-contiguous: element (row, k)
+/// of an A tile is A[row][k], of a B tile B^T[n][k]. `indices` maps a row and
+/// a column to the memref indices of that element; the template owns the
+/// layout (stage, swizzle) and guarantees that runs of 8 bf16 along K that
+/// start at a multiple of 8 are contiguous and 16-byte aligned.
+struct SharedTile {
+  Value memref;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value row, Value col)>
+      indices;
+};
+
+class TargetInfo {
+public:
+  virtual ~TargetInfo();
+
+  /// The target of `chip` ("sm80" or "sm_80", "gfx942", "gfx950"). An unknown
+  /// chip is reported through `emitError`, naming the known ones.
+  static FailureOr<std::unique_ptr<TargetInfo>>
+  get(StringRef chip, llvm::function_ref<InFlightDiagnostic()> emitError);
+
+  /// The canonical chip name, as LLVM spells it ("sm_80", "gfx942").
+  StringRef getChip() const { return chip; }
+  virtual GpuVendor getVendor() const = 0;
+
+  /// Threads that execute an MMA atom together (32 on NVIDIA, 64 on CDNA).
+  virtual unsigned getWarpSize() const = 0;
+  /// Shared memory (LDS) one block may use, in bytes (on NVIDIA, beyond
+  /// 48 KB only as dynamic shared memory, which the runtime opts in to).
+  virtual int64_t getSharedMemoryBytes() const = 0;
+  /// The widest global load or store one lane issues, in bytes.
+  virtual unsigned getMaxVectorBytes() const { return 16; }
+  /// Bytes one lane moves with one asynchronous global-to-shared copy that
+  /// bypasses registers (cp.async, LDS DMA); 0 when the target has none.
+  virtual unsigned getAsyncCopyBytes() const = 0;
+
+  /// The MMA atoms for `operandType` x `operandType` -> `accType`, the
+  /// preferred one first; empty if the target has none.
+  virtual SmallVector<MmaAtom> getMmaAtoms(Type operandType,
+                                           Type accType) const = 0;
+
+  /// Accumulator elements one lane holds of an atom's C tile.
+  int64_t getAccumulatorCount(const MmaAtom &atom) const {
+    return atom.m * atom.n / getWarpSize();
+  }
+  /// Elements [i, i + run) of a lane's accumulator, for i a multiple of run,
+  /// sit in one row of the C tile in consecutive columns.
+  virtual int64_t getAccumulatorRun(const MmaAtom &atom) const = 0;
+  /// Row and column, within the atom's C tile, of accumulator element `i` of
+  /// lane `lane`.
+  virtual std::pair<Value, Value>
+  getAccumulatorPosition(OpBuilder &b, Location loc, const MmaAtom &atom,
+                         Value lane, int64_t i) const = 0;
+
+  /// Loads the fragments of `count` atoms of `operand` that are stacked along
+  /// the M (A) or N (B) dimension, the first one at tile row `row0`, all at
+  /// K offset `k0` (a multiple of atom.k).
+  virtual FailureOr<SmallVector<Fragment>>
+  loadFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                MmaOperand operand, const SharedTile &tile, Value row0,
+                Value k0, Value lane, int64_t count) const = 0;
+
+  /// acc + a . b, element-wise on a lane's accumulator registers.
+  virtual FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,
+                                            const MmaAtom &atom,
+                                            const Fragment &a,
+                                            const Fragment &bFrag,
+                                            ValueRange acc) const = 0;
+
+  /// Starts copying `elements` contiguous elements (getAsyncCopyBytes()
+  /// bytes) from `src[srcIndices...]` to `dst[dstIndices...]` in shared
+  /// memory; only the first `validElements` are read, the rest written as
+  /// zeros (so tiles past a matrix edge need no separate fill).
+  virtual LogicalResult asyncCopy(OpBuilder &b, Location loc, Value dst,
+                                  ValueRange dstIndices, Value src,
+                                  ValueRange srcIndices, int64_t elements,
+                                  Value validElements) const = 0;
+  /// Closes the group of copies started since the last commit.
+  virtual LogicalResult asyncCommit(OpBuilder &b, Location loc) const = 0;
+  /// Waits until at most `pending` committed groups are still in flight.
+  virtual LogicalResult asyncWait(OpBuilder &b, Location loc,
+                                  int64_t pending) const = 0;
+
+protected:
+  explicit TargetInfo(StringRef chip) : chip(chip.str()) {}
+
+private:
+  std::string chip;
+};
+
+/// The NVIDIA target of `chip` (sm_80 today), or null.
+std::unique_ptr<TargetInfo> createNVIDIATargetInfo(StringRef chip);
+/// The AMD CDNA target of `chip` (gfx942, gfx950), or null.
+std::unique_ptr<TargetInfo> createAMDTargetInfo(StringRef chip);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_TARGET_TARGETINFO_H

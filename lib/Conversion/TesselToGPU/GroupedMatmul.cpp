@@ -1,0 +1,619 @@
+//===- GroupedMatmul.cpp - Ragged-M grouped matmul kernel template --------===//
+//
+// c[rows_g] = a[rows_g] . b[g]^T for the groups of rows given by the
+// cumulative ends `group_offsets` (on the device), fp32 accumulation.
+//
+// Work decomposition. Each group is cut into M-tiles of tileM rows; the tail
+// rows past the last group's end form one more "group" that is written with
+// zeros (the op's semantics), so one kernel covers every row of c. Block
+// (x, y) computes N-tile x of the y-th M-tile in that order. Group sizes live
+// on the device, so the grid is an upper bound that depends on T and G only:
+// sum_g ceil(size_g / tileM) <= ceil((T + (G + 1) (tileM - 1)) / tileM);
+// blocks past the last tile exit at once. Every warp of a block finds the
+// block's tile by scanning group_offsets one warp-width of groups at a time
+// (shuffle scans; no shared memory, no host synchronisation).
+//
+// Tile loop. A and B tiles are staged in shared memory, K-contiguous, by
+// 16-byte asynchronous copies in a `stages`-deep ring, zero-filled past the
+// group's rows, past N and past K (so no masking in the MMA loop). Each warp
+// owns a (tileM / warpsM) x (tileN / warpsN) block of C as MMA atoms whose
+// accumulators stay in registers across the K loop: the fragments are
+// indexed with compile-time indices only (dynamic indexing of an
+// accumulator array would put it in local memory). Rows of a shared tile
+// are 16-byte chunks XOR-swizzled with the row so that the eight row
+// addresses of a fragment load hit eight different bank groups.
+//
+// Epilogue: each lane stores its accumulator runs (bf16/f16), predicated on
+// the group's last row and on N.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Templates.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// Tile configuration. The default, 64x256x32 with 1x4 warps, gives each
+/// warp 64x64 of C (4x8 m16n8 atoms, 128 fp32 accumulators per lane, the
+/// MMA-to-ldmatrix ratio of the classic 128x128 Ampere tile) while its
+/// 64-row M-tiles waste half as many MMAs on partly filled group tails as
+/// 128-row ones; 4 stages keep 3 K-tiles in flight (80 KB of shared memory,
+/// 2 blocks per SM on sm_90). On the H200 it measured with 128x128x32 x 4
+/// stages (the two within noise) ahead of the other configs tried
+/// (docs/performance.md). `tessel.gpu_tile` on the op overrides it.
+struct Config {
+  int64_t tileM = 64, tileN = 256, tileK = 32;
+  int64_t warpsM = 1, warpsN = 4;
+  int64_t stages = 4;
+};
+
+/// Elements of a 16-byte chunk.
+constexpr int64_t kChunk = 8;
+
+class GroupedMatmulBuilder {
+public:
+  GroupedMatmulBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
+                       const MmaAtom &atom, const Config &cfg)
+      : b(b), loc(loc), target(target), atom(atom), cfg(cfg),
+        warpSize(target.getWarpSize()) {}
+
+  /// Writes the kernel body at the builder's insertion point.
+  LogicalResult build(Value a, Value bMat, Value offsets, Value c, Value T,
+                      int64_t groups, int64_t n, int64_t k);
+
+private:
+  // --- index arithmetic ---------------------------------------------------
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value i32(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, idx(y)); }
+  Value divu(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, idx(y));
+  }
+  Value remu(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, idx(y));
+  }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+
+  // --- warp collectives (i32) ---------------------------------------------
+  /// Inclusive scan of `x` over the lanes with `combine`.
+  Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
+  Value warpSum(Value x);
+  Value broadcast(Value x, Value lane);
+
+  struct GroupTile {
+    Value found;            ///< i1: this block has a tile.
+    Value rowStart, rowEnd; ///< index: the tile's rows of a and c.
+    Value group;            ///< index: the group; == G for the zero tail.
+  };
+  /// Finds the M-tile `tileIndex` (index) in the groups' tile order.
+  GroupTile findTile(Value offsets, Value T, Value tileIndex, int64_t groups);
+
+  /// Memref indices of element (row, col) of stage `stage` of a swizzled
+  /// shared tile [stages, rows, tileK].
+  SmallVector<Value> sharedIndices(Value stage, Value row, Value col);
+  /// Issues the copies of K-tile `kt` into stage `stage`.
+  LogicalResult loadStage(Value stage, Value kt);
+  /// One K-tile of MMAs from stage `stage` into `acc`.
+  LogicalResult computeStage(Value stage, SmallVector<Value> &acc);
+  LogicalResult mainLoop(SmallVector<Value> &acc);
+  void epilogue(ArrayRef<Value> acc);
+
+  OpBuilder &b;
+  Location loc;
+  const TargetInfo &target;
+  MmaAtom atom;
+  Config cfg;
+  int64_t warpSize;
+
+  // Kernel state.
+  Value a, bMat, c, sharedA, sharedB;
+  int64_t n = 0, k = 0;
+  Value tid, lane, warpRow, warpCol;
+  Value rowStart, rowEnd, group, colStart;
+};
+
+Value GroupedMatmulBuilder::warpScan(Value x,
+                                     function_ref<Value(Value, Value)> combine) {
+  for (int64_t d = 1; d < warpSize; d *= 2) {
+    auto up = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
+                                     gpu::ShuffleMode::UP);
+    // Lanes below d get no value (valid = false) and keep theirs.
+    x = select(up.getValid(), combine(x, up.getShuffleResult()), x);
+  }
+  return x;
+}
+
+Value GroupedMatmulBuilder::warpSum(Value x) {
+  for (int64_t d = 1; d < warpSize; d *= 2) {
+    auto other = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
+                                        gpu::ShuffleMode::XOR);
+    x = arith::AddIOp::create(b, loc, x, other.getShuffleResult());
+  }
+  return x;
+}
+
+Value GroupedMatmulBuilder::broadcast(Value x, Value srcLane) {
+  return gpu::ShuffleOp::create(b, loc, x, srcLane, i32(warpSize),
+                                gpu::ShuffleMode::IDX)
+      .getShuffleResult();
+}
+
+GroupedMatmulBuilder::GroupTile
+GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
+                               int64_t groups) {
+  // Entries 0..G-1 are the groups, entry G the zero tail [end_{G-1}, T).
+  // end_e = min(T, max(0, offsets[0..e])): the op clamps each offset to
+  // [previous end, T]. The scan runs in i32 (offsets are i32).
+  Type i32Type = b.getI32Type();
+  Type i1 = b.getI1Type();
+  Value T32 = arith::IndexCastOp::create(b, loc, i32Type, T);
+  Value tile32 = arith::IndexCastOp::create(b, loc, i32Type, tileIndex);
+  int64_t chunks = (groups + 1 + warpSize - 1) / warpSize;
+  auto maxsi = [&](Value x, Value y) -> Value {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  };
+  auto addi = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+
+  // Loop state: end of the previous chunk, tiles before it, found, and the
+  // found tile's row range and group.
+  Value zero = i32(0);
+  Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
+  SmallVector<Value> init = {zero, zero, no, zero, zero, zero};
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(chunks), idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange state = loop.getRegionIterArgs();
+    // Chunks after the one holding the tile have nothing to add.
+    auto ifOp = scf::IfOp::create(b, loc, loop.getResultTypes(), state[2],
+                                  /*withElseRegion=*/true);
+    scf::YieldOp::create(b, loc, ifOp.getResults());
+
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, state);
+
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value carryEnd = state[0], carryTiles = state[1];
+    Value entry = add(mul(loop.getInductionVar(), warpSize), lane);
+    Value isGroup = lt(entry, idx(groups));
+    Value loadAt = arith::MinUIOp::create(b, loc, entry, idx(groups - 1));
+    Value offset = memref::LoadOp::create(b, loc, offsets, loadAt);
+    Value raw = select(isGroup, offset, T32);
+    Value end = warpScan(maxsi(raw, carryEnd), maxsi);
+    end = arith::MinSIOp::create(b, loc, end, T32);
+    auto prev = gpu::ShuffleOp::create(b, loc, end, 1, warpSize,
+                                       gpu::ShuffleMode::UP);
+    Value start = select(prev.getValid(), prev.getShuffleResult(), carryEnd);
+    // ceil((end - start) / tileM); entries past the tail have none.
+    Value tiles = arith::DivUIOp::create(
+        b, loc, addi(arith::SubIOp::create(b, loc, end, start),
+                     i32(cfg.tileM - 1)),
+        i32(cfg.tileM));
+    Value inclusive = addi(warpScan(tiles, addi), carryTiles);
+    // The owner is the first lane whose tiles end after the block's tile.
+    Value before = arith::ExtUIOp::create(
+        b, loc, i32Type,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, inclusive,
+                              tile32));
+    Value owner = warpSum(before);
+    Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        owner, i32(warpSize));
+    Value ownerLane = arith::MinUIOp::create(b, loc, owner, i32(warpSize - 1));
+    Value exclusive = arith::SubIOp::create(b, loc, inclusive, tiles);
+    Value ownerStart = broadcast(start, ownerLane);
+    Value ownerEnd = broadcast(end, ownerLane);
+    Value ownerTilesBefore = broadcast(exclusive, ownerLane);
+    Value first = arith::AddIOp::create(
+        b, loc, ownerStart,
+        arith::MulIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, tile32, ownerTilesBefore),
+            i32(cfg.tileM)));
+    Value ownerGroup = addi(
+        arith::IndexCastOp::create(b, loc, i32Type,
+                                   mul(loop.getInductionVar(), warpSize)),
+        ownerLane);
+    Value last = arith::MinSIOp::create(b, loc, ownerEnd,
+                                        addi(first, i32(cfg.tileM)));
+    Value lastLane = i32(warpSize - 1);
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{broadcast(end, lastLane), broadcast(inclusive, lastLane),
+                   found, first, last, ownerGroup});
+  }
+  auto toIndex = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  };
+  return {loop.getResult(2), toIndex(loop.getResult(3)),
+          toIndex(loop.getResult(4)), toIndex(loop.getResult(5))};
+}
+
+SmallVector<Value> GroupedMatmulBuilder::sharedIndices(Value stage, Value row,
+                                                       Value col) {
+  // Rows of tileK bf16 are tileK/8 chunks; a 128-byte bank line holds
+  // 8/(tileK/8) rows. XOR the chunk with (row / rowsPerLine) % chunksPerRow
+  // so that 8 consecutive rows at one chunk fill 8 different 16-byte slots.
+  int64_t chunks = cfg.tileK / kChunk;
+  int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
+  Value swz = remu(divu(row, rowsPerLine), chunks);
+  Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
+  return {stage, row, add(mul(chunk, kChunk), remu(col, kChunk))};
+}
+
+LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
+  int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
+  int64_t chunksPerRow = cfg.tileK / kChunk;
+  Value k0 = mul(kt, cfg.tileK);
+  Value full = idx(kChunk), none = idx(0);
+  // One 16-byte copy per (row, chunk); consecutive threads take consecutive
+  // chunks of a row, so a warp reads whole 64-byte row segments.
+  auto copyTile = [&](Value shared, int64_t rows, Value src, auto source) {
+    for (int64_t i = 0; i < rows * chunksPerRow / threads; ++i) {
+      Value id = add(tid, i * threads);
+      Value row = divu(id, chunksPerRow);
+      Value col = add(mul(remu(id, chunksPerRow), kChunk), k0);
+      auto [valid, srcIndices] = source(row, col);
+      if (k % cfg.tileK)
+        valid = andi(valid, lt(col, idx(k)));
+      // Zero-filled copies still need an in-bounds source address.
+      srcIndices.back() = select(valid, srcIndices.back(), none);
+      if (failed(target.asyncCopy(b, loc, shared,
+                                  sharedIndices(stage, row, sub(col, k0)),
+                                  src, srcIndices,
+                                  kChunk, select(valid, full, none))))
+        return failure();
+    }
+    return success();
+  };
+  auto fromA = [&](Value row, Value col) {
+    Value r = add(rowStart, row);
+    Value valid = lt(r, rowEnd);
+    return std::make_pair(valid,
+                          SmallVector<Value>{select(valid, r, rowStart), col});
+  };
+  auto fromB = [&](Value row, Value col) {
+    Value r = add(colStart, row);
+    Value valid = lt(r, idx(n));
+    return std::make_pair(valid,
+                          SmallVector<Value>{group, select(valid, r, none), col});
+  };
+  if (failed(copyTile(sharedA, cfg.tileM, a, fromA)) ||
+      failed(copyTile(sharedB, cfg.tileN, bMat, fromB)))
+    return failure();
+  return success();
+}
+
+LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
+                                                 SmallVector<Value> &acc) {
+  int64_t warpTileM = cfg.tileM / cfg.warpsM, warpTileN = cfg.tileN / cfg.warpsN;
+  int64_t atomsM = warpTileM / atom.m, atomsN = warpTileN / atom.n;
+  int64_t accCount = target.getAccumulatorCount(atom);
+  // The target asks for addresses through the template's own layout.
+  auto layout = [this, stage](OpBuilder &, Location, Value row, Value col) {
+    return sharedIndices(stage, row, col);
+  };
+  SharedTile tileA{sharedA, layout}, tileB{sharedB, layout};
+  Value rowA = mul(warpRow, warpTileM), rowB = mul(warpCol, warpTileN);
+  for (int64_t ks = 0; ks < cfg.tileK / atom.k; ++ks) {
+    Value k0 = idx(ks * atom.k);
+    FailureOr<SmallVector<Fragment>> fa = target.loadFragments(
+        b, loc, atom, MmaOperand::A, tileA, rowA, k0, lane, atomsM);
+    if (failed(fa))
+      return failure();
+    FailureOr<SmallVector<Fragment>> fb = target.loadFragments(
+        b, loc, atom, MmaOperand::B, tileB, rowB, k0, lane, atomsN);
+    if (failed(fb))
+      return failure();
+    for (int64_t i = 0; i < atomsM; ++i) {
+      for (int64_t j = 0; j < atomsN; ++j) {
+        MutableArrayRef<Value> slice(&acc[(i * atomsN + j) * accCount],
+                                     accCount);
+        FailureOr<SmallVector<Value>> d =
+            target.mma(b, loc, atom, (*fa)[i], (*fb)[j], slice);
+        if (failed(d))
+          return failure();
+        llvm::copy(*d, slice.begin());
+      }
+    }
+  }
+  return success();
+}
+
+LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
+  // Ring of `stages` buffers: K-tile kt lives in stage kt % stages; the
+  // prologue issues tiles 0 .. stages-2, one commit group each. Iteration kt
+  // waits until tile kt has landed (at most stages-2 groups in flight), then
+  // one barrier both publishes it to every warp and tells that every warp is
+  // done with tile kt-1, whose stage ((kt + stages - 1) % stages) is then
+  // refilled with tile kt + stages - 1 while tile kt is computed. Every
+  // iteration commits a group (possibly empty) so the count stays exact.
+  int64_t stages = cfg.stages;
+  int64_t numK = (k + cfg.tileK - 1) / cfg.tileK;
+  for (int64_t s = 0; s < stages - 1; ++s) {
+    if (s < numK && failed(loadStage(idx(s), idx(s))))
+      return failure();
+    if (failed(target.asyncCommit(b, loc)))
+      return failure();
+  }
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(numK), idx(1), acc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value kt = loop.getInductionVar();
+  if (failed(target.asyncWait(b, loc, stages - 2)))
+    return failure();
+  gpu::BarrierOp::create(b, loc);
+  Value next = add(kt, stages - 1);
+  auto ifNext = scf::IfOp::create(b, loc, lt(next, idx(numK)),
+                                  /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifNext.thenBlock());
+    if (failed(loadStage(remu(next, stages), next)))
+      return failure();
+  }
+  if (failed(target.asyncCommit(b, loc)))
+    return failure();
+  SmallVector<Value> carried(loop.getRegionIterArgs());
+  if (failed(computeStage(remu(kt, stages), carried)))
+    return failure();
+  scf::YieldOp::create(b, loc, carried);
+  acc.assign(loop.getResults().begin(), loop.getResults().end());
+  return success();
+}
+
+void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
+  int64_t warpTileM = cfg.tileM / cfg.warpsM, warpTileN = cfg.tileN / cfg.warpsN;
+  int64_t atomsM = warpTileM / atom.m, atomsN = warpTileN / atom.n;
+  int64_t accCount = target.getAccumulatorCount(atom);
+  int64_t run = target.getAccumulatorRun(atom);
+  Type elem = cast<MemRefType>(c.getType()).getElementType();
+  auto runType = VectorType::get({run}, elem);
+  int64_t runBytes = run * elem.getIntOrFloatBitWidth() / 8;
+  Value rowBase = add(rowStart, mul(warpRow, warpTileM));
+  Value colBase = add(colStart, mul(warpCol, warpTileN));
+  for (int64_t i = 0; i < atomsM; ++i) {
+    for (int64_t j = 0; j < atomsN; ++j) {
+      for (int64_t e = 0; e < accCount; e += run) {
+        auto [r, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+        Value row = add(add(rowBase, i * atom.m), r);
+        Value column = add(add(colBase, j * atom.n), col);
+        Value inside = lt(row, rowEnd);
+        // N is a multiple of 8 and runs never cross an 8-column boundary,
+        // so a run is entirely inside or outside.
+        if (n % cfg.tileN)
+          inside = andi(inside, lt(column, idx(n)));
+        auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < run; ++v)
+          values.push_back(arith::TruncFOp::create(
+              b, loc, elem, acc[(i * atomsN + j) * accCount + e + v]));
+        Value vec = vector::FromElementsOp::create(b, loc, runType, values);
+        vector::StoreOp::create(b, loc, vec, c, ValueRange{row, column},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(runBytes));
+      }
+    }
+  }
+}
+
+LogicalResult GroupedMatmulBuilder::build(Value aArg, Value bArg,
+                                          Value offsets, Value cArg, Value T,
+                                          int64_t groups, int64_t nDim,
+                                          int64_t kDim) {
+  a = aArg;
+  bMat = bArg;
+  c = cArg;
+  n = nDim;
+  k = kDim;
+  MLIRContext *ctx = b.getContext();
+  Type elem = atom.operandType;
+  // The rings live in dynamic shared memory: 3 stages of 128x128x32 fill
+  // the 48 KB a static allocation may use, and deeper rings or wider K
+  // tiles need more. The dynamic block is 16-byte aligned (what cp.async and
+  // ldmatrix need) and each ring is a multiple of 16 bytes.
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  int64_t offset = 0;
+  auto ring = [&](int64_t rows) -> Value {
+    auto type = MemRefType::get({cfg.stages, rows, cfg.tileK}, elem,
+                                MemRefLayoutAttrInterface(), workgroup);
+    Value view = memref::ViewOp::create(b, loc, type, bytes, idx(offset),
+                                        ValueRange{});
+    offset += cfg.stages * rows * cfg.tileK * elem.getIntOrFloatBitWidth() / 8;
+    return view;
+  };
+  sharedA = ring(cfg.tileM);
+  sharedB = ring(cfg.tileN);
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = remu(tid, warpSize);
+  Value warp = divu(tid, warpSize);
+  warpRow = divu(warp, cfg.warpsN);
+  warpCol = remu(warp, cfg.warpsN);
+  colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
+  GroupTile tile = findTile(offsets, T,
+                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+                            groups);
+
+  // Blocks past the last tile have nothing to do. `found` is uniform over
+  // the block (every warp scanned the same offsets), so barriers inside
+  // are safe.
+  auto ifFound = scf::IfOp::create(b, loc, tile.found, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifFound.thenBlock());
+  rowStart = tile.rowStart;
+  rowEnd = tile.rowEnd;
+  group = tile.group;
+
+  int64_t warpTileM = cfg.tileM / cfg.warpsM, warpTileN = cfg.tileN / cfg.warpsN;
+  int64_t numAcc = (warpTileM / atom.m) * (warpTileN / atom.n) *
+                   target.getAccumulatorCount(atom);
+  Value zero = arith::ConstantOp::create(b, loc, atom.accType,
+                                         b.getZeroAttr(atom.accType));
+  SmallVector<Value> acc(numAcc, zero);
+  // The tail (rows past the last group) skips the K loop: zeros.
+  Value isGroup = lt(group, idx(groups));
+  auto ifGroup = scf::IfOp::create(b, loc, TypeRange(ValueRange(acc)), isGroup,
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifGroup.thenBlock());
+    SmallVector<Value> sums = acc;
+    if (failed(mainLoop(sums)))
+      return failure();
+    scf::YieldOp::create(b, loc, sums);
+    b.setInsertionPointToStart(ifGroup.elseBlock());
+    scf::YieldOp::create(b, loc, acc);
+  }
+  epilogue(SmallVector<Value>(ifGroup.getResults()));
+  return success();
+}
+
+/// A kernel may override the tile configuration with a dictionary
+/// `tessel.gpu_tile = {tile_m, tile_n, tile_k, warps_m, warps_n, stages}`
+/// (any subset) on its op: how benchmarks compare configs, and where
+/// per-shape-class choices will land.
+LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
+                                const MmaAtom &atom, int64_t warpSize) {
+  auto dict = op->getAttrOfType<DictionaryAttr>("tessel.gpu_tile");
+  if (!dict)
+    return success();
+  for (NamedAttribute entry : dict) {
+    auto value = dyn_cast<IntegerAttr>(entry.getValue());
+    int64_t *field = llvm::StringSwitch<int64_t *>(entry.getName().strref())
+                         .Case("tile_m", &cfg.tileM)
+                         .Case("tile_n", &cfg.tileN)
+                         .Case("tile_k", &cfg.tileK)
+                         .Case("warps_m", &cfg.warpsM)
+                         .Case("warps_n", &cfg.warpsN)
+                         .Case("stages", &cfg.stages)
+                         .Default(nullptr);
+    if (!field || !value || value.getInt() <= 0)
+      return op.emitOpError()
+             << "GPU template: tessel.gpu_tile takes positive integers "
+                "tile_m, tile_n, tile_k, warps_m, warps_n, stages; got "
+             << entry.getName() << " = " << entry.getValue();
+    *field = value.getInt();
+  }
+  int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
+  auto broken = [&](const Twine &constraint) {
+    return op.emitOpError() << "GPU template: tessel.gpu_tile " << dict
+                            << " breaks " << constraint;
+  };
+  // The swizzle permutes 4 or 8 16-byte chunks per row.
+  if (cfg.tileK != 32 && cfg.tileK != 64)
+    return broken("tile_k in {32, 64}");
+  if (cfg.tileM % (cfg.warpsM * atom.m) || cfg.tileN % (cfg.warpsN * atom.n))
+    return broken("tile_m % (warps_m * " + Twine(atom.m) +
+                  ") == 0 and tile_n % (warps_n * " + Twine(atom.n) +
+                  ") == 0");
+  if ((cfg.tileM * cfg.tileK / kChunk) % threads ||
+      (cfg.tileN * cfg.tileK / kChunk) % threads)
+    return broken("a whole number of 16-byte copies per thread: (tile_m and "
+                  "tile_n) * tile_k / 8 % " +
+                  Twine(threads) + " == 0");
+  return success();
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
+                                                           GroupedMatmulOp op,
+                                                           KernelContext &ctx) {
+  const TargetInfo &target = ctx.target;
+  if (op.isPointerTable())
+    return op.emitOpError("GPU template: a pointer-table 'b' is not "
+                          "supported yet; pass the stacked [G, N, K] weights");
+  if (!op.getTransB())
+    return op.emitOpError("GPU template: only trans_b ('b' as [G, N, K]) is "
+                          "supported yet");
+  auto bType = cast<MemRefType>(op.getB().getType());
+  Type elem = bType.getElementType();
+  SmallVector<MmaAtom> atoms = target.getMmaAtoms(elem, b.getF32Type());
+  if (atoms.empty())
+    return op.emitOpError() << "GPU template: " << target.getChip()
+                            << " has no MMA for " << elem
+                            << " operands with f32 accumulation";
+  int64_t n = op.getN(), k = op.getK();
+  if (n % kChunk || k % kChunk)
+    return op.emitOpError()
+           << "GPU template: N (" << n << ") and K (" << k
+           << ") must be multiples of 8, so that every row is made of "
+              "16-byte chunks";
+  int64_t groups = bType.getDimSize(0);
+  if (ShapedType::isDynamic(groups))
+    return op.emitOpError("GPU template: the group count G must be static "
+                          "(the grid is sized from T and G)");
+
+  Config cfg;
+  cfg.stages = ctx.stages;
+  if (failed(applyTileOverride(op, cfg, atoms.front(), target.getWarpSize())))
+    return failure();
+  int64_t sharedBytes = cfg.stages * (cfg.tileM + cfg.tileN) * cfg.tileK *
+                        elem.getIntOrFloatBitWidth() / 8;
+  // One stage is being refilled while another is computed.
+  if (cfg.stages < 2)
+    return op.emitOpError() << "GPU template: stages must be at least 2, got "
+                            << cfg.stages;
+  if (sharedBytes > target.getSharedMemoryBytes())
+    return op.emitOpError() << "GPU template: " << cfg.stages
+                            << " stages need " << sharedBytes
+                            << " bytes of shared memory, more than the "
+                            << target.getSharedMemoryBytes()
+                            << " a block of " << target.getChip() << " can use";
+
+  // T: the rows of `a`, a shape symbol unless the spec fixed it.
+  Location loc = op.getLoc();
+  const KernelDim &rows = ctx.sig.args[0].dims[0];
+  Value T = rows.symbol >= 0
+                ? arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                             ctx.symbols[rows.symbol])
+                      .getResult()
+                : arith::ConstantIndexOp::create(b, loc, rows.constant)
+                      .getResult();
+
+  GroupedMatmulBuilder builder(b, loc, target, atoms.front(), cfg);
+  if (failed(builder.build(ctx.args[0], ctx.args[1], ctx.args[2],
+                           ctx.args[3], T, groups, n, k)))
+    return failure();
+
+  LaunchGeometry geometry;
+  geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
+  geometry.grid[1] = GridDim{rows.symbol, 1,
+                             (rows.symbol >= 0 ? 0 : rows.constant) +
+                                 (groups + 1) * (cfg.tileM - 1),
+                             cfg.tileM};
+  geometry.grid[2] = GridDim{-1, 1, 1, 1};
+  geometry.block = {static_cast<int32_t>(cfg.warpsM * cfg.warpsN *
+                                         target.getWarpSize()),
+                    1, 1};
+  geometry.sharedBytes = sharedBytes;
+  return geometry;
+}

@@ -1,0 +1,57 @@
+//===- Templates.h - GPU kernel templates of tessel ops ---------*- C++ -*-===//
+//
+// A template writes the body of one gpu.func for one tessel op, against a
+// TargetInfo. The pass (TesselToGPU.cpp) creates the function with the
+// runtime's parameters and hands the template the argument memrefs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H
+#define TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H
+
+#include "tessel/Dialect/Tessel/IR/KernelSignature.h"
+#include "tessel/Dialect/Tessel/IR/TesselOps.h"
+#include "tessel/Target/TargetInfo.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <array>
+
+namespace mlir::tessel {
+
+/// One grid dimension: ceildiv(symbols[symbol] * mul + add, div), or
+/// ceildiv(add, div) when symbol < 0 (the bundle's launch-dim encoding).
+struct GridDim {
+  int symbol = -1;
+  int64_t mul = 1;
+  int64_t add = 1;
+  int64_t div = 1;
+};
+
+struct LaunchGeometry {
+  std::array<GridDim, 3> grid;
+  std::array<int32_t, 3> block = {1, 1, 1};
+  /// Dynamic shared memory per block, in bytes.
+  int64_t sharedBytes = 0;
+};
+
+/// What a template works with. The builder is at the start of the kernel's
+/// entry block, which ends with gpu.return.
+struct KernelContext {
+  const KernelSignature &sig;
+  /// The argument memrefs, in signature order.
+  SmallVector<Value> args;
+  /// The shape symbols as i64, in signature order.
+  SmallVector<Value> symbols;
+  const TargetInfo &target;
+  /// Shared-memory pipeline depth of main loops.
+  int64_t stages;
+};
+
+/// Ragged-M grouped matmul with a stacked, transposed B. Emits an error
+/// naming the constraint for the cases it does not cover.
+FailureOr<LaunchGeometry> buildGroupedMatmul(OpBuilder &b, GroupedMatmulOp op,
+                                             KernelContext &ctx);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H

@@ -1,0 +1,103 @@
+//===- TesselToGPU.cpp - Kernel functions to GPU kernels ------------------===//
+//
+// Each kernel function becomes a gpu.module holding one gpu.func that takes
+// the runtime's parameters (data pointers, then shape symbols as i64),
+// rebuilds the argument memrefs and runs the op's template. The launch
+// geometry the template chose (grid, block, dynamic shared memory) is
+// recorded on the gpu.func for tessel-aot.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Templates.h"
+
+#include "tessel/Conversion/Passes.h"
+#include "tessel/Conversion/Utils/KernelParams.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_TESSELTOGPU
+#include "tessel/Conversion/Passes.h.inc"
+} // namespace mlir::tessel
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// `tessel.grid`: per dimension [symbol, mul, add, div].
+Attribute gridAttr(Builder &b, const LaunchGeometry &geometry) {
+  SmallVector<Attribute> dims;
+  for (const GridDim &d : geometry.grid)
+    dims.push_back(b.getDenseI64ArrayAttr({d.symbol, d.mul, d.add, d.div}));
+  return b.getArrayAttr(dims);
+}
+
+LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
+                            const TargetInfo &target, int64_t stages) {
+  MLIRContext *ctx = func.getContext();
+  Location loc = func.getLoc();
+  OpBuilder b(func);
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, func.getName());
+  b.setInsertionPointToStart(gpuModule.getBody());
+
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<Type> params(sig.args.size(), ptr);
+  params.append(sig.symbols.size(), b.getI64Type());
+  auto kernel = gpu::GPUFuncOp::create(b, loc, func.getName(),
+                                       b.getFunctionType(params, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  gpu::ReturnOp::create(b, loc);
+  b.setInsertionPointToStart(&entry);
+
+  KernelContext kc{sig, {}, {}, target, stages};
+  for (size_t s = 0; s < sig.symbols.size(); ++s)
+    kc.symbols.push_back(kernel.getArgument(sig.args.size() + s));
+  for (auto [i, arg] : llvm::enumerate(sig.args))
+    kc.args.push_back(
+        buildArgMemRef(b, loc, arg, kernel.getArgument(i), kc.symbols));
+
+  FailureOr<LaunchGeometry> geometry =
+      llvm::TypeSwitch<Operation *, FailureOr<LaunchGeometry>>(sig.op)
+          .Case<GroupedMatmulOp>(
+              [&](auto op) { return buildGroupedMatmul(b, op, kc); })
+          .Default([&](Operation *op) {
+            return op->emitOpError()
+                   << "has no GPU kernel template yet (GPU templates: "
+                      "tessel.grouped_matmul)";
+          });
+  if (failed(geometry))
+    return failure();
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(geometry->block));
+  kernel->setAttr("tessel.grid", gridAttr(b, *geometry));
+  kernel->setAttr("tessel.shared_bytes",
+                  b.getI64IntegerAttr(geometry->sharedBytes));
+  return success();
+}
+
+struct TesselToGPUPass
+    : public tessel::impl::TesselToGPUBase<TesselToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<std::unique_ptr<TargetInfo>> target =
+        TargetInfo::get(chip, [&] { return module.emitError(); });
+    if (failed(target))
+      return signalPassFailure();
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (!func.isPublic())
+        continue;
+      FailureOr<KernelSignature> sig = analyzeKernel(func);
+      if (failed(sig) || failed(convertKernel(func, *sig, **target, stages)))
+        return signalPassFailure();
+      func.erase();
+    }
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+  }
+};
+
+} // namespace

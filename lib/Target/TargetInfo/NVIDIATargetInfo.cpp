@@ -1,0 +1,200 @@
+//===- NVIDIATargetInfo.cpp - sm80: mma.sync, ldmatrix, cp.async ----------===//
+//
+// The Ampere instruction set, which runs on every sm80+ GPU (the H200 runs it
+// from PTX or from an sm_90 cubin built from the same PTX). Operands go
+// through shared memory: ldmatrix loads 8x8 16-bit tiles into the mma.sync
+// fragment layout, cp.async fills shared memory without a register round trip.
+// nvgpu ops are used where they exist (they compute addresses from memrefs);
+// nvgpu.mma.sync has no bf16 case in MLIR 22, so the MMA is nvvm.mma.sync
+// with bf16 pairs packed in i32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Target/TargetInfo.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+class SM80TargetInfo : public TargetInfo {
+public:
+  SM80TargetInfo() : TargetInfo("sm_80") {}
+
+  GpuVendor getVendor() const override { return GpuVendor::NVIDIA; }
+  unsigned getWarpSize() const override { return 32; }
+  // 164 KB per SM, of which one block may use 163 KB after opting in.
+  int64_t getSharedMemoryBytes() const override { return 163 * 1024; }
+  unsigned getAsyncCopyBytes() const override { return 16; }
+
+  SmallVector<MmaAtom> getMmaAtoms(Type operandType,
+                                   Type accType) const override {
+    if ((operandType.isBF16() || operandType.isF16()) && accType.isF32())
+      return {MmaAtom{16, 8, 16, operandType, accType}};
+    return {};
+  }
+
+  // m16n8 C fragment: lane l holds rows l/4 and l/4 + 8, columns 2(l%4) and
+  // 2(l%4) + 1 of each.
+  int64_t getAccumulatorRun(const MmaAtom &) const override { return 2; }
+  std::pair<Value, Value> getAccumulatorPosition(OpBuilder &b, Location loc,
+                                                 const MmaAtom &, Value lane,
+                                                 int64_t i) const override {
+    Value row = arith::DivUIOp::create(b, loc, lane, index(b, loc, 4));
+    if (i >= 2)
+      row = arith::AddIOp::create(b, loc, row, index(b, loc, 8));
+    Value col = arith::RemUIOp::create(b, loc, lane, index(b, loc, 4));
+    col = arith::MulIOp::create(b, loc, col, index(b, loc, 2));
+    if (i % 2)
+      col = arith::AddIOp::create(b, loc, col, index(b, loc, 1));
+    return {row, col};
+  }
+
+  FailureOr<SmallVector<Fragment>>
+  loadFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                MmaOperand operand, const SharedTile &tile, Value row0,
+                Value k0, Value lane, int64_t count) const override {
+    SmallVector<Fragment> frags;
+    if (operand == MmaOperand::A) {
+      // One ldmatrix.x4 per m16k16 atom: lanes 0-15 address rows 0-15 at
+      // k 0-7, lanes 16-31 the same rows at k 8-15; registers come back as
+      // a0..a3 of the mma.sync A fragment.
+      Value row = arith::RemUIOp::create(b, loc, lane, index(b, loc, 16));
+      Value col = mulAdd(b, loc, arith::DivUIOp::create(b, loc, lane,
+                                                        index(b, loc, 16)),
+                         8, k0);
+      for (int64_t i = 0; i < count; ++i) {
+        Value r = add(b, loc, row, add(b, loc, row0, atom.m * i));
+        frags.push_back(ldmatrix(b, loc, atom, tile, r, col, 4));
+      }
+      return frags;
+    }
+    // B: an n8k16 atom is two 8x8 matrices (k 0-7, k 8-15). Pairs of atoms
+    // share one ldmatrix.x4: lanes 8q..8q+7 address matrix q = (atom 2j+q/2,
+    // k half q%2).
+    Value q = arith::DivUIOp::create(b, loc, lane, index(b, loc, 8));
+    Value rowInAtom = arith::RemUIOp::create(b, loc, lane, index(b, loc, 8));
+    Value kHalf = arith::RemUIOp::create(b, loc, q, index(b, loc, 2));
+    Value col = mulAdd(b, loc, kHalf, 8, k0);
+    Value pairRow = mulAdd(b, loc,
+                           arith::DivUIOp::create(b, loc, q, index(b, loc, 2)),
+                           atom.n, rowInAtom);
+    for (int64_t j = 0; j < count; j += 2) {
+      bool pair = j + 1 < count;
+      // .x2 reads addresses of lanes 0-15 only: atom j, both k halves.
+      Value r = add(b, loc, pair ? pairRow : rowInAtom,
+                    add(b, loc, row0, atom.n * j));
+      Fragment regs = ldmatrix(b, loc, atom, tile, r, col, pair ? 4 : 2);
+      frags.push_back({regs[0], regs[1]});
+      if (pair)
+        frags.push_back({regs[2], regs[3]});
+    }
+    return frags;
+  }
+
+  FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,
+                                    const MmaAtom &atom, const Fragment &a,
+                                    const Fragment &bFrag,
+                                    ValueRange acc) const override {
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(acc.size(), f32));
+    NVVM::MMATypes ptxType = atom.operandType.isBF16() ? NVVM::MMATypes::bf16
+                                                       : NVVM::MMATypes::f16;
+    Value d = NVVM::MmaOp::create(
+        b, loc, resultType, a, bFrag, acc, {atom.m, atom.n, atom.k},
+        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0, e = acc.size(); i < e; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, d, i));
+    return out;
+  }
+
+  LogicalResult asyncCopy(OpBuilder &b, Location loc, Value dst,
+                          ValueRange dstIndices, Value src,
+                          ValueRange srcIndices, int64_t elements,
+                          Value validElements) const override {
+    int64_t bytes =
+        elements * cast<MemRefType>(src.getType()).getElementTypeBitWidth() / 8;
+    assert((bytes == 4 || bytes == 8 || bytes == 16) &&
+           "cp.async copies 4, 8 or 16 bytes");
+    // .cg (bypass L1) exists for 16-byte copies only; the tiles are read
+    // once per block, so L1 would not help them.
+    UnitAttr bypassL1 = bytes == 16 ? b.getUnitAttr() : UnitAttr();
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        dstIndices, src, srcIndices, b.getIndexAttr(elements), validElements,
+        bypassL1);
+    return success();
+  }
+
+  LogicalResult asyncCommit(OpBuilder &b, Location loc) const override {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    return success();
+  }
+
+  LogicalResult asyncWait(OpBuilder &b, Location loc,
+                          int64_t pending) const override {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+    return success();
+  }
+
+private:
+  static Value index(OpBuilder &b, Location loc, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  static Value add(OpBuilder &b, Location loc, Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y);
+  }
+  static Value add(OpBuilder &b, Location loc, Value x, int64_t y) {
+    return y ? add(b, loc, x, index(b, loc, y)) : x;
+  }
+  /// x * m + y
+  static Value mulAdd(OpBuilder &b, Location loc, Value x, int64_t m,
+                      Value y) {
+    return add(b, loc, arith::MulIOp::create(b, loc, x, index(b, loc, m)), y);
+  }
+
+  /// ldmatrix of `num` 8x8 matrices; this lane addresses the 8-element run
+  /// at (row, col) of the tile. Returns one register (two 16-bit values,
+  /// in the form mma.sync takes them) per matrix.
+  Fragment ldmatrix(OpBuilder &b, Location loc, const MmaAtom &atom,
+                    const SharedTile &tile, Value row, Value col,
+                    int64_t num) const {
+    Type elem = atom.operandType;
+    auto resultType = VectorType::get({num, 2}, elem);
+    Value m = nvgpu::LdMatrixOp::create(b, loc, resultType, tile.memref,
+                                        tile.indices(b, loc, row, col),
+                                        /*transpose=*/false, num);
+    Fragment regs;
+    for (int64_t i = 0; i < num; ++i) {
+      Value pair = vector::ExtractOp::create(b, loc, m, i);
+      // mma.sync takes f16 pairs as vector<2xf16> but bf16 pairs as i32.
+      if (elem.isBF16()) {
+        Value word = vector::BitCastOp::create(
+            b, loc, VectorType::get({1}, b.getI32Type()), pair);
+        pair = vector::ExtractOp::create(b, loc, word, 0);
+      }
+      regs.push_back(pair);
+    }
+    return regs;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<TargetInfo> mlir::tessel::createNVIDIATargetInfo(StringRef chip) {
+  if (chip == "sm80" || chip == "sm_80")
+    return std::make_unique<SM80TargetInfo>();
+  return nullptr;
+}

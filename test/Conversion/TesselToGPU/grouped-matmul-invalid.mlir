@@ -1,0 +1,114 @@
+// RUN: tessel-opt %s -split-input-file -verify-diagnostics --tessel-to-gpu
+
+func.func @pointer_table(%a: memref<?x64xbf16>, %b: memref<8xi64>,
+                         %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: a pointer-table 'b' is not supported yet; pass the stacked [G, N, K] weights}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8xi64>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+      {trans_b, b_shape = array<i64: 64, 64>}
+  return
+}
+
+// -----
+
+func.func @no_trans_b(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
+                      %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: only trans_b ('b' as [G, N, K]) is supported yet}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @f32_data(%a: memref<?x64xf32>, %b: memref<8x64x64xf32>,
+                    %g: memref<8xi32>, %c: memref<?x64xf32>) {
+  // expected-error@+1 {{GPU template: sm_80 has no MMA for 'f32' operands with f32 accumulation}}
+  tessel.grouped_matmul a(%a : memref<?x64xf32>) b(%b : memref<8x64x64xf32>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xf32>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @k_not_multiple_of_8(%a: memref<?x60xbf16>, %b: memref<8x64x60xbf16>,
+                               %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: N (64) and K (60) must be multiples of 8, so that every row is made of 16-byte chunks}}
+  tessel.grouped_matmul a(%a : memref<?x60xbf16>) b(%b : memref<8x64x60xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @n_not_multiple_of_8(%a: memref<?x64xbf16>, %b: memref<8x36x64xbf16>,
+                               %g: memref<8xi32>, %c: memref<?x36xbf16>) {
+  // expected-error@+1 {{GPU template: N (36) and K (64) must be multiples of 8}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x36x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x36xbf16>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @dynamic_groups(%a: memref<?x64xbf16>, %b: memref<?x64x64xbf16>,
+                          %g: memref<?xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: the group count G must be static (the grid is sized from T and G)}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<?x64x64xbf16>)
+      group_offsets(%g : memref<?xi32>) c(%c : memref<?x64xbf16>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @no_template(%ids: memref<?x8xi32>, %n: memref<128xi32>,
+                       %g: memref<128xi32>) {
+  // expected-error@+1 {{'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul)}}
+  tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>)
+      counts(%n : memref<128xi32>) group_offsets(%g : memref<128xi32>)
+  return
+}
+
+// -----
+
+func.func @bad_tile_key(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
+                        %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: tessel.gpu_tile takes positive integers tile_m, tile_n, tile_k, warps_m, warps_n, stages; got "tile_q" = 64 : i64}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+      {trans_b, tessel.gpu_tile = {tile_q = 64}}
+  return
+}
+
+// -----
+
+func.func @bad_tile_k(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
+                      %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: tessel.gpu_tile {tile_k = 16 : i64} breaks tile_k in {32, 64}}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+      {trans_b, tessel.gpu_tile = {tile_k = 16}}
+  return
+}
+
+// -----
+
+func.func @bad_warps(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
+                     %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{breaks tile_m % (warps_m * 16) == 0 and tile_n % (warps_n * 8) == 0}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+      {trans_b, tessel.gpu_tile = {tile_m = 48, warps_m = 2}}
+  return
+}
+
+// -----
+
+func.func @bad_copies(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
+                      %g: memref<8xi32>, %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{breaks a whole number of 16-byte copies per thread: (tile_m and tile_n) * tile_k / 8 % 1024 == 0}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+      {trans_b, tessel.gpu_tile = {warps_m = 4, warps_n = 8}}
+  return
+}

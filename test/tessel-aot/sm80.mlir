@@ -1,0 +1,26 @@
+// NVIDIA kernels in the bundle: sm80 records hold the PTX (JIT on any sm80+
+// GPU), sm90 records the sm_90 cubin ptxas builds from the same PTX.
+// RUN: tessel-aot %s --targets=sm80,host -o %t.tsb | FileCheck %s --check-prefix=SM80
+// RUN: tessel-aot --targets=sm80 -o %t-default.tsb 2>&1 | FileCheck %s --check-prefix=DEFAULT
+
+// SM80:      kernel                                   op                             target  dtype      bytes
+// SM80-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}sm80{{ +}}bf16
+// SM80-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}host{{ +}}bf16
+// SM80-NEXT: wrote 2 kernels for sm80,host to {{.*}}.tsb
+
+// The default set: kernels without a GPU template are skipped, each with a
+// note saying why.
+// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'moe_ref_down_dgrad': 'tessel.grouped_matmul' op GPU template: only trans_b ('b' as [G, N, K]) is supported yet
+// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'moe_ref_gate_up_ptrs': 'tessel.grouped_matmul' op GPU template: a pointer-table 'b' is not supported yet
+// DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_down{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT:     wrote 4 kernels for sm80 to {{.*}}.tsb
+
+func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
+                    %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x1024xbf16>) {trans_b}
+  return
+}
