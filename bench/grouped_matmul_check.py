@@ -17,7 +17,8 @@ with NaN before every run. Then it times every kernel of the reference MoE
 gate/up shape (4096 tokens x top-8, E=128, H=2048, N=2*I=1024) beside
 torch._grouped_mm and a dense bf16 matmul of the same size (the ceiling).
 
-  python3 bench/grouped_matmul_check.py gm.tsb [configs.tsb ...]
+  python3 bench/grouped_matmul_check.py gm.tsb [configs.tsb ...] \
+      [--runtime build-rt/libtessel_runtime.so]
 
 (bench/grouped_matmul_configs.mlir holds other tile configurations of the
 gate/up shape; their bundle adds them to the timing table.)
@@ -130,8 +131,7 @@ class Kernel:
         image = record["binary"]
         if self.kind == "ptx-jit":
             image += b"\0"
-        # b is [E, N, K]: constant dims in the signature.
-        self.E, self.N, self.K = (d[2] for d in record["args"][1][1])
+        self.E, self.N, self.K, self.trans_b, self.table = layout(self.name)
         self.func = driver.load(image, record["entry"])
         # Dynamic shared memory past 48 KB needs an opt-in per function.
         driver.check(driver.lib.cuFuncSetAttribute(
@@ -139,6 +139,7 @@ class Kernel:
             record["shared"]), "cuFuncSetAttribute")
 
     def __call__(self, a, b, offsets, c):
+        """`b` is what prepare_b made of the [E, N, K] weights."""
         T = a.shape[0]
         assert a.is_contiguous() and b.is_contiguous() and c.is_contiguous()
         r = self.record
@@ -147,6 +148,95 @@ class Kernel:
         self.driver.launch(self.func, grid, r["block"], r["shared"],
                            [Ptr(a.data_ptr()), Ptr(b.data_ptr()),
                             Ptr(offsets.data_ptr()), Ptr(c.data_ptr()), T])
+
+
+def layout(name):
+    """E, N, K, trans_b, pointer table of a kernel of
+    bench/grouped_matmul_kernels.mlir (or a config bundle), by its name:
+    gm (stacked [E, N, K]), gmd (stacked [E, K, N]), gmp / gmpd (pointer
+    tables of [N, K] / [K, N] matrices); other families are gm-like."""
+    family, E, N, K = re.fullmatch(r"(\w+?)_e(\d+)_n(\d+)_k(\d+)",
+                                   name).groups()
+    return (int(E), int(N), int(K), family not in ("gmd", "gmpd"),
+            family in ("gmp", "gmpd"))
+
+
+def prepare_b(kernel, b):
+    """The b argument of `kernel` for weights b [E, N, K]: the stacked
+    tensor in its layout, or a table of the addresses of E separately
+    allocated matrices (kept alive on the table tensor)."""
+    mats = b if kernel.trans_b else b.transpose(1, 2)
+    if not kernel.table:
+        return mats.contiguous()
+    keep = [m.contiguous().clone() for m in mats]
+    table = torch.tensor([m.data_ptr() for m in keep], dtype=torch.int64,
+                         device=b.device)
+    table.keep = keep
+    return table
+
+
+class TesselTensor(ctypes.Structure):
+    """tessel_tensor of runtime/include/tessel/runtime.h."""
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * 8)]
+
+
+TESSEL_BF16, TESSEL_I32, TESSEL_I64 = 3, 4, 5
+
+
+class RuntimeKernel:
+    """The same kernel loaded and launched through the Tessel runtime's C
+    API (libtessel_runtime.so, CUDA backend): bundle validation, target
+    choice, argument checks and the launch are the runtime's, not ours."""
+
+    def __init__(self, lib, bundle_path, name):
+        self.lib, self.name, self.kind = lib, name, "runtime"
+        self.E, self.N, self.K, self.trans_b, self.table = layout(name)
+        self.device, self.bundle = ctypes.c_void_p(), ctypes.c_void_p()
+        self.kernel = ctypes.c_void_p()
+        self.check(lib.tessel_device_open(b"cuda", 0,
+                                          ctypes.byref(self.device)))
+        self.check(lib.tessel_bundle_load_file(
+            self.device, bundle_path.encode(), ctypes.byref(self.bundle)))
+        self.check(lib.tessel_bundle_find_kernel(
+            self.bundle, name.encode(), ctypes.byref(self.kernel)))
+        self.kind = "runtime:" + lib.tessel_kernel_target(self.kernel).decode()
+
+    def check(self, status):
+        if status:
+            raise RuntimeError(self.lib.tessel_status_message(status).decode())
+
+    @staticmethod
+    def tensor(t, dtype):
+        shape = (ctypes.c_int64 * 8)(*t.shape)
+        return TesselTensor(t.data_ptr(), dtype, t.dim(), shape)
+
+    def __call__(self, a, b, offsets, c):
+        args = (TesselTensor * 4)(self.tensor(a, TESSEL_BF16),
+                                  self.tensor(b, TESSEL_I64 if self.table
+                                              else TESSEL_BF16),
+                                  self.tensor(offsets, TESSEL_I32),
+                                  self.tensor(c, TESSEL_BF16))
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        self.check(self.lib.tessel_kernel_launch(self.kernel, args, 4, stream))
+
+
+def load_runtime(path):
+    lib = ctypes.CDLL(path)
+    lib.tessel_status_message.restype = ctypes.c_char_p
+    lib.tessel_kernel_target.restype = ctypes.c_char_p
+    for f in ("tessel_device_open", "tessel_bundle_load_file",
+              "tessel_bundle_find_kernel", "tessel_kernel_launch"):
+        getattr(lib, f).restype = ctypes.c_void_p
+    lib.tessel_kernel_target.argtypes = [ctypes.c_void_p]
+    lib.tessel_status_message.argtypes = [ctypes.c_void_p]
+    lib.tessel_bundle_load_file.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                            ctypes.c_void_p]
+    lib.tessel_bundle_find_kernel.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                              ctypes.c_void_p]
+    lib.tessel_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.c_size_t, ctypes.c_void_p]
+    return lib
 
 
 def reference(a, b, ends):
@@ -172,7 +262,7 @@ def check(kernel, sizes, tail, gen):
     ends = torch.tensor(sizes).cumsum(0).tolist()
     offsets = torch.tensor(ends, dtype=torch.int32, device="cuda")
     c = torch.full((T, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-    kernel(a, b, offsets, c)
+    kernel(a, prepare_b(kernel, b), offsets, c)
     torch.cuda.synchronize()
     ref = reference(a, b, ends)
     written = not torch.isnan(c).any().item()
@@ -208,10 +298,61 @@ def time_ms(fn, iters=50):
     return start.elapsed_time(stop) / iters
 
 
+def timing(kernels, gen, title, N, K, trans_b):
+    """Times the kernels of shape E=128 x N x K with trans_b (stacked or
+    table) beside torch._grouped_mm on the same layout and a dense bf16
+    matmul of the same size (the ceiling), 4096 tokens x top-8."""
+    E = 128
+    print(f"timing: {title}, 4096 tokens x top-8, E={E}, N={N}, K={K} "
+          "(bf16, fp32 accumulate)")
+    ok = True
+    sizes = routed_sizes(4096, 8, E, gen)
+    T = sum(sizes)
+    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
+    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
+         K ** 0.5).bfloat16()
+    offsets = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
+    c = torch.empty(T, N, dtype=torch.bfloat16, device="cuda")
+    flops = 2.0 * T * N * K
+    rows = []
+    # torch._grouped_mm takes b as [E, K, N] (any strides): the transposed
+    # view of the [E, N, K] weights for trans_b, else a [E, K, N] tensor.
+    bt = b.transpose(-2, -1) if trans_b else b.transpose(-2, -1).contiguous()
+    try:
+        peer = torch._grouped_mm(a, bt, offs=offsets)
+        rows.append(("torch._grouped_mm",
+                     time_ms(lambda: torch._grouped_mm(a, bt, offs=offsets))))
+    except Exception as e:  # report, keep going
+        print(f"  torch._grouped_mm unavailable: {e}")
+        peer = reference(a, b, torch.cumsum(torch.tensor(sizes), 0).tolist())
+    for name, k in sorted(kernels.items()):
+        if (k.E, k.N, k.K) != (E, N, K) or k.trans_b != trans_b:
+            continue
+        barg = prepare_b(k, b)
+        c.fill_(float("nan"))
+        k(a, barg, offsets, c)
+        diff = ((c.float() - peer.float()).abs().max() /
+                peer.float().abs().max()).item()
+        good = diff <= 1e-2  # NaN (a row not written) fails too
+        ok &= good
+        ms = time_ms(lambda: k(a, barg, offsets, c))
+        rows.append((f"tessel {name} [{k.kind}] "
+                     f"{'' if good else 'WRONG '}diff={diff:.1e}", ms))
+    dense_b = b[0].T.contiguous()
+    rows.append(("dense bf16 matmul (ceiling)",
+                 time_ms(lambda: a @ dense_b)))
+    for label, ms in rows:
+        print(f"  {label:48s} {ms * 1e3:9.1f} us  {flops / ms / 1e9:7.1f} TFLOP/s")
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundles", nargs="+")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--runtime", help="libtessel_runtime.so: also run "
+                        "every kernel of the first bundle through the "
+                        "runtime's C API")
     args = parser.parse_args()
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
@@ -246,6 +387,10 @@ def main():
         ("gm_e128_n64_k64", None, 3),
         ("gm_e128_n1024_k2048", None, 0),
         ("gm_e128_n2048_k512", None, 50),
+        # The dgrad shapes (gmd, gmpd): of down, of gate/up.
+        ("gm_e128_n512_k2048", None, 50),
+        ("gm_e128_n2048_k1024", None, 0),
+        ("gm_e8_n64_k64", [0, 1, 7, 10500, 0, 64, 65, 63], 9),
     ]
     # The cases run for every family of kernels: gm_* is the default
     # configuration; a bundle may add others (say alt_*, another tile).
@@ -261,45 +406,24 @@ def main():
                 sizes[3], sizes[5], sizes[9] = 0, 1, 7  # keep edge cases
             ok &= check(k, sizes, tail, gen)
     ok &= check(jit, small, 37, gen)
+    if args.runtime:
+        lib = load_runtime(args.runtime)
+        first = {r["name"] for r in read_bundle(args.bundles[0])}
+        for family in ("gm", "gmd", "gmp", "gmpd"):
+            for name, sizes, tail in cases:
+                name = family + name[len("gm"):]
+                if name not in first:
+                    continue
+                rk = RuntimeKernel(lib, args.bundles[0], name)
+                if sizes is None:
+                    sizes = routed_sizes(4096, 8, rk.E, gen)
+                ok &= check(rk, sizes, tail, gen)
 
-    print("timing: reference MoE gate/up, 4096 tokens x top-8, E=128, "
-          "N=1024, K=2048 (bf16, fp32 accumulate)")
-    E, N, K = 128, 1024, 2048
-    sizes = routed_sizes(4096, 8, E, gen)
-    T = sum(sizes)
-    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
-    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
-         K ** 0.5).bfloat16()
-    offsets = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
-    c = torch.empty(T, N, dtype=torch.bfloat16, device="cuda")
-    flops = 2.0 * T * N * K
-    rows = []
-    bt = b.transpose(-2, -1)
-    peer = None
-    try:
-        peer = torch._grouped_mm(a, bt, offs=offsets)
-        rows.append(("torch._grouped_mm",
-                     time_ms(lambda: torch._grouped_mm(a, bt, offs=offsets))))
-    except Exception as e:  # report, keep going
-        print(f"  torch._grouped_mm unavailable: {e}")
-        peer = reference(a, b, torch.cumsum(torch.tensor(sizes), 0).tolist())
-    for name, k in sorted(kernels.items()):
-        if (k.E, k.N, k.K) != (E, N, K):
-            continue
-        c.fill_(float("nan"))
-        k(a, b, offsets, c)
-        diff = ((c.float() - peer.float()).abs().max() /
-                peer.float().abs().max()).item()
-        good = diff <= 1e-2  # NaN (a row not written) fails too
-        ok &= good
-        ms = time_ms(lambda: k(a, b, offsets, c))
-        rows.append((f"tessel {name} [{k.kind}] "
-                     f"{'' if good else 'WRONG '}diff={diff:.1e}", ms))
-    dense_b = b[0].T.contiguous()
-    rows.append(("dense bf16 matmul (ceiling)",
-                 time_ms(lambda: a @ dense_b)))
-    for label, ms in rows:
-        print(f"  {label:48s} {ms * 1e3:9.1f} us  {flops / ms / 1e9:7.1f} TFLOP/s")
+    ok &= timing(kernels, gen, "reference MoE gate/up", 1024, 2048, True)
+    ok &= timing(kernels, gen, "dgrad of down (b [E, K, N])", 512, 2048,
+                 False)
+    ok &= timing(kernels, gen, "dgrad of gate/up (b [E, K, N])", 2048, 1024,
+                 False)
     print("ALL OK" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 
