@@ -13,9 +13,13 @@ case also runs the PTX on purpose). It launches them with the bundle's
 launch geometry and the runtime's parameter convention (the data pointers of
 a, b, group_offsets, c, then T as int64) on torch's current stream, and
 compares with an fp32 torch reference on fresh random data, outputs poisoned
-with NaN before every run. Then it times every kernel of the reference MoE
-gate/up shape (4096 tokens x top-8, E=128, H=2048, N=2*I=1024) beside
-torch._grouped_mm and a dense bf16 matmul of the same size (the ceiling).
+with NaN before every run. Kernel names give the layout of b (gm: stacked
+[E, N, K], trans_b; gmd: stacked [E, K, N]; gmp / gmpd: pointer tables of
+[N, K] / [K, N] matrices) and E, N, K. Then it times every kernel of the
+reference MoE gate/up shape (4096 tokens x top-8, E=128, H=2048,
+N=2*I=1024) and of its two dgrads (b [E, K, N]: of down N=512 K=2048, of
+gate/up N=2048 K=1024) beside torch._grouped_mm on the same layout and a
+dense bf16 matmul of the same size (the ceiling).
 
   python3 bench/grouped_matmul_check.py gm.tsb [configs.tsb ...] \
       [--runtime build-rt/libtessel_runtime.so]

@@ -11,11 +11,16 @@
 // The default set: kernels without a GPU template are skipped, each with a
 // note saying why.
 // DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
-// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'moe_ref_down_dgrad': 'tessel.grouped_matmul' op GPU template: only trans_b ('b' as [G, N, K]) is supported yet
-// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'moe_ref_gate_up_ptrs': 'tessel.grouped_matmul' op GPU template: a pointer-table 'b' is not supported yet
+// Every grouped matmul has one: stacked or pointer-table b, with or
+// without trans_b.
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT-DAG: moe_ref_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT-DAG: moe_ref_down_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_down{{ +}}tessel.grouped_matmul{{ +}}sm80
-// DEFAULT:     wrote 4 kernels for sm80 to {{.*}}.tsb
+// DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT-DAG: moe_ref_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT:     wrote 10 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -64,11 +64,13 @@ def TesselToGPU : Pass<"tessel-to-gpu", "ModuleOp"> {
     `grid[i] = ceildiv(symbol * mul + add, div)`, symbol -1 for a constant),
     `known_block_size` and `tessel.shared_bytes` (dynamic shared memory).
 
-    Templates: `tessel.grouped_matmul` (ragged-M, stacked `b` with
-    `trans_b`): one block per (M-tile of a group, N-tile); each block finds
+    Templates: `tessel.grouped_matmul` (ragged-M; `b` stacked `[G, N, K]`
+    with `trans_b` or `[G, K, N]` without, or a pointer table of per-group
+    matrices): one block per (M-tile of a group, N-tile); each block finds
     its group on the device from `group_offsets`, so the grid depends on T
     and G only. Rows past the last group's end are written with zeros by
-    the same kernel. K and N must be multiples of 8 (16-byte rows). Tile
+    the same kernel. K and N must be multiples of 8 (16-byte rows), and
+    without `trans_b` the tile's N a multiple of 64 (the swizzle). Tile
     64x256x32 with 1x4 warps unless the op carries
     `tessel.gpu_tile = {tile_m, tile_n, tile_k, warps_m, warps_n, stages}`.
 

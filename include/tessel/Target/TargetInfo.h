@@ -41,15 +41,21 @@ using Fragment = SmallVector<Value, 4>;
 /// Which multiplicand a fragment feeds.
 enum class MmaOperand { A, B };
 
-/// An operand tile in shared memory, stored K-contiguous: element (row, k)
-/// of an A tile is A[row][k], of a B tile B^T[n][k]. `indices` maps a row and
-/// a column to the memref indices of that element; the template owns the
-/// layout (stage, swizzle) and guarantees that runs of 8 bf16 along K that
-/// start at a multiple of 8 are contiguous and 16-byte aligned.
+/// An operand tile in shared memory. K-contiguous (the default): element
+/// (row, k) of an A tile is A[row][k], of a B tile B^T[n][k]. A B tile may
+/// instead be N-contiguous (kContiguous = false): element (k, n) is B[k][n],
+/// the layout of a B stored [K, N] in global memory, which then needs no
+/// transpose on its way to shared memory; the target transposes on the
+/// fragment load. `indices` maps a row and a column of the stored layout to
+/// the memref indices of that element; the template owns the layout (stage,
+/// swizzle) and guarantees that runs of 8 bf16 along the contiguous
+/// dimension that start at a multiple of 8 are contiguous and 16-byte
+/// aligned.
 struct SharedTile {
   Value memref;
   std::function<SmallVector<Value>(OpBuilder &, Location, Value row, Value col)>
       indices;
+  bool kContiguous = true;
 };
 
 class TargetInfo {

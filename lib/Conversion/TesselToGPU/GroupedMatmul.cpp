@@ -1,7 +1,8 @@
 //===- GroupedMatmul.cpp - Ragged-M grouped matmul kernel template --------===//
 //
-// c[rows_g] = a[rows_g] . b[g]^T for the groups of rows given by the
-// cumulative ends `group_offsets` (on the device), fp32 accumulation.
+// c[rows_g] = a[rows_g] . B_g (b[g]^T with trans_b, else b[g]) for the groups
+// of rows given by the cumulative ends `group_offsets` (on the device), fp32
+// accumulation.
 //
 // Work decomposition. Each group is cut into M-tiles of tileM rows; the tail
 // rows past the last group's end form one more "group" that is written with
@@ -23,6 +24,18 @@
 // are 16-byte chunks XOR-swizzled with the row so that the eight row
 // addresses of a fragment load hit eight different bank groups.
 //
+// B layouts. With trans_b, B is [N, K] per group and its tiles are staged
+// K-contiguous like A's. Without it (the MoE dgrad, B [K, N] per group) the
+// B tiles are staged as they lie in global memory, N-contiguous [tileK,
+// tileN], so the 16-byte copies stay 16-byte copies of whole rows; the
+// target transposes on the fragment load instead (ldmatrix .trans on sm80,
+// issued like the plain ldmatrix, one per fragment pair). Transposing while
+// staging would turn every 16-byte copy into 8 strided 2-byte loads through
+// registers. B is either stacked
+// ([G, ...]) or a pointer table of G i64 addresses of b_shape matrices:
+// then each block turns its group's entry into a memref of that shape
+// (inttoptr, like the kernel parameters) and reads it like a stacked slice.
+//
 // Epilogue: each lane stores its accumulator runs (bf16/f16), predicated on
 // the group's last row and on N.
 //
@@ -30,7 +43,10 @@
 
 #include "Templates.h"
 
+#include "tessel/Conversion/Utils/KernelParams.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -67,8 +83,11 @@ public:
         warpSize(target.getWarpSize()) {}
 
   /// Writes the kernel body at the builder's insertion point.
+  /// `transB`: b holds [N, K] matrices (else [K, N]); `bShape`: b is a
+  /// pointer table of addresses of matrices of this shape (else stacked).
   LogicalResult build(Value a, Value bMat, Value offsets, Value c, Value T,
-                      int64_t groups, int64_t n, int64_t k);
+                      int64_t groups, int64_t n, int64_t k, bool transB,
+                      std::optional<ArrayRef<int64_t>> bShape);
 
 private:
   // --- index arithmetic ---------------------------------------------------
@@ -110,8 +129,9 @@ private:
   GroupTile findTile(Value offsets, Value T, Value tileIndex, int64_t groups);
 
   /// Memref indices of element (row, col) of stage `stage` of a swizzled
-  /// shared tile [stages, rows, tileK].
-  SmallVector<Value> sharedIndices(Value stage, Value row, Value col);
+  /// shared tile [stages, rows, width].
+  SmallVector<Value> sharedIndices(Value stage, Value row, Value col,
+                                   int64_t width);
   /// Issues the copies of K-tile `kt` into stage `stage`.
   LogicalResult loadStage(Value stage, Value kt);
   /// One K-tile of MMAs from stage `stage` into `acc`.
@@ -129,6 +149,9 @@ private:
   // Kernel state.
   Value a, bMat, c, sharedA, sharedB;
   int64_t n = 0, k = 0;
+  bool transB = true;
+  /// The group's B matrix ([N, K] or [K, N]) when b is a pointer table.
+  Value bGroup;
   Value tid, lane, warpRow, warpCol;
   Value rowStart, rowEnd, group, colStart;
 };
@@ -251,58 +274,76 @@ GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
 }
 
 SmallVector<Value> GroupedMatmulBuilder::sharedIndices(Value stage, Value row,
-                                                       Value col) {
-  // Rows of tileK bf16 are tileK/8 chunks; a 128-byte bank line holds
-  // 8/(tileK/8) rows. XOR the chunk with (row / rowsPerLine) % chunksPerRow
-  // so that 8 consecutive rows at one chunk fill 8 different 16-byte slots.
-  int64_t chunks = cfg.tileK / kChunk;
+                                                       Value col,
+                                                       int64_t width) {
+  // Rows of `width` bf16 are width/8 chunks; a 128-byte bank line holds
+  // 8/(width/8) rows (or a row spans several lines). XOR the chunk with
+  // (row / rowsPerLine) % min(chunks, 8) so that 8 consecutive rows at one
+  // chunk fill 8 different 16-byte slots of a bank line. For rows of 8 or
+  // more chunks only the low 3 bits of the chunk change, so a chunk stays in
+  // its row (width is then a multiple of 64).
+  int64_t chunks = width / kChunk;
   int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
-  Value swz = remu(divu(row, rowsPerLine), chunks);
+  Value swz = remu(divu(row, rowsPerLine), std::min<int64_t>(chunks, 8));
   Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
   return {stage, row, add(mul(chunk, kChunk), remu(col, kChunk))};
 }
 
 LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
-  int64_t chunksPerRow = cfg.tileK / kChunk;
   Value k0 = mul(kt, cfg.tileK);
   Value full = idx(kChunk), none = idx(0);
-  // One 16-byte copy per (row, chunk); consecutive threads take consecutive
-  // chunks of a row, so a warp reads whole 64-byte row segments.
-  auto copyTile = [&](Value shared, int64_t rows, Value src, auto source) {
+  // One 16-byte copy per (row, chunk) of a [rows, width] tile; consecutive
+  // threads take consecutive chunks of a row, so a warp reads whole row
+  // segments. `source` maps a tile element to its validity and source
+  // indices.
+  auto copyTile = [&](Value shared, int64_t rows, int64_t width, Value src,
+                      auto source) {
+    int64_t chunksPerRow = width / kChunk;
     for (int64_t i = 0; i < rows * chunksPerRow / threads; ++i) {
       Value id = add(tid, i * threads);
       Value row = divu(id, chunksPerRow);
-      Value col = add(mul(remu(id, chunksPerRow), kChunk), k0);
+      Value col = mul(remu(id, chunksPerRow), kChunk);
       auto [valid, srcIndices] = source(row, col);
-      if (k % cfg.tileK)
-        valid = andi(valid, lt(col, idx(k)));
       // Zero-filled copies still need an in-bounds source address.
-      srcIndices.back() = select(valid, srcIndices.back(), none);
-      if (failed(target.asyncCopy(b, loc, shared,
-                                  sharedIndices(stage, row, sub(col, k0)),
-                                  src, srcIndices,
-                                  kChunk, select(valid, full, none))))
+      for (Value &index : srcIndices)
+        index = select(valid, index, none);
+      if (failed(target.asyncCopy(
+              b, loc, shared, sharedIndices(stage, row, col, width), src,
+              srcIndices, kChunk, select(valid, full, none))))
         return failure();
     }
     return success();
   };
+  // Whole chunks: K and N are multiples of 8.
+  auto kInside = [&](Value valid, Value kIndex) {
+    return k % cfg.tileK ? andi(valid, lt(kIndex, idx(k))) : valid;
+  };
   auto fromA = [&](Value row, Value col) {
-    Value r = add(rowStart, row);
-    Value valid = lt(r, rowEnd);
-    return std::make_pair(valid,
-                          SmallVector<Value>{select(valid, r, rowStart), col});
+    Value r = add(rowStart, row), kc = add(k0, col);
+    return std::make_pair(kInside(lt(r, rowEnd), kc),
+                          SmallVector<Value>{r, kc});
   };
+  Value bSrc = bGroup ? bGroup : bMat;
+  auto bIndices = [&](Value first, Value second) {
+    if (bGroup)
+      return SmallVector<Value>{first, second};
+    return SmallVector<Value>{group, first, second};
+  };
+  // With trans_b a B tile row is an n, else a k.
   auto fromB = [&](Value row, Value col) {
-    Value r = add(colStart, row);
-    Value valid = lt(r, idx(n));
-    return std::make_pair(valid,
-                          SmallVector<Value>{group, select(valid, r, none), col});
+    if (transB) {
+      Value r = add(colStart, row), kc = add(k0, col);
+      return std::make_pair(kInside(lt(r, idx(n)), kc), bIndices(r, kc));
+    }
+    Value kr = add(k0, row), nc = add(colStart, col);
+    return std::make_pair(kInside(lt(nc, idx(n)), kr), bIndices(kr, nc));
   };
-  if (failed(copyTile(sharedA, cfg.tileM, a, fromA)) ||
-      failed(copyTile(sharedB, cfg.tileN, bMat, fromB)))
+  if (failed(copyTile(sharedA, cfg.tileM, cfg.tileK, a, fromA)))
     return failure();
-  return success();
+  if (transB)
+    return copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, fromB);
+  return copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, fromB);
 }
 
 LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
@@ -311,10 +352,13 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
   int64_t atomsM = warpTileM / atom.m, atomsN = warpTileN / atom.n;
   int64_t accCount = target.getAccumulatorCount(atom);
   // The target asks for addresses through the template's own layout.
-  auto layout = [this, stage](OpBuilder &, Location, Value row, Value col) {
-    return sharedIndices(stage, row, col);
+  auto layout = [this, stage](int64_t width) {
+    return [this, stage, width](OpBuilder &, Location, Value row, Value col) {
+      return sharedIndices(stage, row, col, width);
+    };
   };
-  SharedTile tileA{sharedA, layout}, tileB{sharedB, layout};
+  SharedTile tileA{sharedA, layout(cfg.tileK)};
+  SharedTile tileB{sharedB, layout(transB ? cfg.tileK : cfg.tileN), transB};
   Value rowA = mul(warpRow, warpTileM), rowB = mul(warpCol, warpTileN);
   for (int64_t ks = 0; ks < cfg.tileK / atom.k; ++ks) {
     Value k0 = idx(ks * atom.k);
@@ -420,11 +464,13 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
   }
 }
 
-LogicalResult GroupedMatmulBuilder::build(Value aArg, Value bArg,
-                                          Value offsets, Value cArg, Value T,
-                                          int64_t groups, int64_t nDim,
-                                          int64_t kDim) {
+LogicalResult
+GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
+                            Value T, int64_t groups, int64_t nDim, int64_t kDim,
+                            bool transBArg,
+                            std::optional<ArrayRef<int64_t>> bShape) {
   a = aArg;
+  transB = transBArg;
   bMat = bArg;
   c = cArg;
   n = nDim;
@@ -441,16 +487,16 @@ LogicalResult GroupedMatmulBuilder::build(Value aArg, Value bArg,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
   int64_t offset = 0;
-  auto ring = [&](int64_t rows) -> Value {
-    auto type = MemRefType::get({cfg.stages, rows, cfg.tileK}, elem,
+  auto ring = [&](int64_t rows, int64_t width) -> Value {
+    auto type = MemRefType::get({cfg.stages, rows, width}, elem,
                                 MemRefLayoutAttrInterface(), workgroup);
     Value view = memref::ViewOp::create(b, loc, type, bytes, idx(offset),
                                         ValueRange{});
-    offset += cfg.stages * rows * cfg.tileK * elem.getIntOrFloatBitWidth() / 8;
+    offset += cfg.stages * rows * width * elem.getIntOrFloatBitWidth() / 8;
     return view;
   };
-  sharedA = ring(cfg.tileM);
-  sharedB = ring(cfg.tileN);
+  sharedA = ring(cfg.tileM, cfg.tileK);
+  sharedB = transB ? ring(cfg.tileN, cfg.tileK) : ring(cfg.tileK, cfg.tileN);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = remu(tid, warpSize);
@@ -485,6 +531,20 @@ LogicalResult GroupedMatmulBuilder::build(Value aArg, Value bArg,
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(ifGroup.thenBlock());
+    if (bShape) {
+      // Only real groups read the table (group == G is the zero tail).
+      Value address = memref::LoadOp::create(b, loc, bMat, group);
+      Value ptr = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(ctx), address);
+      KernelArg matrix;
+      matrix.type = MemRefType::get(*bShape, elem);
+      for (int64_t size : *bShape) {
+        KernelDim dim;
+        dim.constant = size;
+        matrix.dims.push_back(dim);
+      }
+      bGroup = buildArgMemRef(b, loc, matrix, ptr, /*symbols=*/{});
+    }
     SmallVector<Value> sums = acc;
     if (failed(mainLoop(sums)))
       return failure();
@@ -502,6 +562,7 @@ LogicalResult GroupedMatmulBuilder::build(Value aArg, Value bArg,
 /// per-shape-class choices will land.
 LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
                                 const MmaAtom &atom, int64_t warpSize) {
+
   auto dict = op->getAttrOfType<DictionaryAttr>("tessel.gpu_tile");
   if (!dict)
     return success();
@@ -539,6 +600,10 @@ LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
     return broken("a whole number of 16-byte copies per thread: (tile_m and "
                   "tile_n) * tile_k / 8 % " +
                   Twine(threads) + " == 0");
+  // Without trans_b the B rows are tile_n wide; the swizzle needs a multiple
+  // of 8 chunks.
+  if (!op.getTransB() && cfg.tileN % 64)
+    return broken("tile_n % 64 == 0 without trans_b");
   return success();
 }
 
@@ -548,14 +613,9 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
                                                            GroupedMatmulOp op,
                                                            KernelContext &ctx) {
   const TargetInfo &target = ctx.target;
-  if (op.isPointerTable())
-    return op.emitOpError("GPU template: a pointer-table 'b' is not "
-                          "supported yet; pass the stacked [G, N, K] weights");
-  if (!op.getTransB())
-    return op.emitOpError("GPU template: only trans_b ('b' as [G, N, K]) is "
-                          "supported yet");
   auto bType = cast<MemRefType>(op.getB().getType());
-  Type elem = bType.getElementType();
+  // A pointer table holds i64 addresses; the matrices have a's type.
+  Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
   SmallVector<MmaAtom> atoms = target.getMmaAtoms(elem, b.getF32Type());
   if (atoms.empty())
     return op.emitOpError() << "GPU template: " << target.getChip()
@@ -600,8 +660,9 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
                       .getResult();
 
   GroupedMatmulBuilder builder(b, loc, target, atoms.front(), cfg);
-  if (failed(builder.build(ctx.args[0], ctx.args[1], ctx.args[2],
-                           ctx.args[3], T, groups, n, k)))
+  if (failed(builder.build(
+          ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3], T, groups, n, k,
+          op.getTransB(), op.isPointerTable() ? op.getBShape() : std::nullopt)))
     return failure();
 
   LaunchGeometry geometry;

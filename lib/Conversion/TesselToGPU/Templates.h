@@ -47,7 +47,8 @@ struct KernelContext {
   int64_t stages;
 };
 
-/// Ragged-M grouped matmul with a stacked, transposed B. Emits an error
+/// Ragged-M grouped matmul, B stacked or a pointer table, with or without
+/// trans_b. Emits an error
 /// naming the constraint for the cases it does not cover.
 FailureOr<LaunchGeometry> buildGroupedMatmul(OpBuilder &b, GroupedMatmulOp op,
                                              KernelContext &ctx);

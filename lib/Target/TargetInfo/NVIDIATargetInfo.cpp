@@ -61,6 +61,10 @@ public:
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const override {
     SmallVector<Fragment> frags;
+    // ldmatrix .trans would also load an M-contiguous A, but no template
+    // stages one.
+    if (operand == MmaOperand::A && !tile.kContiguous)
+      return emitError(loc, "sm80: an A tile must be K-contiguous");
     if (operand == MmaOperand::A) {
       // One ldmatrix.x4 per m16k16 atom: lanes 0-15 address rows 0-15 at
       // k 0-7, lanes 16-31 the same rows at k 8-15; registers come back as
@@ -81,16 +85,33 @@ public:
     Value q = arith::DivUIOp::create(b, loc, lane, index(b, loc, 8));
     Value rowInAtom = arith::RemUIOp::create(b, loc, lane, index(b, loc, 8));
     Value kHalf = arith::RemUIOp::create(b, loc, q, index(b, loc, 2));
-    Value col = mulAdd(b, loc, kHalf, 8, k0);
-    Value pairRow = mulAdd(b, loc,
-                           arith::DivUIOp::create(b, loc, q, index(b, loc, 2)),
-                           atom.n, rowInAtom);
+    Value kOffset = mulAdd(b, loc, kHalf, 8, k0);
+    Value pairOffset = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, q, index(b, loc, 2)),
+        index(b, loc, atom.n));
+    // K-contiguous tile: a lane addresses an n row, 8 k values. N-contiguous
+    // tile: a lane addresses a k row, 8 n values (the atom's 8 columns), and
+    // ldmatrix .trans hands each lane the k pair of one n, which is the
+    // mma.sync col-major B fragment, the same registers as in the K-major
+    // case.
+    bool trans = !tile.kContiguous;
+    Value kRow = add(b, loc, rowInAtom, kOffset);
     for (int64_t j = 0; j < count; j += 2) {
       bool pair = j + 1 < count;
       // .x2 reads addresses of lanes 0-15 only: atom j, both k halves.
-      Value r = add(b, loc, pair ? pairRow : rowInAtom,
-                    add(b, loc, row0, atom.n * j));
-      Fragment regs = ldmatrix(b, loc, atom, tile, r, col, pair ? 4 : 2);
+      Value nBase = add(b, loc, row0, atom.n * j);
+      Fragment regs;
+      if (!trans) {
+        Value r =
+            add(b, loc, pair ? add(b, loc, rowInAtom, pairOffset) : rowInAtom,
+                nBase);
+        regs = ldmatrix(b, loc, atom, tile, r, kOffset, pair ? 4 : 2,
+                        /*transpose=*/false);
+      } else {
+        Value n = pair ? add(b, loc, nBase, pairOffset) : nBase;
+        regs = ldmatrix(b, loc, atom, tile, kRow, n, pair ? 4 : 2,
+                        /*transpose=*/true);
+      }
       frags.push_back({regs[0], regs[1]});
       if (pair)
         frags.push_back({regs[2], regs[3]});
@@ -169,13 +190,13 @@ private:
   /// at (row, col) of the tile. Returns one register (two 16-bit values,
   /// in the form mma.sync takes them) per matrix.
   Fragment ldmatrix(OpBuilder &b, Location loc, const MmaAtom &atom,
-                    const SharedTile &tile, Value row, Value col,
-                    int64_t num) const {
+                    const SharedTile &tile, Value row, Value col, int64_t num,
+                    bool transpose = false) const {
     Type elem = atom.operandType;
     auto resultType = VectorType::get({num, 2}, elem);
     Value m = nvgpu::LdMatrixOp::create(b, loc, resultType, tile.memref,
                                         tile.indices(b, loc, row, col),
-                                        /*transpose=*/false, num);
+                                        transpose, num);
     Fragment regs;
     for (int64_t i = 0; i < num; ++i) {
       Value pair = vector::ExtractOp::create(b, loc, m, i);

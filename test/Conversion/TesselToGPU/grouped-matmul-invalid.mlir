@@ -1,21 +1,12 @@
 // RUN: tessel-opt %s -split-input-file -verify-diagnostics --tessel-to-gpu
 
-func.func @pointer_table(%a: memref<?x64xbf16>, %b: memref<8xi64>,
-                         %g: memref<8xi32>, %c: memref<?x64xbf16>) {
-  // expected-error@+1 {{GPU template: a pointer-table 'b' is not supported yet; pass the stacked [G, N, K] weights}}
-  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8xi64>)
-      group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
-      {trans_b, b_shape = array<i64: 64, 64>}
-  return
-}
-
-// -----
-
-func.func @no_trans_b(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
-                      %g: memref<8xi32>, %c: memref<?x64xbf16>) {
-  // expected-error@+1 {{GPU template: only trans_b ('b' as [G, N, K]) is supported yet}}
+func.func @no_trans_b_narrow_tile(%a: memref<?x64xbf16>,
+                                  %b: memref<8x64x64xbf16>, %g: memref<8xi32>,
+                                  %c: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: tessel.gpu_tile {tile_n = 32 : i64} breaks tile_n % 64 == 0 without trans_b}}
   tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
       group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
+      {tessel.gpu_tile = {tile_n = 32}}
   return
 }
 

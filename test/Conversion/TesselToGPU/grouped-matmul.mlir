@@ -76,3 +76,60 @@ func.func @static_rows(%a: memref<254x72xbf16>, %b: memref<7x200x72xbf16>,
       {trans_b, tessel.gpu_tile = {tile_k = 64, stages = 2}}
   return
 }
+
+// Without trans_b (the MoE dgrad of down: b [E, K, N]) the B ring is staged
+// N-contiguous, [stages, tile_k, tile_n], by 16-byte copies of b's rows, and
+// the B fragments come from ldmatrix .trans.
+// CHECK-LABEL: gpu.func @moe_down_dgrad
+// CHECK-SAME:    tessel.grid = [array<i64: -1, 1, 512, 256>, array<i64: 0, 1, 8127, 64>, array<i64: -1, 1, 1, 1>], tessel.shared_bytes = 81920 : i64
+// CHECK:         %[[DA:.*]] = memref.view %{{.*}} to memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK:         %[[DB:.*]] = memref.view %{{.*}} to memref<4x32x256xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-2: nvgpu.device_async_copy %{{.*}}, %[[DA]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x2048xbf16> to memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-8: nvgpu.device_async_copy %{{.*}}, %[[DB]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<128x2048x512xbf16> to memref<4x32x256xbf16, #gpu.address_space<workgroup>>
+// CHECK:         scf.for
+// CHECK:           nvgpu.ldmatrix %[[DA]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// CHECK:           nvgpu.ldmatrix %[[DB]][{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<4x32x256xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:           nvvm.mma.sync
+func.func @moe_down_dgrad(%a: memref<?x2048xbf16>,
+                          %b: memref<128x2048x512xbf16>,
+                          %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x2048x512xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x512xbf16>)
+  return
+}
+
+// A pointer-table b: a block of a real group (not the zero tail) reads its
+// group's address and wraps it as a b_shape memref, which the copies read
+// like a stacked slice.
+// CHECK-LABEL: gpu.func @table_trans_b
+// CHECK:         %[[TABLE:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<8xi64>
+// CHECK:         %[[TB:.*]] = memref.view %{{.*}} to memref<4x256x32xbf16, #gpu.address_space<workgroup>>
+// CHECK:         scf.if
+// CHECK:           %[[ADDR:.*]] = memref.load %[[TABLE]][%{{.*}}] : memref<8xi64>
+// CHECK-NEXT:      %[[PTR:.*]] = llvm.inttoptr %[[ADDR]] : i64 to !llvm.ptr
+// CHECK:           %[[MAT:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<200x72xbf16>
+// CHECK:           nvgpu.device_async_copy %[[MAT]][%{{.*}}, %{{.*}}], %[[TB]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<200x72xbf16> to memref<4x256x32xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.ldmatrix %[[TB]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+func.func @table_trans_b(%a: memref<?x72xbf16>, %b: memref<8xi64>,
+                         %g: memref<8xi32>, %c: memref<?x200xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x72xbf16>) b(%b : memref<8xi64>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x200xbf16>)
+      {trans_b, b_shape = array<i64: 200, 72>}
+  return
+}
+
+// A pointer table of [K, N] matrices: both changes at once.
+// CHECK-LABEL: gpu.func @table_dgrad
+// CHECK:         %[[PB:.*]] = memref.view %{{.*}} to memref<4x32x256xbf16, #gpu.address_space<workgroup>>
+// CHECK:           llvm.inttoptr
+// CHECK:           %[[PMAT:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<64x128xbf16>
+// CHECK:           nvgpu.device_async_copy %[[PMAT]][%{{.*}}, %{{.*}}], %[[PB]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<64x128xbf16> to memref<4x32x256xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.ldmatrix %[[PB]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+func.func @table_dgrad(%a: memref<?x64xbf16>, %b: memref<8xi64>,
+                       %g: memref<8xi32>, %c: memref<?x128xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8xi64>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x128xbf16>)
+      {b_shape = array<i64: 64, 128>}
+  return
+}

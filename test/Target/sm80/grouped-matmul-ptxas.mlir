@@ -14,6 +14,12 @@
 // CHECK:     remark: ptxas -arch=sm_90: {{.*}}
 // CHECK:     Compiling entry function 'ragged_edges' for 'sm_90'
 // CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK:     remark: ptxas -arch=sm_90: {{.*}}
+// CHECK:     Compiling entry function 'dgrad_gate_up' for 'sm_90'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK:     remark: ptxas -arch=sm_90: {{.*}}
+// CHECK:     Compiling entry function 'table_dgrad_down' for 'sm_90'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK:     gpu.binary @gate_up  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">,
 // CHECK-SAME:  assembly = "
 // CHECK-SAME:  #gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">,
@@ -40,5 +46,21 @@ func.func @ragged_edges(%a: memref<?x72xbf16>, %b: memref<8x200x72xbf16>,
   tessel.grouped_matmul a(%a : memref<?x72xbf16>)
       b(%b : memref<8x200x72xbf16>) group_offsets(%g : memref<8xi32>)
       c(%c : memref<?x200xbf16>) {trans_b}
+  return
+}
+// The dgrads (no trans_b), stacked and from a pointer table.
+func.func @dgrad_gate_up(%a: memref<?x1024xbf16>,
+                         %b: memref<128x1024x2048xbf16>, %g: memref<128xi32>,
+                         %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x1024xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x2048xbf16>)
+  return
+}
+func.func @table_dgrad_down(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
+                            %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
+      {b_shape = array<i64: 2048, 512>}
   return
 }
