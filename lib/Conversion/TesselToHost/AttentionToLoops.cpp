@@ -83,12 +83,10 @@ public:
   PagedCache(LoopBuilder &lb, Value k, Value v, KVLayout layout)
       : k(k), v(v), layout(layout) {
     auto type = cast<MemRefType>(k.getType());
-    bool nhd = layout == KVLayout::NHD;
-    blockSize = staticDim(k, nhd ? 1 : 3);
-    kvHeads = type.getRank() == 3 ? 1 : staticDim(k, nhd ? 2 : 1);
+    blockSize = getCacheBlockSize(type, layout);
+    kvHeads = type.getRank() == 3 ? 1 : getCacheKVHeads(type, layout);
     valueDim = staticDim(v, type.getRank() == 3 ? 2 : 3);
-    // The shuffled layout packs 16 bytes of consecutive elements.
-    x = 16 / (type.getElementTypeBitWidth() / 8);
+    x = getShuffleWidth(type.getElementType());
     numBlocks = lb.minDim({{k, 0}, {v, 0}});
   }
 

@@ -74,9 +74,8 @@ int64_t dimOf(Value v, unsigned d) {
 
 /// Cache block size and KV heads, whatever the layout.
 std::pair<int64_t, int64_t> cacheGeometry(Value kc, KVLayout layout) {
-  if (layout == KVLayout::NHD)
-    return {dimOf(kc, 1), dimOf(kc, 2)};
-  return {dimOf(kc, 3), dimOf(kc, 1)};
+  auto type = cast<MemRefType>(kc.getType());
+  return {getCacheBlockSize(type, layout), getCacheKVHeads(type, layout)};
 }
 
 void describe(PrefillAttentionOp op, SpecBuilder &b) {

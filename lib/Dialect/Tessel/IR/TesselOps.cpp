@@ -32,6 +32,23 @@ void TesselDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
+// KV cache geometry
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::tessel::getShuffleWidth(Type elementType) {
+  return 16 / (elementType.getIntOrFloatBitWidth() / 8);
+}
+
+int64_t mlir::tessel::getCacheBlockSize(MemRefType kCache, KVLayout layout) {
+  // NHD: [NB, BS, Hkv, D]; shuffled: [NB, Hkv, D / x, BS, x].
+  return kCache.getDimSize(layout == KVLayout::NHD ? 1 : 3);
+}
+
+int64_t mlir::tessel::getCacheKVHeads(MemRefType kCache, KVLayout layout) {
+  return kCache.getDimSize(layout == KVLayout::NHD ? 2 : 1);
+}
+
+//===----------------------------------------------------------------------===//
 // Verification helpers
 //===----------------------------------------------------------------------===//
 
@@ -191,7 +208,7 @@ FailureOr<CacheShape> verifyCaches(Checker &c, Value kc, Value vc,
   } else {
     if (failed(c.rank(kc, "k_cache", 5)) || failed(c.rank(vc, "v_cache", 5)))
       return failure();
-    int64_t x = 16 / (Checker::elem(kc).getIntOrFloatBitWidth() / 8);
+    int64_t x = getShuffleWidth(Checker::elem(kc));
     auto h = c.staticDim(kc, "k_cache", 1, "num_kv_heads");
     auto dkx = c.staticDim(kc, "k_cache", 2, "head_dim / x");
     auto bs = c.staticDim(kc, "k_cache", 3, "block_size");

@@ -108,7 +108,7 @@ int64_t staticDim(Value v, unsigned d) {
 }
 
 int64_t cacheBlockSize(Value kCache, KVLayout layout) {
-  return staticDim(kCache, layout == KVLayout::NHD ? 1 : 3);
+  return getCacheBlockSize(cast<MemRefType>(kCache.getType()), layout);
 }
 
 /// extend = causal attention of the new tokens + one windowed paged attention

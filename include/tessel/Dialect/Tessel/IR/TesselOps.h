@@ -18,4 +18,16 @@
 #define GET_OP_CLASSES
 #include "tessel/Dialect/Tessel/IR/TesselOps.h.inc"
 
+namespace mlir::tessel {
+
+/// Elements per 16-byte chunk of the shuffled KV layout: x = 16 / sizeof(elem).
+int64_t getShuffleWidth(Type elementType);
+
+/// Where a (verified, hence static) K cache of `layout` keeps its block size
+/// and KV head count: the one place that knows both layouts' dim order.
+int64_t getCacheBlockSize(MemRefType kCache, KVLayout layout);
+int64_t getCacheKVHeads(MemRefType kCache, KVLayout layout);
+
+} // namespace mlir::tessel
+
 #endif // TESSEL_DIALECT_TESSEL_IR_TESSELOPS_H

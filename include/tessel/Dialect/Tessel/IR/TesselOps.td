@@ -44,6 +44,8 @@ def Tessel_PrefillAttentionOp : Tessel_Op<"prefill_attention"> {
 
     `q`/`k` head dim and `v`/`out` head dim may differ (MLA non-absorbed
     prefill: 192 and 128). `out` may be fp32 when the inputs are 16-bit.
+    Tokens outside every request (padding past `cu_seqlens[B]`) are not part
+    of the result: their rows of `out` and `lse` are unspecified.
 
     Shapes: q `[T, Hq, Dqk]`, k `[T, Hkv, Dqk]`, v `[T, Hkv, Dv]`,
     cu_seqlens `[B + 1]` i32, out `[T, Hq, Dv]`, lse `[Hq, T]` f32.
@@ -121,7 +123,8 @@ def Tessel_ExtendAttentionOp : Tessel_Op<"extend_attention"> {
     `tessel-decompose-phases` rewrites it as attention over the cached
     context in chunks of a token budget (`tessel.paged_attention` with a
     window), causal attention of the new tokens over themselves
-    (`tessel.prefill_attention`), and `tessel.lse_merge`s.
+    (`tessel.prefill_attention`), and `tessel.lse_merge`s. As in prefill,
+    rows of padding tokens (outside every request) are unspecified.
 
     Shapes: q `[T, Hq, Dqk]`, k `[T, Hkv, Dqk]`, v `[T, Hkv, Dv]`; caches in
     `layout`; block_table `[B, MB]`; cu_seqlens `[B + 1]`; context_lens `[B]`;
