@@ -18,7 +18,10 @@ def TesselDecomposePhases : Pass<"tessel-decompose-phases", "func::FuncOp"> {
     * `tessel.decode_attention` and `tessel.mla_decode` become split-KV:
       one windowed partial per `split-kv-tokens` tokens of the longest
       context, written into fp32 scratch `[P, B, H, D]` and merged by
-      `tessel.lse_merge_n`. A `split-kv-tokens` of 0 leaves decode alone.
+      `tessel.lse_merge_n`. The split count comes from the block table
+      width, so a decode whose table fits one split still goes through one
+      partial and the merge (an fp32 `[1, B, H, D]` round trip); a
+      `split-kv-tokens` of 0 leaves decode alone.
 
     Post-condition: no `tessel.extend_attention` remains; with
     `split-kv-tokens > 0` no `tessel.decode_attention` or un-windowed
