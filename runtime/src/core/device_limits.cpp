@@ -70,3 +70,14 @@ tessel_status checkGridLimits(const DeviceLimits &limits,
 }
 
 } // namespace tessel::runtime
+
+tessel_status tessel::runtime::launchFailure(const char *call,
+                                             const std::string &label,
+                                             const std::string &error,
+                                             bool callerError) {
+  return makeStatusf(callerError ? TESSEL_INVALID_ARGUMENT : TESSEL_UNAVAILABLE,
+                     "%s on %s failed: %s%s", call, label.c_str(),
+                     error.c_str(),
+                     callerError ? " (is the stream one of this device's?)"
+                                 : "");
+}

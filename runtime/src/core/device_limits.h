@@ -48,6 +48,13 @@ tessel_status checkGridLimits(const DeviceLimits &limits,
                               const std::string &device, const uint32_t grid[3],
                               const uint32_t block[3]);
 
+/// The status of a failed launch call (`call`, e.g. "cuLaunchKernel"): the
+/// caller's fault (TESSEL_INVALID_ARGUMENT) when the driver blamed the
+/// stream, i.e. another device's or a destroyed one; otherwise the device's
+/// own state, e.g. a fault left by an earlier kernel (TESSEL_UNAVAILABLE).
+tessel_status launchFailure(const char *call, const std::string &label,
+                            const std::string &error, bool callerError);
+
 } // namespace tessel::runtime
 
 #endif // TESSEL_RUNTIME_CORE_DEVICE_LIMITS_H

@@ -268,16 +268,11 @@ tessel_status CudaBackend::launch(LoadedKernel &loaded, void **params,
       sharedBytes, static_cast<CUstream>(stream), params, nullptr);
   if (result == CUDA_SUCCESS)
     return nullptr;
-  // These mean a bad stream (another device's, destroyed); anything else is
-  // the device's own state, e.g. a fault left by an earlier kernel.
   bool callerError = result == CUDA_ERROR_INVALID_HANDLE ||
                      result == CUDA_ERROR_INVALID_CONTEXT ||
                      result == CUDA_ERROR_INVALID_VALUE;
-  return makeStatusf(callerError ? TESSEL_INVALID_ARGUMENT : TESSEL_UNAVAILABLE,
-                     "cuLaunchKernel on %s failed: %s%s", label.c_str(),
-                     errorText(cu, result).c_str(),
-                     callerError ? " (is the stream one of this device's?)"
-                                 : "");
+  return launchFailure("cuLaunchKernel", label, errorText(cu, result),
+                       callerError);
 }
 
 /// Reads the device attributes the backend needs, in one place so that a

@@ -217,11 +217,8 @@ tessel_status HipBackend::launch(LoadedKernel &loaded, void **params,
   bool callerError = result == hipErrorInvalidHandle ||
                      result == hipErrorInvalidContext ||
                      result == hipErrorInvalidValue;
-  return makeStatusf(callerError ? TESSEL_INVALID_ARGUMENT : TESSEL_UNAVAILABLE,
-                     "hipModuleLaunchKernel on %s failed: %s%s", label.c_str(),
-                     errorText(hip, result).c_str(),
-                     callerError ? " (is the stream one of this device's?)"
-                                 : "");
+  return launchFailure("hipModuleLaunchKernel", label, errorText(hip, result),
+                       callerError);
 }
 
 } // namespace
