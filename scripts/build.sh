@@ -8,10 +8,10 @@ scripts/install-deps.sh
 scripts/configure.sh
 build=${TESSEL_BUILD_DIR:-build}
 ninja -C "$build" tessel-opt tessel-aot tessel_runtime
-# host and sm80 (PTX) need nothing beyond LLVM; sm90 cubins need ptxas (CUDA).
-# gfx942/gfx950 join when the ROCDL lowering lands. Kernels of the default set
-# without a GPU template yet are listed as skipped for the GPU targets.
-targets=host,sm80
+# host, sm80 (PTX) and gfx942/gfx950 (hsaco) need nothing beyond LLVM; sm90
+# cubins need ptxas (CUDA). Kernels of the default set without a GPU template
+# yet are listed as skipped for the GPU targets.
+targets=host,sm80,gfx942,gfx950
 if command -v ptxas >/dev/null || [ -x /usr/local/cuda/bin/ptxas ]; then
   targets=$targets,sm90
 else

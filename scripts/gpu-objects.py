@@ -3,10 +3,10 @@
 
   tessel-opt spec.mlir --tessel-nvvm-pipeline | scripts/gpu-objects.py -o DIR
 
-writes DIR/<binary>.<chip>.ptx for PTX (assembly) objects and
-DIR/<binary>.<chip>.cubin for binaries. With --print-ptx, prints the PTX
-instead (for FileCheck). A stop-gap until tessel-aot writes GPU kernels into
-the bundle: it reads the generic MLIR string escapes (\\XX, \\\\, \\").
+writes DIR/<binary>.<chip>.ptx for PTX and DIR/<binary>.<chip>.cubin for
+NVIDIA objects, DIR/<binary>.<chip>.s (AMDGCN) and .hsaco for AMD ones. With
+--print-asm, prints the assembly (PTX or AMDGCN) instead, for FileCheck. It
+reads the generic MLIR string escapes (\\XX, \\\\, \\").
 """
 import argparse
 import os
@@ -14,7 +14,8 @@ import re
 import sys
 
 OBJECT = re.compile(
-    r'#gpu\.object<#nvvm\.target<([^>]*)>(?:, properties = \{[^}]*\})?, '
+    r'#gpu\.object<#(nvvm|rocdl)\.target<([^>]*)>'
+    r'(?:, properties = \{[^}]*\})?, '
     r'(assembly|bin) = "((?:[^"\\]|\\.)*)"')
 BINARY = re.compile(r'gpu\.binary @([\w.$-]+)')
 
@@ -42,7 +43,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('input', nargs='?', default='-')
     parser.add_argument('-o', '--output-dir')
-    parser.add_argument('--print-ptx', action='store_true')
+    parser.add_argument('--print-asm', action='store_true')
     args = parser.parse_args()
     text = sys.stdin.read() if args.input == '-' else open(args.input).read()
     count = 0
@@ -50,16 +51,18 @@ def main():
         binary = BINARY.search(line)
         if not binary:
             continue
-        for target, kind, payload in OBJECT.findall(line):
+        for vendor, target, kind, payload in OBJECT.findall(line):
             chip = re.search(r'chip = "(\w+)"', target).group(1)
             data = unescape(payload)
             if kind == 'assembly':
                 data = data.rstrip(b'\0')
-                if args.print_ptx:
+                if args.print_asm:
                     sys.stdout.write(data.decode())
             if args.output_dir:
                 os.makedirs(args.output_dir, exist_ok=True)
-                ext = 'ptx' if kind == 'assembly' else 'cubin'
+                ext = {('nvvm', 'assembly'): 'ptx', ('nvvm', 'bin'): 'cubin',
+                       ('rocdl', 'assembly'): 's',
+                       ('rocdl', 'bin'): 'hsaco'}[(vendor, kind)]
                 path = os.path.join(args.output_dir,
                                     f'{binary.group(1)}.{chip}.{ext}')
                 with open(path, 'wb') as f:

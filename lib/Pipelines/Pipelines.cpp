@@ -6,7 +6,9 @@
 #include "tessel/Dialect/Tessel/Transforms/Passes.h"
 #include "tessel/Target/Passes.h"
 
+#include "mlir/Conversion/AMDGPUToROCDL/AMDGPUToROCDL.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
@@ -70,16 +72,21 @@ void mlir::tessel::buildNVVMPipeline(OpPassManager &pm,
   buildNVVMSerializePipeline(pm, options);
 }
 
-void mlir::tessel::buildNVVMKernelPipeline(OpPassManager &pm,
-                                           const NVVMPipelineOptions &options) {
-  // One gpu.module per kernel, written with gpu/arith/scf/memref/vector ops
-  // plus nvgpu/nvvm ops from the sm80 TargetInfo.
+/// One gpu.module per kernel, written with gpu/arith/scf/memref/vector ops
+/// plus the target ops of the chip's TargetInfo.
+static void buildGPUKernelPipeline(OpPassManager &pm, StringRef chip,
+                                   int64_t stages) {
   TesselToGPUOptions toGPU;
-  toGPU.chip = options.chip;
-  toGPU.stages = options.stages;
+  toGPU.chip = chip.str();
+  toGPU.stages = stages;
   pm.addPass(createTesselToGPU(toGPU));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void mlir::tessel::buildNVVMKernelPipeline(OpPassManager &pm,
+                                           const NVVMPipelineOptions &options) {
+  buildGPUKernelPipeline(pm, options.chip, options.stages);
 }
 
 void mlir::tessel::buildNVVMSerializePipeline(
@@ -126,15 +133,75 @@ void mlir::tessel::buildNVVMSerializePipeline(
   }
 }
 
-void mlir::tessel::registerNVVMPipelineDependencies(DialectRegistry &registry) {
+void mlir::tessel::buildROCDLPipeline(OpPassManager &pm,
+                                      const ROCDLPipelineOptions &options) {
+  buildROCDLKernelPipeline(pm, options);
+  buildROCDLSerializePipeline(pm, options);
+}
+
+void mlir::tessel::buildROCDLKernelPipeline(
+    OpPassManager &pm, const ROCDLPipelineOptions &options) {
+  buildGPUKernelPipeline(pm, options.chip, options.stages);
+}
+
+void mlir::tessel::buildROCDLSerializePipeline(
+    OpPassManager &pm, const ROCDLPipelineOptions &options) {
+  // amdgpu.mfma becomes the chip's rocdl.mfma intrinsic first; then gpu ops
+  // (workitem ids, ds_bpermute shuffles, barriers, LDS as addrspace 3),
+  // vector, memref and arith go to ROCDL/LLVM in one conversion.
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  ConvertAMDGPUToROCDLPassOptions mfma;
+  mfma.chipset = options.chip;
+  kernels.addPass(createConvertAMDGPUToROCDLPass(mfma));
+  ConvertGpuOpsToROCDLOpsOptions toROCDL;
+  toROCDL.chipset = options.chip;
+  toROCDL.runtime = gpu::amd::Runtime::HIP;
+  kernels.addPass(createConvertGpuOpsToROCDLOps(toROCDL));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+
+  // Code object v5: what ROCm 5.x and 6.x load (v6 needs ROCm 6.2+).
+  GpuROCDLAttachTargetOptions attach;
+  attach.chip = options.chip;
+  attach.abiVersion = "500";
+  attach.optLevel = 3;
+  pm.addPass(createGpuROCDLAttachTarget(attach));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (!options.serialize)
+    return;
+
+  // AMDGCN assembly from the LLVM AMDGPU back end in-process, then the
+  // hsaco (LLVM MC + ld.lld).
+  GpuModuleToBinaryPassOptions toBinary;
+  toBinary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(toBinary));
+  TesselHsacoOptions hsaco;
+  hsaco.lld = options.lld;
+  pm.addPass(createTesselHsaco(hsaco));
+}
+
+/// The convert-to-LLVM interfaces that the gpu-to-{nvvm,rocdl} conversions
+/// apply to every loaded dialect.
+static void registerConvertToLLVMInterfaces(DialectRegistry &registry) {
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
   registerConvertFuncToLLVMInterface(registry);
   index::registerConvertIndexToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);
-  registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
   vector::registerConvertVectorToLLVMInterface(registry);
+}
+
+void mlir::tessel::registerROCDLPipelineDependencies(
+    DialectRegistry &registry) {
+  registerConvertToLLVMInterfaces(registry);
+  registerROCDLTranslations(registry);
+}
+
+void mlir::tessel::registerNVVMPipelineDependencies(DialectRegistry &registry) {
+  registerConvertToLLVMInterfaces(registry);
+  registerConvertNVVMToLLVMInterface(registry);
   registerNVVMTranslations(registry);
 }
 
@@ -148,4 +215,9 @@ void mlir::tessel::registerTesselPipelines() {
       "Lower tessel kernel functions to NVVM and serialize them to PTX (and "
       "a cubin)",
       buildNVVMPipeline);
+  PassPipelineRegistration<ROCDLPipelineOptions>(
+      "tessel-rocdl-pipeline",
+      "Lower tessel kernel functions to ROCDL and serialize them to AMDGCN "
+      "assembly and an hsaco",
+      buildROCDLPipeline);
 }

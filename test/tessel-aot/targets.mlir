@@ -1,5 +1,5 @@
-// Targets: host and NVIDIA (sm80, sm90) work; the AMD targets are named but
-// not built yet; anything else is unknown. A kernel of a given spec that has
+// Targets: host, NVIDIA (sm80, sm90) and AMD (gfx942, gfx950); anything else
+// is unknown. A kernel of a given spec that has
 // no GPU template is an error (the embedded default set skips it instead).
 // RUN: not tessel-aot %s --targets=sm80 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not tessel-aot %s --targets=host,gfx950 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=GFX950
@@ -8,7 +8,7 @@
 // RUN: tessel-aot %s --targets=host -o %t.tsb | FileCheck %s --check-prefix=HOST
 
 // SM80: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul)
-// GFX950: error: target 'gfx950' is not built yet (the ROCDL lowering comes next); available: host, sm80, sm90
+// GFX950: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul)
 // UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, sm90, gfx942, gfx950
 // EMPTY: error: --targets is empty
 

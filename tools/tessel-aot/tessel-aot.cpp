@@ -28,6 +28,7 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -57,7 +58,7 @@ static cl::opt<std::string>
     targetList("targets", cl::desc("Comma-separated targets (host; sm80: "
                                    "PTX for every sm80+ GPU; sm90: the same "
                                    "code as an sm_90 cubin, needs ptxas; "
-                                   "gfx942, gfx950)"),
+                                   "gfx942, gfx950: hsaco)"),
                cl::init("host"));
 static cl::opt<int64_t> chunkTokens(
     "chunk-tokens", cl::desc("Extend: cached-context tokens per chunk"),
@@ -75,7 +76,8 @@ static cl::opt<std::string>
             cl::desc("x86-64 level of host code: x86-64, x86-64-v2, "
                      "x86-64-v3 (default) or x86-64-v4"),
             cl::init("x86-64-v3"));
-static cl::opt<std::string> lldPath("lld", cl::desc("ld.lld to link with"),
+static cl::opt<std::string> lldPath("lld", cl::desc("ld.lld to link host "
+                                                    "kernels and hsaco with"),
                                     cl::init(""));
 static cl::opt<std::string>
     cudaToolkit("cuda-toolkit", cl::desc("CUDA toolkit folder (its bin/ptxas "
@@ -150,21 +152,22 @@ FailureOr<std::vector<uint8_t>> compileForHost(func::FuncOp func) {
   return emitHostSharedObject(*module, objectOptions);
 }
 
-/// An NVIDIA kernel: its launch geometry and binaries (sm80 PTX, and the
-/// sm_90 cubin ptxas made of it when asked for).
-struct NVVMKernel {
+/// A GPU kernel: its launch geometry and binaries (NVIDIA: sm80 PTX, and the
+/// sm_90 cubin ptxas made of it when asked for; AMD: the hsaco).
+struct GPUKernel {
   std::array<bundle::Dim, 3> grid;
   std::array<uint32_t, 3> gridDiv = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t sharedBytes = 0;
-  std::vector<uint8_t> ptx, cubin;
+  std::vector<uint8_t> assembly, binary;
 };
 
-/// Compiles one kernel function to PTX (and an sm_90 cubin). With
-/// `unsupported` set, diagnostics are collected there instead of printed:
-/// the default set holds kernels whose GPU templates do not exist yet.
-FailureOr<NVVMKernel> compileForNVVM(func::FuncOp func, bool cubin,
-                                     std::string *unsupported) {
+/// Compiles one kernel function for an NVIDIA target (`chip` empty: PTX and
+/// maybe an sm_90 cubin) or an AMD chip. With `unsupported` set,
+/// diagnostics are collected there instead of printed: the default set
+/// holds kernels whose GPU templates do not exist yet.
+FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef amdChip,
+                                   bool cubin, std::string *unsupported) {
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(func.getLoc());
@@ -180,17 +183,26 @@ FailureOr<NVVMKernel> compileForNVVM(func::FuncOp func, bool cubin,
       return success();
     });
 
-  NVVMPipelineOptions options;
-  options.cubinArch = cubin ? "sm_90" : "";
-  options.ptxasRequired = cubin;
-  options.toolkit = cudaToolkit;
-  PassManager kernels(ctx);
-  buildNVVMKernelPipeline(kernels, options);
+  PassManager kernels(ctx), serialize(ctx);
+  if (amdChip.empty()) {
+    NVVMPipelineOptions options;
+    options.cubinArch = cubin ? "sm_90" : "";
+    options.ptxasRequired = cubin;
+    options.toolkit = cudaToolkit;
+    buildNVVMKernelPipeline(kernels, options);
+    buildNVVMSerializePipeline(serialize, options);
+  } else {
+    ROCDLPipelineOptions options;
+    options.chip = amdChip.str();
+    options.lld = lldPath;
+    buildROCDLKernelPipeline(kernels, options);
+    buildROCDLSerializePipeline(serialize, options);
+  }
   if (failed(kernels.run(*module)))
     return failure();
 
   // The launch geometry the template chose, recorded on the gpu.func.
-  NVVMKernel out;
+  GPUKernel out;
   gpu::GPUFuncOp kernel;
   module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
   auto grid = kernel->getAttrOfType<ArrayAttr>("tessel.grid");
@@ -207,8 +219,6 @@ FailureOr<NVVMKernel> compileForNVVM(func::FuncOp func, bool cubin,
     out.block[i] = (*block)[i];
   }
 
-  PassManager serialize(ctx);
-  buildNVVMSerializePipeline(serialize, options);
   if (failed(serialize.run(*module)))
     return failure();
   module->walk([&](gpu::BinaryOp binary) {
@@ -217,9 +227,10 @@ FailureOr<NVVMKernel> compileForNVVM(func::FuncOp func, bool cubin,
       StringRef bytes = object.getObject().getValue();
       if (object.getFormat() == gpu::CompilationTarget::Assembly)
         // The bundle holds PTX as text without the trailing NUL.
-        out.ptx.assign(bytes.begin(), bytes.rtrim(StringRef("\0", 1)).end());
+        out.assembly.assign(bytes.begin(),
+                            bytes.rtrim(StringRef("\0", 1)).end());
       else if (object.getFormat() == gpu::CompilationTarget::Binary)
-        out.cubin.assign(bytes.begin(), bytes.end());
+        out.binary.assign(bytes.begin(), bytes.end());
     }
   });
   return out;
@@ -246,15 +257,10 @@ FailureOr<SmallVector<std::string>> parseTargets() {
       targets.push_back(name.str());
       continue;
     }
-    if (name == "sm80" || name == "sm90") {
+    if (name == "sm80" || name == "sm90" || name == "gfx942" ||
+        name == "gfx950") {
       targets.push_back(name.str());
       continue;
-    }
-    if (name == "gfx942" || name == "gfx950") {
-      llvm::errs() << "tessel-aot: error: target '" << name
-                   << "' is not built yet (the ROCDL lowering comes next); "
-                      "available: host, sm80, sm90\n";
-      return failure();
     }
     llvm::errs() << "tessel-aot: error: unknown target '" << name
                  << "'; known targets: host, sm80, sm90, gfx942, gfx950\n";
@@ -302,6 +308,7 @@ int main(int argc, char **argv) {
                   LLVM::LLVMDialect>();
   registerHostTranslations(registry);
   registerNVVMPipelineDependencies(registry);
+  registerROCDLPipelineDependencies(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -333,9 +340,9 @@ int main(int argc, char **argv) {
     FailureOr<KernelSignature> sig = analyzeKernel(func);
     if (failed(sig))
       return 1;
-    // Both NVIDIA targets come out of one compilation.
-    std::optional<NVVMKernel> nvvm;
-    bool noNVVM = false;
+    // Both NVIDIA targets come out of one compilation; each AMD chip has
+    // its own. Keyed by "nvidia" or the chip; nullopt: no template.
+    llvm::StringMap<std::optional<GPUKernel>> compiled;
     for (const std::string &target : *targets) {
       bundle::Kernel kernel = describeKernel(func.getName(), *sig, target);
       if (target == "host") {
@@ -348,30 +355,36 @@ int main(int argc, char **argv) {
         kernels.push_back(std::move(kernel));
         continue;
       }
-      if (noNVVM)
-        continue;
-      if (!nvvm) {
+      bool nvidia = StringRef(target).starts_with("sm");
+      StringRef key = nvidia ? StringRef("nvidia") : StringRef(target);
+      if (!compiled.contains(key)) {
         // Kernels of the embedded set without a GPU template yet are
         // skipped, loudly; in a spec given on the command line they are
         // errors.
         std::string unsupported;
-        FailureOr<NVVMKernel> compiled = compileForNVVM(
-            func, wantsCubin, inputFile.empty() ? &unsupported : nullptr);
-        if (failed(compiled)) {
+        FailureOr<GPUKernel> gpuKernel =
+            compileForGPU(func, nvidia ? "" : target, wantsCubin,
+                          inputFile.empty() ? &unsupported : nullptr);
+        if (failed(gpuKernel)) {
           if (unsupported.empty())
             return 1;
-          llvm::errs() << "tessel-aot: note: no NVIDIA kernel for '"
+          llvm::errs() << "tessel-aot: note: no "
+                       << (nvidia ? "NVIDIA" : target) << " kernel for '"
                        << func.getName() << "': " << unsupported << "\n";
-          noNVVM = true;
-          continue;
+          compiled[key] = std::nullopt;
+        } else {
+          compiled[key] = std::move(*gpuKernel);
         }
-        nvvm = std::move(*compiled);
       }
-      kernel.grid = nvvm->grid;
-      kernel.gridDiv = nvvm->gridDiv;
-      kernel.block = nvvm->block;
-      kernel.sharedBytes = nvvm->sharedBytes;
-      kernel.binary = target == "sm80" ? nvvm->ptx : nvvm->cubin;
+      const std::optional<GPUKernel> &gpu = compiled[key];
+      if (!gpu)
+        continue;
+      kernel.grid = gpu->grid;
+      kernel.gridDiv = gpu->gridDiv;
+      kernel.block = gpu->block;
+      kernel.sharedBytes = gpu->sharedBytes;
+      // sm80: the PTX; sm90: the cubin; gfx*: the hsaco.
+      kernel.binary = target == "sm80" ? gpu->assembly : gpu->binary;
       kernels.push_back(std::move(kernel));
     }
   }

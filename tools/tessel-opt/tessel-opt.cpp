@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   registry.insert<mlir::tessel::TesselDialect>();
   mlir::tessel::registerNVVMPipelineDependencies(registry);
+  mlir::tessel::registerROCDLPipelineDependencies(registry);
   mlir::tessel::registerTesselPasses();
   mlir::tessel::registerTesselConversionPasses();
   mlir::tessel::registerTesselTargetPasses();

@@ -80,11 +80,14 @@ def TesselToGPU : Pass<"tessel-to-gpu", "ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm80\"",
            "GPU chip to generate for (sm80, gfx942, gfx950)">,
-    // 4 stages measured best on the H200 (docs/performance.md).
-    Option<"stages", "stages", "int64_t", /*default=*/"4",
-           "Shared-memory pipeline stages of the matmul main loop">,
+    // 0: the target's default, 4 with async copies (measured best on the
+    // H200, docs/performance.md), 2 when tiles go through registers.
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Shared-memory pipeline stages of the matmul main loop (0: the "
+           "target's default)">,
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  let dependentDialects = ["::mlir::amdgpu::AMDGPUDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",

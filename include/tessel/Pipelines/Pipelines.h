@@ -43,8 +43,9 @@ struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
                                llvm::cl::init("+ptx80")};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Shared-memory pipeline stages of "
-                                        "matmul main loops"),
-                         llvm::cl::init(4)};
+                                        "matmul main loops (0: the target's "
+                                        "default)"),
+                         llvm::cl::init(0)};
   Option<bool> serialize{*this, "serialize",
                          llvm::cl::desc("Serialize each gpu.module to PTX "
                                         "(gpu.binary)"),
@@ -80,13 +81,47 @@ void buildNVVMKernelPipeline(OpPassManager &pm,
 void buildNVVMSerializePipeline(OpPassManager &pm,
                                 const NVVMPipelineOptions &options);
 
+struct ROCDLPipelineOptions
+    : public PassPipelineOptions<ROCDLPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("AMD chip (gfx942: MI300X/MI325X, "
+                                          "gfx950: MI355X)"),
+                           llvm::cl::init("gfx942")};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Shared-memory (LDS) pipeline stages "
+                                        "of matmul main loops (0: the "
+                                        "target's default)"),
+                         llvm::cl::init(0)};
+  Option<bool> serialize{*this, "serialize",
+                         llvm::cl::desc("Serialize each gpu.module to AMDGCN "
+                                        "assembly and an hsaco (gpu.binary)"),
+                         llvm::cl::init(true)};
+  Option<std::string> lld{*this, "lld",
+                          llvm::cl::desc("ld.lld to link hsaco with (empty: "
+                                         "the LLVM install's)"),
+                          llvm::cl::init("")};
+};
+
+/// Kernel functions of tessel ops -> GPU kernels (tessel-to-gpu, CDNA
+/// TargetInfo) -> ROCDL/LLVM -> AMDGCN assembly and an hsaco (code object
+/// v5) in a gpu.binary. Needs no ROCm installation.
+void buildROCDLPipeline(OpPassManager &pm, const ROCDLPipelineOptions &options);
+
+/// The halves of buildROCDLPipeline, as for NVVM.
+void buildROCDLKernelPipeline(OpPassManager &pm,
+                              const ROCDLPipelineOptions &options);
+void buildROCDLSerializePipeline(OpPassManager &pm,
+                                 const ROCDLPipelineOptions &options);
+
 /// Registers what buildNVVMPipeline needs beyond its passes' dependent
 /// dialects: the convert-to-LLVM interfaces that convert-gpu-to-nvvm applies
 /// to every loaded dialect, and the LLVM IR translations of serialization.
 void registerNVVMPipelineDependencies(DialectRegistry &registry);
+/// The same for buildROCDLPipeline.
+void registerROCDLPipelineDependencies(DialectRegistry &registry);
 
-/// Registers `tessel-host-pipeline` and `tessel-nvvm-pipeline` with
-/// tessel-opt.
+/// Registers `tessel-host-pipeline`, `tessel-nvvm-pipeline` and
+/// `tessel-rocdl-pipeline` with tessel-opt.
 void registerTesselPipelines();
 
 } // namespace mlir::tessel

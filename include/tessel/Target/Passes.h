@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -19,6 +20,9 @@ namespace mlir::tessel {
 /// PTX: the LLVM IR translations of the dialects in them and the
 /// #nvvm.target serialization interface.
 void registerNVVMTranslations(DialectRegistry &registry);
+
+/// The same for ROCDL gpu.modules (AMDGCN assembly) and #rocdl.target.
+void registerROCDLTranslations(DialectRegistry &registry);
 
 } // namespace mlir::tessel
 

@@ -37,4 +37,29 @@ def TesselPtxas : Pass<"tessel-ptxas", "ModuleOp"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def TesselHsaco : Pass<"tessel-hsaco", "ModuleOp"> {
+  let summary = "Add an hsaco built from the AMDGCN assembly of every "
+                "gpu.binary";
+  let description = [{
+    Runs after `gpu-module-to-binary{format=isa}` on ROCDL gpu.modules. For
+    every `gpu.binary` with a `#rocdl.target` assembly object, assembles the
+    AMDGCN text in-process (LLVM MC) and links it with `ld.lld -shared` into
+    a code object (hsaco) that the HIP module API loads, appended as a
+    second object of format `bin`. The assembly stays, for inspection (the
+    lit checks read it; the bundle holds only the hsaco).
+
+    `lld` names the linker; empty means the ld.lld of the LLVM install this
+    build used (lld-22). Unlike the ROCm toolchain's own serialization, no
+    ROCm installation is needed.
+
+    Post-condition: every ROCDL assembly gpu.binary also holds an hsaco.
+  }];
+  let options = [
+    Option<"lld", "lld", "std::string", /*default=*/"\"\"",
+           "ld.lld to link with (empty: the LLVM install's)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::ROCDL::ROCDLDialect"];
+}
+
 #endif // TESSEL_TARGET_PASSES_TD

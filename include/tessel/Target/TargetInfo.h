@@ -9,7 +9,8 @@
 // not fork a template.
 //
 // Implemented: NVIDIA sm80 (mma.sync, ldmatrix, cp.async; runs on every sm80+
-// GPU). Declared with their facts, lowering to come: AMD gfx942 and gfx950.
+// GPU) and AMD CDNA gfx942/gfx950 (MFMA, LDS vector reads; tiles staged
+// through registers).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TARGET_TARGETINFO_H
@@ -79,7 +80,9 @@ public:
   /// The widest global load or store one lane issues, in bytes.
   virtual unsigned getMaxVectorBytes() const { return 16; }
   /// Bytes one lane moves with one asynchronous global-to-shared copy that
-  /// bypasses registers (cp.async, LDS DMA); 0 when the target has none.
+  /// bypasses registers (cp.async, LDS DMA); 0 when the target has none (or
+  /// none in use): templates then load tiles into registers and store them
+  /// to shared memory themselves, and never call asyncCopy/Commit/Wait.
   virtual unsigned getAsyncCopyBytes() const = 0;
 
   /// The MMA atoms for `operandType` x `operandType` -> `accType`, the

@@ -132,11 +132,30 @@ private:
   /// shared tile [stages, rows, width].
   SmallVector<Value> sharedIndices(Value stage, Value row, Value col,
                                    int64_t width);
-  /// Issues the copies of K-tile `kt` into stage `stage`.
+  /// One 16-byte chunk of a stage's tiles: `src[srcIndices]` (zeros when
+  /// !valid; the indices are then in bounds anyway) goes to
+  /// `shared[dstIndices]`.
+  struct ChunkCopy {
+    Value shared;
+    SmallVector<Value> dstIndices;
+    Value src;
+    SmallVector<Value> srcIndices;
+    Value valid;
+  };
+  /// Calls `fn` for each chunk this thread moves for K-tile `kt` into stage
+  /// `stage`, in a fixed order.
+  LogicalResult forEachChunk(Value stage, Value kt,
+                             function_ref<LogicalResult(const ChunkCopy &)> fn);
+  /// Issues the asynchronous copies of K-tile `kt` into stage `stage`.
   LogicalResult loadStage(Value stage, Value kt);
+  /// Without async copies: loads this thread's chunks of K-tile `kt` into
+  /// registers, and later stores them into stage `stage`.
+  SmallVector<Value> fetchStage(Value kt);
+  void storeStage(Value stage, ValueRange chunks);
   /// One K-tile of MMAs from stage `stage` into `acc`.
   LogicalResult computeStage(Value stage, SmallVector<Value> &acc);
   LogicalResult mainLoop(SmallVector<Value> &acc);
+  LogicalResult registerStagedLoop(SmallVector<Value> &acc);
   void epilogue(ArrayRef<Value> acc);
 
   OpBuilder &b;
@@ -289,10 +308,11 @@ SmallVector<Value> GroupedMatmulBuilder::sharedIndices(Value stage, Value row,
   return {stage, row, add(mul(chunk, kChunk), remu(col, kChunk))};
 }
 
-LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
+LogicalResult GroupedMatmulBuilder::forEachChunk(
+    Value stage, Value kt, function_ref<LogicalResult(const ChunkCopy &)> fn) {
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
   Value k0 = mul(kt, cfg.tileK);
-  Value full = idx(kChunk), none = idx(0);
+  Value none = idx(0);
   // One 16-byte copy per (row, chunk) of a [rows, width] tile; consecutive
   // threads take consecutive chunks of a row, so a warp reads whole row
   // segments. `source` maps a tile element to its validity and source
@@ -308,9 +328,8 @@ LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
       // Zero-filled copies still need an in-bounds source address.
       for (Value &index : srcIndices)
         index = select(valid, index, none);
-      if (failed(target.asyncCopy(
-              b, loc, shared, sharedIndices(stage, row, col, width), src,
-              srcIndices, kChunk, select(valid, full, none))))
+      if (failed(fn(ChunkCopy{shared, sharedIndices(stage, row, col, width),
+                              src, srcIndices, valid})))
         return failure();
     }
     return success();
@@ -344,6 +363,47 @@ LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
   if (transB)
     return copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, fromB);
   return copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, fromB);
+}
+
+LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
+  Value full = idx(kChunk), none = idx(0);
+  return forEachChunk(stage, kt, [&](const ChunkCopy &copy) {
+    return target.asyncCopy(b, loc, copy.shared, copy.dstIndices, copy.src,
+                            copy.srcIndices, kChunk,
+                            select(copy.valid, full, none));
+  });
+}
+
+SmallVector<Value> GroupedMatmulBuilder::fetchStage(Value kt) {
+  SmallVector<Value> chunks;
+  auto chunkType = VectorType::get({kChunk}, atom.operandType);
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                          b.getZeroAttr(chunkType));
+  // The destination (stage 0) is not used: storeStage recomputes it.
+  (void)forEachChunk(idx(0), kt, [&](const ChunkCopy &copy) {
+    // Lanes outside the matrix read nothing (the branch masks them off).
+    auto ifValid = scf::IfOp::create(b, loc, chunkType, copy.valid,
+                                     /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifValid.thenBlock());
+    Value chunk =
+        vector::LoadOp::create(b, loc, chunkType, copy.src, copy.srcIndices);
+    scf::YieldOp::create(b, loc, chunk);
+    b.setInsertionPointToStart(ifValid.elseBlock());
+    scf::YieldOp::create(b, loc, zeros);
+    chunks.push_back(ifValid.getResult(0));
+    return success();
+  });
+  return chunks;
+}
+
+void GroupedMatmulBuilder::storeStage(Value stage, ValueRange chunks) {
+  // Same order as fetchStage; the source side is dead code here.
+  size_t i = 0;
+  (void)forEachChunk(stage, idx(0), [&](const ChunkCopy &copy) {
+    vector::StoreOp::create(b, loc, chunks[i++], copy.shared, copy.dstIndices);
+    return success();
+  });
 }
 
 LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
@@ -393,6 +453,8 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
   // done with tile kt-1, whose stage ((kt + stages - 1) % stages) is then
   // refilled with tile kt + stages - 1 while tile kt is computed. Every
   // iteration commits a group (possibly empty) so the count stays exact.
+  if (target.getAsyncCopyBytes() == 0)
+    return registerStagedLoop(acc);
   int64_t stages = cfg.stages;
   int64_t numK = (k + cfg.tileK - 1) / cfg.tileK;
   for (int64_t s = 0; s < stages - 1; ++s) {
@@ -422,6 +484,52 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
   SmallVector<Value> carried(loop.getRegionIterArgs());
   if (failed(computeStage(remu(kt, stages), carried)))
     return failure();
+  scf::YieldOp::create(b, loc, carried);
+  acc.assign(loop.getResults().begin(), loop.getResults().end());
+  return success();
+}
+
+LogicalResult GroupedMatmulBuilder::registerStagedLoop(SmallVector<Value> &acc) {
+  // Two stages. Iteration kt: one barrier publishes tile kt (stored at the
+  // end of the previous iteration) and tells that every warp is done with
+  // tile kt-1, whose stage is then refilled with tile kt+1: its global loads
+  // are issued before tile kt's MMAs and land in registers while those run;
+  // the LDS stores come after them.
+  int64_t numK = (k + cfg.tileK - 1) / cfg.tileK;
+  storeStage(idx(0), fetchStage(idx(0)));
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(numK), idx(1), acc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value kt = loop.getInductionVar();
+  gpu::BarrierOp::create(b, loc);
+  Value next = add(kt, 1);
+  Value hasNext = lt(next, idx(numK));
+  Value nextStage = remu(next, 2);
+  // scf.if yields the next tile's chunks (zeros after the last tile).
+  auto chunkType = VectorType::get({kChunk}, atom.operandType);
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                          b.getZeroAttr(chunkType));
+  int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
+  int64_t perThread = (cfg.tileM + cfg.tileN) * cfg.tileK / kChunk / threads;
+  auto fetch = scf::IfOp::create(
+      b, loc, SmallVector<Type>(perThread, chunkType), hasNext,
+      /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(fetch.thenBlock());
+    scf::YieldOp::create(b, loc, fetchStage(next));
+    b.setInsertionPointToStart(fetch.elseBlock());
+    scf::YieldOp::create(b, loc, SmallVector<Value>(perThread, zeros));
+  }
+  SmallVector<Value> carried(loop.getRegionIterArgs());
+  if (failed(computeStage(remu(kt, 2), carried)))
+    return failure();
+  auto ifStore = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifStore.thenBlock());
+    storeStage(nextStage, fetch.getResults());
+  }
   scf::YieldOp::create(b, loc, carried);
   acc.assign(loop.getResults().begin(), loop.getResults().end());
   return success();
@@ -632,10 +740,19 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
     return op.emitOpError("GPU template: the group count G must be static "
                           "(the grid is sized from T and G)");
 
+  // With async copies a ring of 4 (measured best on the H200); staged
+  // through registers, a double buffer.
+  bool async = target.getAsyncCopyBytes() > 0;
   Config cfg;
-  cfg.stages = ctx.stages;
+  cfg.stages = ctx.stages > 0 ? ctx.stages : (async ? 4 : 2);
   if (failed(applyTileOverride(op, cfg, atoms.front(), target.getWarpSize())))
     return failure();
+  if (!async && cfg.stages != 2)
+    return op.emitOpError()
+           << "GPU template: " << target.getChip()
+           << " stages tiles through registers into a double buffer, so "
+              "stages must be 2, got "
+           << cfg.stages;
   int64_t sharedBytes = cfg.stages * (cfg.tileM + cfg.tileN) * cfg.tileK *
                         elem.getIntOrFloatBitWidth() / 8;
   // One stage is being refilled while another is computed.

@@ -1,6 +1,7 @@
 //===- HostObject.cpp - Host kernels as a loadable shared object ----------===//
 
 #include "tessel/Target/HostObject.h"
+#include "tessel/Target/Linker.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -11,9 +12,6 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -28,19 +26,6 @@ void mlir::tessel::registerHostTranslations(DialectRegistry &registry) {
 }
 
 namespace {
-
-/// A temporary file removed when it goes out of scope.
-struct TempFile {
-  explicit TempFile(StringRef suffix) {
-    if (llvm::sys::fs::createTemporaryFile("tessel", suffix, path))
-      path.clear();
-  }
-  ~TempFile() {
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-  }
-  SmallString<128> path;
-};
 
 std::unique_ptr<llvm::TargetMachine> createHostMachine(StringRef cpu,
                                                        std::string &error) {
@@ -97,47 +82,18 @@ mlir::tessel::emitHostSharedObject(ModuleOp module,
     return module.emitError() << "LLVM optimisation failed: "
                               << llvm::toString(std::move(err));
 
-  TempFile object(".o"), shared(".so"), log(".log");
-  if (object.path.empty() || shared.path.empty() || log.path.empty())
-    return module.emitError("cannot create temporary files for linking");
+  SmallVector<char, 0> object;
   {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(object.path, ec);
-    if (ec)
-      return module.emitError() << "cannot write " << object.path << ": "
-                                << ec.message();
+    llvm::raw_svector_ostream out(object);
     llvm::legacy::PassManager codegen;
     if (machine->addPassesToEmitFile(codegen, out, nullptr,
                                      llvm::CodeGenFileType::ObjectFile))
       return module.emitError("the host target cannot emit object files");
     codegen.run(*llvmModule);
   }
-
-  std::string lld = options.lldPath;
-  if (lld.empty())
-    lld = std::string(TESSEL_LLVM_TOOLS_DIR) + "/ld.lld";
-  SmallVector<StringRef> args = {lld, "-shared", "--no-undefined-version",
-                                 "-o", shared.path, object.path};
-  std::string libm = findLibm();
-  if (!libm.empty())
-    args.push_back(libm);
-  std::optional<StringRef> redirects[] = {std::nullopt, log.path.str(),
-                                          log.path.str()};
-  std::string execError;
-  int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, redirects,
-                                     /*SecondsToWait=*/120, 0, &execError);
-  if (rc != 0) {
-    auto logText = llvm::MemoryBuffer::getFile(log.path);
-    return module.emitError()
-           << "linking the host kernel with '" << lld << "' failed ("
-           << (execError.empty() ? "exit code " + std::to_string(rc)
-                                 : execError)
-           << "): " << (logText ? (*logText)->getBuffer() : "");
-  }
-  auto bytes = llvm::MemoryBuffer::getFile(shared.path);
-  if (!bytes)
-    return module.emitError() << "cannot read the linked kernel "
-                              << shared.path;
-  StringRef data = (*bytes)->getBuffer();
-  return std::vector<uint8_t>(data.begin(), data.end());
+  SmallVector<std::string> libraries;
+  if (std::string libm = findLibm(); !libm.empty())
+    libraries.push_back(libm);
+  return linkSharedObject([&] { return module.emitError(); }, "the host kernel",
+                          options.lldPath, object, libraries);
 }

@@ -1,16 +1,26 @@
-//===- AMDTargetInfo.cpp - CDNA3 (gfx942) and CDNA4 (gfx950) facts -------===//
+//===- AMDTargetInfo.cpp - CDNA3 (gfx942) and CDNA4 (gfx950): MFMA ---------===//
 //
-// The facts templates need to size tiles for AMD are here; the ROCDL lowering
-// of the code-emitting hooks (MFMA, LDS fragment reads, buffer loads) comes
-// with the AMD grouped-matmul slice, and until then those hooks report an
-// error instead of emitting anything.
+// Wave64 MFMA through amdgpu.mfma (which picks the intrinsic of the chip:
+// v_mfma_f32_32x32x8_bf16 on gfx942, v_mfma_f32_32x32x16_bf16 on gfx950).
+// Operand fragments are read from LDS with one vector load per lane: an
+// MFMA A (B) fragment gives lane l row (column) l % m of the atom and
+// m * k / 64 consecutive k values, which are contiguous in a K-contiguous
+// tile (ds_read_b64 on gfx942, ds_read_b128 on gfx950); an N-contiguous B
+// tile is read one element at a time. Global-to-LDS traffic goes through
+// registers (no async copies here: the template double-buffers instead).
+//
+// None of this has run on AMD hardware: it is checked by inspecting the
+// emitted AMDGCN and code-object metadata (test/Target/gfx942, gfx950) and
+// shares its template with the sm80 path that runs on the H200.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Target/TargetInfo.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -27,9 +37,9 @@ public:
   int64_t getSharedMemoryBytes() const override {
     return (isGfx950 ? 160 : 64) * 1024;
   }
-  // Global-to-LDS DMA (buffer/global_load_lds): one dword per lane on
-  // gfx942, up to dwordx4 on gfx950.
-  unsigned getAsyncCopyBytes() const override { return isGfx950 ? 16 : 4; }
+  // The global-to-LDS DMA (global_load_lds: 4 bytes per lane on gfx942,
+  // up to 16 on gfx950) is not used yet; tiles go through registers.
+  unsigned getAsyncCopyBytes() const override { return 0; }
 
   SmallVector<MmaAtom> getMmaAtoms(Type operandType,
                                    Type accType) const override {
@@ -61,32 +71,77 @@ public:
   }
 
   FailureOr<SmallVector<Fragment>>
-  loadFragments(OpBuilder &, Location loc, const MmaAtom &, MmaOperand,
-                const SharedTile &, Value, Value, Value,
-                int64_t) const override {
-    return notYet(loc, "LDS fragment loads");
+  loadFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                MmaOperand operand, const SharedTile &tile, Value row0,
+                Value k0, Value lane, int64_t count) const override {
+    if (operand == MmaOperand::A && !tile.kContiguous)
+      return emitError(loc) << getChip() << ": an A tile must be K-contiguous";
+    // Lane l: row (A) or column (B) l % rows of the atom, k values
+    // [kPerLane * (l / rows), +kPerLane).
+    int64_t rows = operand == MmaOperand::A ? atom.m : atom.n;
+    int64_t kPerLane = rows * atom.k / getWarpSize();
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value inAtom = arith::RemUIOp::create(b, loc, lane, c(rows));
+    Value kFirst = arith::AddIOp::create(
+        b, loc, k0,
+        arith::MulIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, lane, c(rows)),
+            c(kPerLane)));
+    auto fragType = VectorType::get({kPerLane}, atom.operandType);
+    SmallVector<Fragment> frags;
+    for (int64_t i = 0; i < count; ++i) {
+      Value r = arith::AddIOp::create(
+          b, loc, row0, arith::AddIOp::create(b, loc, inAtom, c(rows * i)));
+      if (tile.kContiguous) {
+        frags.push_back({vector::LoadOp::create(b, loc, fragType, tile.memref,
+                                                tile.indices(b, loc, r, kFirst))});
+        continue;
+      }
+      // [k][n] tile: the lane's k values are a column.
+      SmallVector<Value> elems;
+      for (int64_t j = 0; j < kPerLane; ++j) {
+        Value kj = arith::AddIOp::create(b, loc, kFirst, c(j));
+        elems.push_back(memref::LoadOp::create(b, loc, tile.memref,
+                                               tile.indices(b, loc, kj, r)));
+      }
+      frags.push_back(
+          {vector::FromElementsOp::create(b, loc, fragType, elems)});
+    }
+    return frags;
   }
-  FailureOr<SmallVector<Value>> mma(OpBuilder &, Location loc,
-                                    const MmaAtom &, const Fragment &,
-                                    const Fragment &,
-                                    ValueRange) const override {
-    return notYet(loc, "MFMA");
+
+  FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,
+                                    const MmaAtom &atom, const Fragment &a,
+                                    const Fragment &bFrag,
+                                    ValueRange acc) const override {
+    auto accType = VectorType::get({static_cast<int64_t>(acc.size())},
+                                   atom.accType);
+    Value c = vector::FromElementsOp::create(b, loc, accType, acc);
+    Value d = amdgpu::MFMAOp::create(b, loc, accType, atom.m, atom.n, atom.k,
+                                     /*blocks=*/1, a.front(), bFrag.front(), c);
+    SmallVector<Value> out;
+    for (int64_t i = 0, e = acc.size(); i < e; ++i)
+      out.push_back(vector::ExtractOp::create(b, loc, d, i));
+    return out;
   }
+
   LogicalResult asyncCopy(OpBuilder &, Location loc, Value, ValueRange, Value,
                           ValueRange, int64_t, Value) const override {
-    return notYet(loc, "global-to-LDS copies");
+    return noAsyncCopies(loc);
   }
   LogicalResult asyncCommit(OpBuilder &, Location loc) const override {
-    return notYet(loc, "global-to-LDS copies");
+    return noAsyncCopies(loc);
   }
   LogicalResult asyncWait(OpBuilder &, Location loc, int64_t) const override {
-    return notYet(loc, "global-to-LDS copies");
+    return noAsyncCopies(loc);
   }
 
 private:
-  LogicalResult notYet(Location loc, StringRef what) const {
-    return emitError(loc) << "the ROCDL lowering of " << what << " for "
-                          << getChip() << " is not implemented yet";
+  /// Templates ask getAsyncCopyBytes() first; reaching these is a bug.
+  LogicalResult noAsyncCopies(Location loc) const {
+    return emitError(loc) << getChip()
+                          << ": no asynchronous global-to-LDS copies (the "
+                             "template must stage tiles through registers)";
   }
 
   bool isGfx950;

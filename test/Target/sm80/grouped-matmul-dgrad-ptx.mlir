@@ -1,5 +1,5 @@
 // RUN: tessel-opt %s --tessel-nvvm-pipeline=cubin-arch= \
-// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-ptx > %t.ptx
+// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.ptx
 // RUN: FileCheck %s < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOLOCAL < %t.ptx
 

@@ -1,0 +1,108 @@
+// RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx942 \
+// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.942.s
+// RUN: FileCheck %s --check-prefixes=CHECK,GFX942 < %t.942.s
+// RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx950 \
+// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.950.s
+// RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
+
+// The AMDGCN of the grouped matmul template on CDNA3 and CDNA4 (not run on
+// hardware here; this is how the AMD path is checked): wave64 MFMA of the
+// chip's bf16 shape (32x32x8 on gfx942, 32x32x16 on gfx950), A and
+// K-contiguous B fragments as one LDS vector read per lane (8 bytes on
+// gfx942, 16 on gfx950), N-contiguous B (dgrad) as 16-bit LDS reads, tiles
+// staged by 16-byte global loads and 16-byte LDS writes, the group search
+// by ds_bpermute shuffles, and no scratch memory or spills anywhere. After
+// each kernel, its code-object metadata: LDS only as dynamic shared memory
+// (the launch passes the template's 40 KB), the 256-lane block the
+// template asked for, no scratch (private segment), wave64.
+
+// CHECK-LABEL: moe_gate:
+// CHECK-DAG:   ds_bpermute_b32
+// CHECK-DAG:   global_load_dwordx4
+// CHECK-DAG:   ds_write_b128
+// CHECK-DAG:   s_barrier
+// GFX942-DAG:  ds_read_b64
+// GFX942-DAG:  v_mfma_f32_32x32x8_bf16
+// GFX950-DAG:  ds_read_b128
+// GFX950-DAG:  v_mfma_f32_32x32x16_bf16
+// CHECK-DAG:   global_store_short
+// CHECK:       .end_amdhsa_kernel
+// CHECK:       .group_segment_fixed_size: 0
+// CHECK:       .max_flat_workgroup_size: 256
+// CHECK:       .private_segment_fixed_size: 0
+// CHECK:       .wavefront_size: 64
+// GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
+// GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
+
+// CHECK-LABEL: dgrad_down:
+// CHECK-DAG:   ds_read_u16
+// GFX942-DAG:  v_mfma_f32_32x32x8_bf16
+// GFX950-DAG:  v_mfma_f32_32x32x16_bf16
+// CHECK:       .end_amdhsa_kernel
+// CHECK:       .group_segment_fixed_size: 0
+// CHECK:       .max_flat_workgroup_size: 256
+// CHECK:       .private_segment_fixed_size: 0
+// CHECK:       .wavefront_size: 64
+// GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
+// GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
+
+// From a pointer table, each block reads its group's 64-bit address first.
+// CHECK-LABEL: table_dgrad:
+// CHECK-DAG:   global_load_dwordx2
+// GFX942-DAG:  v_mfma_f32_32x32x8_bf16
+// GFX950-DAG:  v_mfma_f32_32x32x16_bf16
+// CHECK:       .end_amdhsa_kernel
+// CHECK:       .group_segment_fixed_size: 0
+// CHECK:       .max_flat_workgroup_size: 256
+// CHECK:       .private_segment_fixed_size: 0
+// CHECK:       .wavefront_size: 64
+// GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
+// GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
+
+// No spills, scratch or dynamic stack (checked over the whole file).
+// RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
+// RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
+// NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
+// NOSPILL-NOT: .uses_dynamic_stack: true
+// NOSPILL-NOT: ScratchSize: {{[1-9]}}
+
+// The hsaco itself (what the bundle holds) carries the same metadata as an
+// ELF note, for the HIP runtime.
+// RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx950 \
+// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py -o %t.objects 2>/dev/null
+// RUN: llvm-readelf --notes %t.objects/moe_gate.gfx950.hsaco \
+// RUN:   | FileCheck %s --check-prefix=NOTES
+// NOTES:      NT_AMDGPU_METADATA
+// NOTES:      .name: moe_gate
+// NOTES:      .private_segment_fixed_size: 0
+// NOTES:      .vgpr_spill_count: 0
+// NOTES:      .wavefront_size: 64
+// NOTES:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
+// Code object v5 (metadata version 1.2).
+// NOTES:      amdhsa.version:
+// NOTES-NEXT:   - 1
+// NOTES-NEXT:   - 2
+
+func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
+                    %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x1024xbf16>) {trans_b}
+  return
+}
+
+func.func @dgrad_down(%a: memref<?x2048xbf16>, %b: memref<128x2048x512xbf16>,
+                      %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x2048x512xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x512xbf16>)
+  return
+}
+
+func.func @table_dgrad(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
+                       %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
+      {b_shape = array<i64: 2048, 512>}
+  return
+}

@@ -1,0 +1,28 @@
+// AMD kernels in the bundle: gfx942 and gfx950 records each hold their own
+// hsaco (a gfx950 cannot run gfx942 code objects), built without ROCm.
+// RUN: tessel-aot %s --targets=gfx942,gfx950,host -o %t.tsb | FileCheck %s --check-prefix=SPEC
+// RUN: tessel-aot --targets=gfx942,gfx950 -o %t-default.tsb 2>&1 | FileCheck %s --check-prefix=DEFAULT
+
+// SPEC:      kernel                                   op                             target  dtype      bytes
+// SPEC-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}gfx942{{ +}}bf16
+// SPEC-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}gfx950{{ +}}bf16
+// SPEC-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}host{{ +}}bf16
+// SPEC-NEXT: wrote 3 kernels for gfx942,gfx950,host to {{.*}}.tsb
+
+// The default set: every grouped matmul for both chips; kernels without a
+// GPU template are skipped with a note per chip.
+// DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx942
+// DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx950
+// DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}gfx942
+// DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}gfx950
+// DEFAULT:     wrote 20 kernels for gfx942,gfx950 to {{.*}}.tsb
+
+func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
+                    %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x1024xbf16>) {trans_b}
+  return
+}
