@@ -14,10 +14,12 @@
 // DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
 // DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx942
+// DEFAULT-DAG: moe_ref_down_wgrad{{ +}}tessel.grouped_matmul_wgrad{{ +}}gfx942
+// DEFAULT-DAG: deepseek_v3_moe_gate_up_wgrad{{ +}}tessel.grouped_matmul_wgrad{{ +}}gfx942
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx950
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}gfx942
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}gfx950
-// DEFAULT:     wrote 20 kernels for gfx942,gfx950 to {{.*}}.tsb
+// DEFAULT:     wrote 28 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

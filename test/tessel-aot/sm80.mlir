@@ -14,13 +14,15 @@
 // Every grouped matmul has one: stacked or pointer-table b, with or
 // without trans_b.
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}sm80
+// DEFAULT-DAG: moe_ref_down_wgrad{{ +}}tessel.grouped_matmul_wgrad{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_gate_up_wgrad{{ +}}tessel.grouped_matmul_wgrad{{ +}}sm80
 // DEFAULT-DAG: moe_ref_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: moe_ref_down_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_down{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: moe_ref_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
-// DEFAULT:     wrote 10 kernels for sm80 to {{.*}}.tsb
+// DEFAULT:     wrote 14 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

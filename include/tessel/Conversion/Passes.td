@@ -73,6 +73,10 @@ def TesselToGPU : Pass<"tessel-to-gpu", "ModuleOp"> {
     without `trans_b` the tile's N a multiple of 64 (the swizzle). Tile
     64x256x32 with 1x4 warps unless the op carries
     `tessel.gpu_tile = {tile_m, tile_n, tile_k, warps_m, warps_n, stages}`.
+    `tessel.grouped_matmul_wgrad` (ragged K): one block per (N-tile,
+    M-tile, group) of `c [G, M, N]`, each over its group's rows, empty
+    groups writing zeros; M and N multiples of 8; tile 128x128x32, 2x2
+    warps.
 
     Post-condition: no kernel function remains; the module is a
     `gpu.container_module` of one `gpu.module` per kernel.

@@ -43,11 +43,12 @@ using Fragment = SmallVector<Value, 4>;
 enum class MmaOperand { A, B };
 
 /// An operand tile in shared memory. K-contiguous (the default): element
-/// (row, k) of an A tile is A[row][k], of a B tile B^T[n][k]. A B tile may
-/// instead be N-contiguous (kContiguous = false): element (k, n) is B[k][n],
-/// the layout of a B stored [K, N] in global memory, which then needs no
-/// transpose on its way to shared memory; the target transposes on the
-/// fragment load. `indices` maps a row and a column of the stored layout to
+/// (row, k) of an A tile is A[row][k], of a B tile B^T[n][k]. A tile may
+/// instead lie with K along its rows (kContiguous = false): element (k, n)
+/// of a B tile is B[k][n], element (k, m) of an A tile A[m][k] — the layout
+/// of a B stored [K, N] (dgrad) or of an A^T stored [K, M] (wgrad) in global
+/// memory, which then needs no transpose on its way to shared memory; the
+/// target transposes on the fragment load. `indices` maps a row and a column of the stored layout to
 /// the memref indices of that element; the template owns the layout (stage,
 /// swizzle) and guarantees that runs of 8 bf16 along the contiguous
 /// dimension that start at a multiple of 8 are contiguous and 16-byte

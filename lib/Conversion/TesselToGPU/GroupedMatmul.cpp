@@ -39,6 +39,15 @@
 // Epilogue: each lane stores its accumulator runs (bf16/f16), predicated on
 // the group's last row and on N.
 //
+// Ragged K (grouped_matmul_wgrad, c[g] = a[rows_g]^T . b[rows_g], c [G, M,
+// N]): the same main loop with the group's rows as the K dimension. Block
+// (x, y, z) computes N-tile x of M-tile y of group z (a fixed grid), reads
+// its group's row range from group_offsets and runs ceil(rows / tileK)
+// K-tiles, zero-filled past the group's end, so an empty group stores
+// zeros. Both operands lie with their rows along K: the A tile is staged
+// M-contiguous [tileK, tileM] (A^T as it lies in a) and read transposed by
+// the target, like the N-contiguous B tile of the dgrad.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Templates.h"
@@ -88,6 +97,9 @@ public:
   LogicalResult build(Value a, Value bMat, Value offsets, Value c, Value T,
                       int64_t groups, int64_t n, int64_t k, bool transB,
                       std::optional<ArrayRef<int64_t>> bShape);
+  /// Writes the ragged-K kernel body: c [G, m, n] from a [T, m], b [T, n].
+  LogicalResult buildWgrad(Value a, Value bMat, Value offsets, Value c,
+                           Value T, int64_t groups, int64_t m, int64_t n);
 
 private:
   // --- index arithmetic ---------------------------------------------------
@@ -117,7 +129,8 @@ private:
   // --- warp collectives (i32) ---------------------------------------------
   /// Inclusive scan of `x` over the lanes with `combine`.
   Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
-  Value warpSum(Value x);
+  /// `combine` of `x` over all lanes, in every lane.
+  Value warpReduce(Value x, function_ref<Value(Value, Value)> combine);
   Value broadcast(Value x, Value lane);
 
   struct GroupTile {
@@ -165,14 +178,30 @@ private:
   Config cfg;
   int64_t warpSize;
 
+  /// Allocates the shared-memory rings of A and B tiles.
+  void allocateRings();
+  /// Thread, lane and warp coordinates.
+  void setThreadIds();
+  /// Accumulators of this warp's C block, zero.
+  SmallVector<Value> zeroAccumulators();
+
   // Kernel state.
   Value a, bMat, c, sharedA, sharedB;
   int64_t n = 0, k = 0;
   bool transB = true;
+  /// Ragged K: the K dimension is the group's rows [rowStart, rowEnd) and
+  /// M is static (`m`); the A tile is M-contiguous.
+  bool raggedK = false;
+  int64_t m = 0;
+  /// K-tiles of the main loop (static unless ragged K).
+  Value numK;
   /// The group's B matrix ([N, K] or [K, N]) when b is a pointer table.
   Value bGroup;
   Value tid, lane, warpRow, warpCol;
-  Value rowStart, rowEnd, group, colStart;
+  /// Ragged M: the M-tile's rows of a and c. Ragged K: the group's rows
+  /// of a and b. colStart: the N-tile's first column; mStart: the M-tile's
+  /// first row of c[group] (ragged K).
+  Value rowStart, rowEnd, group, colStart, mStart;
 };
 
 Value GroupedMatmulBuilder::warpScan(Value x,
@@ -186,11 +215,12 @@ Value GroupedMatmulBuilder::warpScan(Value x,
   return x;
 }
 
-Value GroupedMatmulBuilder::warpSum(Value x) {
+Value GroupedMatmulBuilder::warpReduce(
+    Value x, function_ref<Value(Value, Value)> combine) {
   for (int64_t d = 1; d < warpSize; d *= 2) {
     auto other = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
                                         gpu::ShuffleMode::XOR);
-    x = arith::AddIOp::create(b, loc, x, other.getShuffleResult());
+    x = combine(x, other.getShuffleResult());
   }
   return x;
 }
@@ -260,7 +290,7 @@ GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
         b, loc, i32Type,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, inclusive,
                               tile32));
-    Value owner = warpSum(before);
+    Value owner = warpReduce(before, addi);
     Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                         owner, i32(warpSize));
     Value ownerLane = arith::MinUIOp::create(b, loc, owner, i32(warpSize - 1));
@@ -339,6 +369,14 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
     return k % cfg.tileK ? andi(valid, lt(kIndex, idx(k))) : valid;
   };
   auto fromA = [&](Value row, Value col) {
+    if (raggedK) {
+      // [tileK, tileM] of a: rows past the group's end are zeros.
+      Value r = add(add(rowStart, k0), row), mc = add(mStart, col);
+      Value valid = lt(r, rowEnd);
+      if (m % cfg.tileM)
+        valid = andi(valid, lt(mc, idx(m)));
+      return std::make_pair(valid, SmallVector<Value>{r, mc});
+    }
     Value r = add(rowStart, row), kc = add(k0, col);
     return std::make_pair(kInside(lt(r, rowEnd), kc),
                           SmallVector<Value>{r, kc});
@@ -351,6 +389,13 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
   };
   // With trans_b a B tile row is an n, else a k.
   auto fromB = [&](Value row, Value col) {
+    if (raggedK) {
+      Value r = add(add(rowStart, k0), row), nc = add(colStart, col);
+      Value valid = lt(r, rowEnd);
+      if (n % cfg.tileN)
+        valid = andi(valid, lt(nc, idx(n)));
+      return std::make_pair(valid, SmallVector<Value>{r, nc});
+    }
     if (transB) {
       Value r = add(colStart, row), kc = add(k0, col);
       return std::make_pair(kInside(lt(r, idx(n)), kc), bIndices(r, kc));
@@ -358,7 +403,8 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
     Value kr = add(k0, row), nc = add(colStart, col);
     return std::make_pair(kInside(lt(nc, idx(n)), kr), bIndices(kr, nc));
   };
-  if (failed(copyTile(sharedA, cfg.tileM, cfg.tileK, a, fromA)))
+  if (failed(raggedK ? copyTile(sharedA, cfg.tileK, cfg.tileM, a, fromA)
+                     : copyTile(sharedA, cfg.tileM, cfg.tileK, a, fromA)))
     return failure();
   if (transB)
     return copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, fromB);
@@ -417,7 +463,8 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
       return sharedIndices(stage, row, col, width);
     };
   };
-  SharedTile tileA{sharedA, layout(cfg.tileK)};
+  SharedTile tileA{sharedA, layout(raggedK ? cfg.tileM : cfg.tileK),
+                   !raggedK};
   SharedTile tileB{sharedB, layout(transB ? cfg.tileK : cfg.tileN), transB};
   Value rowA = mul(warpRow, warpTileM), rowB = mul(warpCol, warpTileN);
   for (int64_t ks = 0; ks < cfg.tileK / atom.k; ++ks) {
@@ -455,15 +502,17 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
   // iteration commits a group (possibly empty) so the count stays exact.
   if (target.getAsyncCopyBytes() == 0)
     return registerStagedLoop(acc);
+  // With a dynamic numK (ragged K), prologue tiles past the group's rows
+  // are all zero-filled, so they are issued unconditionally.
   int64_t stages = cfg.stages;
-  int64_t numK = (k + cfg.tileK - 1) / cfg.tileK;
+  std::optional<int64_t> staticNumK = getConstantIntValue(numK);
   for (int64_t s = 0; s < stages - 1; ++s) {
-    if (s < numK && failed(loadStage(idx(s), idx(s))))
+    if ((!staticNumK || s < *staticNumK) && failed(loadStage(idx(s), idx(s))))
       return failure();
     if (failed(target.asyncCommit(b, loc)))
       return failure();
   }
-  auto loop = scf::ForOp::create(b, loc, idx(0), idx(numK), idx(1), acc);
+  auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1), acc);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value kt = loop.getInductionVar();
@@ -471,7 +520,7 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
     return failure();
   gpu::BarrierOp::create(b, loc);
   Value next = add(kt, stages - 1);
-  auto ifNext = scf::IfOp::create(b, loc, lt(next, idx(numK)),
+  auto ifNext = scf::IfOp::create(b, loc, lt(next, numK),
                                   /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard inner(b);
@@ -495,15 +544,15 @@ LogicalResult GroupedMatmulBuilder::registerStagedLoop(SmallVector<Value> &acc) 
   // tile kt-1, whose stage is then refilled with tile kt+1: its global loads
   // are issued before tile kt's MMAs and land in registers while those run;
   // the LDS stores come after them.
-  int64_t numK = (k + cfg.tileK - 1) / cfg.tileK;
+  // Tile 0 is all zeros when numK == 0 (ragged K, empty group): harmless.
   storeStage(idx(0), fetchStage(idx(0)));
-  auto loop = scf::ForOp::create(b, loc, idx(0), idx(numK), idx(1), acc);
+  auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1), acc);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value kt = loop.getInductionVar();
   gpu::BarrierOp::create(b, loc);
   Value next = add(kt, 1);
-  Value hasNext = lt(next, idx(numK));
+  Value hasNext = lt(next, numK);
   Value nextStage = remu(next, 2);
   // scf.if yields the next tile's chunks (zeros after the last tile).
   auto chunkType = VectorType::get({kChunk}, atom.operandType);
@@ -543,7 +592,9 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
   Type elem = cast<MemRefType>(c.getType()).getElementType();
   auto runType = VectorType::get({run}, elem);
   int64_t runBytes = run * elem.getIntOrFloatBitWidth() / 8;
-  Value rowBase = add(rowStart, mul(warpRow, warpTileM));
+  // Ragged M: rows of c up to the group's end; ragged K: rows of c[group]
+  // up to M.
+  Value rowBase = add(raggedK ? mStart : rowStart, mul(warpRow, warpTileM));
   Value colBase = add(colStart, mul(warpCol, warpTileN));
   for (int64_t i = 0; i < atomsM; ++i) {
     for (int64_t j = 0; j < atomsN; ++j) {
@@ -551,7 +602,9 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
         auto [r, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
         Value row = add(add(rowBase, i * atom.m), r);
         Value column = add(add(colBase, j * atom.n), col);
-        Value inside = lt(row, rowEnd);
+        Value inside = raggedK ? lt(row, idx(m)) : lt(row, rowEnd);
+        if (raggedK && m % cfg.tileM == 0)
+          inside = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
         // N is a multiple of 8 and runs never cross an 8-column boundary,
         // so a run is entirely inside or outside.
         if (n % cfg.tileN)
@@ -560,11 +613,17 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
         SmallVector<Value> values;
-        for (int64_t v = 0; v < run; ++v)
-          values.push_back(arith::TruncFOp::create(
-              b, loc, elem, acc[(i * atomsN + j) * accCount + e + v]));
+        for (int64_t v = 0; v < run; ++v) {
+          Value value = acc[(i * atomsN + j) * accCount + e + v];
+          if (value.getType() != elem)
+            value = arith::TruncFOp::create(b, loc, elem, value);
+          values.push_back(value);
+        }
         Value vec = vector::FromElementsOp::create(b, loc, runType, values);
-        vector::StoreOp::create(b, loc, vec, c, ValueRange{row, column},
+        SmallVector<Value> indices = {row, column};
+        if (raggedK)
+          indices.insert(indices.begin(), group);
+        vector::StoreOp::create(b, loc, vec, c, indices,
                                 /*nontemporal=*/false,
                                 llvm::MaybeAlign(runBytes));
       }
@@ -572,17 +631,7 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
   }
 }
 
-LogicalResult
-GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
-                            Value T, int64_t groups, int64_t nDim, int64_t kDim,
-                            bool transBArg,
-                            std::optional<ArrayRef<int64_t>> bShape) {
-  a = aArg;
-  transB = transBArg;
-  bMat = bArg;
-  c = cArg;
-  n = nDim;
-  k = kDim;
+void GroupedMatmulBuilder::allocateRings() {
   MLIRContext *ctx = b.getContext();
   Type elem = atom.operandType;
   // The rings live in dynamic shared memory: 3 stages of 128x128x32 fill
@@ -603,14 +652,103 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
     offset += cfg.stages * rows * width * elem.getIntOrFloatBitWidth() / 8;
     return view;
   };
-  sharedA = ring(cfg.tileM, cfg.tileK);
+  sharedA = raggedK ? ring(cfg.tileK, cfg.tileM) : ring(cfg.tileM, cfg.tileK);
   sharedB = transB ? ring(cfg.tileN, cfg.tileK) : ring(cfg.tileK, cfg.tileN);
+}
 
+void GroupedMatmulBuilder::setThreadIds() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = remu(tid, warpSize);
   Value warp = divu(tid, warpSize);
   warpRow = divu(warp, cfg.warpsN);
   warpCol = remu(warp, cfg.warpsN);
+}
+
+SmallVector<Value> GroupedMatmulBuilder::zeroAccumulators() {
+  int64_t warpTileM = cfg.tileM / cfg.warpsM, warpTileN = cfg.tileN / cfg.warpsN;
+  int64_t numAcc = (warpTileM / atom.m) * (warpTileN / atom.n) *
+                   target.getAccumulatorCount(atom);
+  Value zero = arith::ConstantOp::create(b, loc, atom.accType,
+                                         b.getZeroAttr(atom.accType));
+  return SmallVector<Value>(numAcc, zero);
+}
+
+LogicalResult GroupedMatmulBuilder::buildWgrad(Value aArg, Value bArg,
+                                               Value offsets, Value cArg,
+                                               Value T, int64_t groups,
+                                               int64_t mDim, int64_t nDim) {
+  a = aArg;
+  bMat = bArg;
+  c = cArg;
+  m = mDim;
+  n = nDim;
+  raggedK = true;
+  transB = false;
+  allocateRings();
+  setThreadIds();
+  colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
+  mStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cfg.tileM);
+  group = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+
+  // The group's rows as the op defines them: end_g = min(T, max(0,
+  // offsets[0..g])), start_g = end_{g-1} (0 for the first group). Each lane
+  // takes the maximum of a strided slice of offsets[0..g-1], then the warp
+  // combines them.
+  Type i32Type = b.getI32Type();
+  int64_t chunks = (groups + warpSize - 1) / warpSize;
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(chunks), idx(1),
+                                 ValueRange{i32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value entry = add(mul(loop.getInductionVar(), warpSize), lane);
+    Value before = lt(entry, group);
+    Value loadAt = arith::MinUIOp::create(b, loc, entry, idx(groups - 1));
+    Value offset = memref::LoadOp::create(b, loc, offsets, loadAt);
+    Value running = loop.getRegionIterArgs()[0];
+    scf::YieldOp::create(
+        b, loc,
+        select(before, arith::MaxSIOp::create(b, loc, running, offset),
+               running));
+  }
+  Value startMax = warpReduce(loop.getResult(0), [&](Value x, Value y) {
+    return arith::MaxSIOp::create(b, loc, x, y).getResult();
+  });
+  Value own = memref::LoadOp::create(b, loc, offsets, group);
+  Value T32 = arith::IndexCastOp::create(b, loc, i32Type, T);
+  Value start32 = arith::MinSIOp::create(b, loc, startMax, T32);
+  Value end32 = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, own, start32), T32);
+  auto toIndex = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  };
+  rowStart = toIndex(start32);
+  rowEnd = toIndex(end32);
+  numK = divu(add(sub(rowEnd, rowStart), cfg.tileK - 1), cfg.tileK);
+
+  SmallVector<Value> acc = zeroAccumulators();
+  if (failed(mainLoop(acc)))
+    return failure();
+  epilogue(acc);
+  return success();
+}
+
+LogicalResult
+GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
+                            Value T, int64_t groups, int64_t nDim, int64_t kDim,
+                            bool transBArg,
+                            std::optional<ArrayRef<int64_t>> bShape) {
+  a = aArg;
+  transB = transBArg;
+  bMat = bArg;
+  c = cArg;
+  n = nDim;
+  k = kDim;
+  MLIRContext *ctx = b.getContext();
+  Type elem = atom.operandType;
+  numK = idx((k + cfg.tileK - 1) / cfg.tileK);
+  allocateRings();
+  setThreadIds();
   colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
   GroupTile tile = findTile(offsets, T,
                             gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
@@ -626,12 +764,7 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
   rowEnd = tile.rowEnd;
   group = tile.group;
 
-  int64_t warpTileM = cfg.tileM / cfg.warpsM, warpTileN = cfg.tileN / cfg.warpsN;
-  int64_t numAcc = (warpTileM / atom.m) * (warpTileN / atom.n) *
-                   target.getAccumulatorCount(atom);
-  Value zero = arith::ConstantOp::create(b, loc, atom.accType,
-                                         b.getZeroAttr(atom.accType));
-  SmallVector<Value> acc(numAcc, zero);
+  SmallVector<Value> acc = zeroAccumulators();
   // The tail (rows past the last group) skips the K loop: zeros.
   Value isGroup = lt(group, idx(groups));
   auto ifGroup = scf::IfOp::create(b, loc, TypeRange(ValueRange(acc)), isGroup,
@@ -667,10 +800,12 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
 /// A kernel may override the tile configuration with a dictionary
 /// `tessel.gpu_tile = {tile_m, tile_n, tile_k, warps_m, warps_n, stages}`
 /// (any subset) on its op: how benchmarks compare configs, and where
-/// per-shape-class choices will land.
-LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
-                                const MmaAtom &atom, int64_t warpSize) {
-
+/// per-shape-class choices will land. `aRowsM` / `bRowsN`: the A (B) tile
+/// is staged with M (N) along its rows, which the swizzle needs to be a
+/// multiple of 64.
+LogicalResult applyTileOverride(Operation *op, Config &cfg,
+                                const MmaAtom &atom, int64_t warpSize,
+                                bool aRowsM, bool bRowsN) {
   auto dict = op->getAttrOfType<DictionaryAttr>("tessel.gpu_tile");
   if (!dict)
     return success();
@@ -685,7 +820,7 @@ LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
                          .Case("stages", &cfg.stages)
                          .Default(nullptr);
     if (!field || !value || value.getInt() <= 0)
-      return op.emitOpError()
+      return op->emitOpError()
              << "GPU template: tessel.gpu_tile takes positive integers "
                 "tile_m, tile_n, tile_k, warps_m, warps_n, stages; got "
              << entry.getName() << " = " << entry.getValue();
@@ -693,8 +828,8 @@ LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
   }
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
   auto broken = [&](const Twine &constraint) {
-    return op.emitOpError() << "GPU template: tessel.gpu_tile " << dict
-                            << " breaks " << constraint;
+    return op->emitOpError() << "GPU template: tessel.gpu_tile " << dict
+                             << " breaks " << constraint;
   };
   // The swizzle permutes 4 or 8 16-byte chunks per row.
   if (cfg.tileK != 32 && cfg.tileK != 64)
@@ -708,11 +843,79 @@ LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
     return broken("a whole number of 16-byte copies per thread: (tile_m and "
                   "tile_n) * tile_k / 8 % " +
                   Twine(threads) + " == 0");
-  // Without trans_b the B rows are tile_n wide; the swizzle needs a multiple
-  // of 8 chunks.
-  if (!op.getTransB() && cfg.tileN % 64)
-    return broken("tile_n % 64 == 0 without trans_b");
+  // Tiles staged with M or N along their rows: the swizzle needs a
+  // multiple of 8 chunks.
+  if (bRowsN && cfg.tileN % 64)
+    return broken(isa<GroupedMatmulOp>(op) ? "tile_n % 64 == 0 without trans_b"
+                                            : "tile_n % 64 == 0");
+  if (aRowsM && cfg.tileM % 64)
+    return broken("tile_m % 64 == 0");
   return success();
+}
+
+/// The MMA atom and the tile configuration of `op` for `target`: `cfg`
+/// with the op's override, checked against the target (stages, shared
+/// memory). Sets `sharedBytes`.
+FailureOr<std::pair<MmaAtom, Config>>
+chooseConfig(Operation *op, const KernelContext &ctx, Type elem, Config cfg,
+             bool aRowsM, bool bRowsN, int64_t &sharedBytes) {
+  const TargetInfo &target = ctx.target;
+  SmallVector<MmaAtom> atoms =
+      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
+  if (atoms.empty())
+    return op->emitOpError() << "GPU template: " << target.getChip()
+                             << " has no MMA for " << elem
+                             << " operands with f32 accumulation";
+  // With async copies a ring of 4 (measured best on the H200); staged
+  // through registers, a double buffer.
+  bool async = target.getAsyncCopyBytes() > 0;
+  cfg.stages = ctx.stages > 0 ? ctx.stages : (async ? cfg.stages : 2);
+  if (failed(applyTileOverride(op, cfg, atoms.front(), target.getWarpSize(),
+                               aRowsM, bRowsN)))
+    return failure();
+  if (!async && cfg.stages != 2)
+    return op->emitOpError()
+           << "GPU template: " << target.getChip()
+           << " stages tiles through registers into a double buffer, so "
+              "stages must be 2, got "
+           << cfg.stages;
+  // One stage is being refilled while another is computed.
+  if (cfg.stages < 2)
+    return op->emitOpError() << "GPU template: stages must be at least 2, got "
+                             << cfg.stages;
+  sharedBytes = cfg.stages * (cfg.tileM + cfg.tileN) * cfg.tileK *
+                elem.getIntOrFloatBitWidth() / 8;
+  if (sharedBytes > target.getSharedMemoryBytes())
+    return op->emitOpError() << "GPU template: " << cfg.stages
+                             << " stages need " << sharedBytes
+                             << " bytes of shared memory, more than the "
+                             << target.getSharedMemoryBytes() << " a block of "
+                             << target.getChip() << " can use";
+  return std::make_pair(atoms.front(), cfg);
+}
+
+/// T, the rows of `a` (argument 0): its shape symbol, or the constant.
+Value rowCount(OpBuilder &b, Location loc, const KernelContext &ctx) {
+  const KernelDim &rows = ctx.sig.args[0].dims[0];
+  if (rows.symbol >= 0)
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      ctx.symbols[rows.symbol]);
+  return arith::ConstantIndexOp::create(b, loc, rows.constant);
+}
+
+/// Checks that every row of the operands is made of 16-byte chunks.
+LogicalResult checkChunkedRows(Operation *op, StringRef names, int64_t x,
+                               int64_t y) {
+  if (x % kChunk == 0 && y % kChunk == 0)
+    return success();
+  return op->emitOpError() << "GPU template: " << names << " (" << x << ", "
+                           << y
+                           << ") must be multiples of 8, so that every row "
+                              "is made of 16-byte chunks";
+}
+
+int32_t blockThreads(const Config &cfg, const TargetInfo &target) {
+  return static_cast<int32_t>(cfg.warpsM * cfg.warpsN * target.getWarpSize());
 }
 
 } // namespace
@@ -720,68 +923,32 @@ LogicalResult applyTileOverride(GroupedMatmulOp op, Config &cfg,
 FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
                                                            GroupedMatmulOp op,
                                                            KernelContext &ctx) {
-  const TargetInfo &target = ctx.target;
   auto bType = cast<MemRefType>(op.getB().getType());
   // A pointer table holds i64 addresses; the matrices have a's type.
   Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
-  SmallVector<MmaAtom> atoms = target.getMmaAtoms(elem, b.getF32Type());
-  if (atoms.empty())
-    return op.emitOpError() << "GPU template: " << target.getChip()
-                            << " has no MMA for " << elem
-                            << " operands with f32 accumulation";
   int64_t n = op.getN(), k = op.getK();
-  if (n % kChunk || k % kChunk)
-    return op.emitOpError()
-           << "GPU template: N (" << n << ") and K (" << k
-           << ") must be multiples of 8, so that every row is made of "
-              "16-byte chunks";
+  if (failed(checkChunkedRows(op, "N and K", n, k)))
+    return failure();
   int64_t groups = bType.getDimSize(0);
   if (ShapedType::isDynamic(groups))
     return op.emitOpError("GPU template: the group count G must be static "
                           "(the grid is sized from T and G)");
-
-  // With async copies a ring of 4 (measured best on the H200); staged
-  // through registers, a double buffer.
-  bool async = target.getAsyncCopyBytes() > 0;
-  Config cfg;
-  cfg.stages = ctx.stages > 0 ? ctx.stages : (async ? 4 : 2);
-  if (failed(applyTileOverride(op, cfg, atoms.front(), target.getWarpSize())))
+  int64_t sharedBytes = 0;
+  auto chosen = chooseConfig(op, ctx, elem, Config(), /*aRowsM=*/false,
+                             /*bRowsN=*/!op.getTransB(), sharedBytes);
+  if (failed(chosen))
     return failure();
-  if (!async && cfg.stages != 2)
-    return op.emitOpError()
-           << "GPU template: " << target.getChip()
-           << " stages tiles through registers into a double buffer, so "
-              "stages must be 2, got "
-           << cfg.stages;
-  int64_t sharedBytes = cfg.stages * (cfg.tileM + cfg.tileN) * cfg.tileK *
-                        elem.getIntOrFloatBitWidth() / 8;
-  // One stage is being refilled while another is computed.
-  if (cfg.stages < 2)
-    return op.emitOpError() << "GPU template: stages must be at least 2, got "
-                            << cfg.stages;
-  if (sharedBytes > target.getSharedMemoryBytes())
-    return op.emitOpError() << "GPU template: " << cfg.stages
-                            << " stages need " << sharedBytes
-                            << " bytes of shared memory, more than the "
-                            << target.getSharedMemoryBytes()
-                            << " a block of " << target.getChip() << " can use";
+  auto [atom, cfg] = *chosen;
 
-  // T: the rows of `a`, a shape symbol unless the spec fixed it.
   Location loc = op.getLoc();
-  const KernelDim &rows = ctx.sig.args[0].dims[0];
-  Value T = rows.symbol >= 0
-                ? arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                             ctx.symbols[rows.symbol])
-                      .getResult()
-                : arith::ConstantIndexOp::create(b, loc, rows.constant)
-                      .getResult();
-
-  GroupedMatmulBuilder builder(b, loc, target, atoms.front(), cfg);
+  GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
   if (failed(builder.build(
-          ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3], T, groups, n, k,
-          op.getTransB(), op.isPointerTable() ? op.getBShape() : std::nullopt)))
+          ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3],
+          rowCount(b, loc, ctx), groups, n, k, op.getTransB(),
+          op.isPointerTable() ? op.getBShape() : std::nullopt)))
     return failure();
 
+  const KernelDim &rows = ctx.sig.args[0].dims[0];
   LaunchGeometry geometry;
   geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
   geometry.grid[1] = GridDim{rows.symbol, 1,
@@ -789,9 +956,51 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
                                  (groups + 1) * (cfg.tileM - 1),
                              cfg.tileM};
   geometry.grid[2] = GridDim{-1, 1, 1, 1};
-  geometry.block = {static_cast<int32_t>(cfg.warpsM * cfg.warpsN *
-                                         target.getWarpSize()),
-                    1, 1};
+  geometry.block = {blockThreads(cfg, ctx.target), 1, 1};
+  geometry.sharedBytes = sharedBytes;
+  return geometry;
+}
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
+                                      KernelContext &ctx) {
+  auto cType = cast<MemRefType>(op.getC().getType());
+  Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
+  int64_t groups = cType.getDimSize(0), m = cType.getDimSize(1),
+          n = cType.getDimSize(2);
+  if (ShapedType::isDynamic(groups) || ShapedType::isDynamic(m) ||
+      ShapedType::isDynamic(n))
+    return op.emitOpError("GPU template: c [G, M, N] must be static (the "
+                          "grid is one block per group and output tile)");
+  if (failed(checkChunkedRows(op, "M and N", m, n)))
+    return failure();
+  // 128x128 output tiles, 2x2 warps of 64x64: the forward's per-warp block
+  // and MMA-to-fragment-load ratio; there are no ragged M tails to waste
+  // MMAs on here.
+  Config defaults;
+  defaults.tileM = 128;
+  defaults.tileN = 128;
+  defaults.warpsM = 2;
+  defaults.warpsN = 2;
+  int64_t sharedBytes = 0;
+  auto chosen = chooseConfig(op, ctx, elem, defaults, /*aRowsM=*/true,
+                             /*bRowsN=*/true, sharedBytes);
+  if (failed(chosen))
+    return failure();
+  auto [atom, cfg] = *chosen;
+
+  Location loc = op.getLoc();
+  GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
+  if (failed(builder.buildWgrad(ctx.args[0], ctx.args[1], ctx.args[2],
+                                ctx.args[3], rowCount(b, loc, ctx), groups, m,
+                                n)))
+    return failure();
+
+  LaunchGeometry geometry;
+  geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
+  geometry.grid[1] = GridDim{-1, 1, m, cfg.tileM};
+  geometry.grid[2] = GridDim{-1, 1, groups, 1};
+  geometry.block = {blockThreads(cfg, ctx.target), 1, 1};
   geometry.sharedBytes = sharedBytes;
   return geometry;
 }

@@ -53,6 +53,12 @@ struct KernelContext {
 FailureOr<LaunchGeometry> buildGroupedMatmul(OpBuilder &b, GroupedMatmulOp op,
                                              KernelContext &ctx);
 
+/// Ragged-K grouped matmul (the MoE weight gradient): one block per output
+/// tile of each group; empty groups write zeros.
+FailureOr<LaunchGeometry> buildGroupedMatmulWgrad(OpBuilder &b,
+                                                  GroupedMatmulWgradOp op,
+                                                  KernelContext &ctx);
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H

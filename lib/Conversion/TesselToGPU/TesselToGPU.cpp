@@ -63,10 +63,12 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
       llvm::TypeSwitch<Operation *, FailureOr<LaunchGeometry>>(sig.op)
           .Case<GroupedMatmulOp>(
               [&](auto op) { return buildGroupedMatmul(b, op, kc); })
+          .Case<GroupedMatmulWgradOp>(
+              [&](auto op) { return buildGroupedMatmulWgrad(b, op, kc); })
           .Default([&](Operation *op) {
             return op->emitOpError()
                    << "has no GPU kernel template yet (GPU templates: "
-                      "tessel.grouped_matmul)";
+                      "tessel.grouped_matmul, tessel.grouped_matmul_wgrad)";
           });
   if (failed(geometry))
     return failure();

@@ -5,8 +5,8 @@
 // Operand fragments are read from LDS with one vector load per lane: an
 // MFMA A (B) fragment gives lane l row (column) l % m of the atom and
 // m * k / 64 consecutive k values, which are contiguous in a K-contiguous
-// tile (ds_read_b64 on gfx942, ds_read_b128 on gfx950); an N-contiguous B
-// tile is read one element at a time. Global-to-LDS traffic goes through
+// tile (ds_read_b64 on gfx942, ds_read_b128 on gfx950); an M- or
+// N-contiguous tile is read one element at a time. Global-to-LDS traffic goes through
 // registers (no async copies here: the template double-buffers instead).
 //
 // None of this has run on AMD hardware: it is checked by inspecting the
@@ -74,8 +74,6 @@ public:
   loadFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const override {
-    if (operand == MmaOperand::A && !tile.kContiguous)
-      return emitError(loc) << getChip() << ": an A tile must be K-contiguous";
     // Lane l: row (A) or column (B) l % rows of the atom, k values
     // [kPerLane * (l / rows), +kPerLane).
     int64_t rows = operand == MmaOperand::A ? atom.m : atom.n;
@@ -97,7 +95,8 @@ public:
                                                 tile.indices(b, loc, r, kFirst))});
         continue;
       }
-      // [k][n] tile: the lane's k values are a column.
+      // [k][m] or [k][n] tile (wgrad A, dgrad B): the lane's k values are
+      // a column.
       SmallVector<Value> elems;
       for (int64_t j = 0; j < kPerLane; ++j) {
         Value kj = arith::AddIOp::create(b, loc, kFirst, c(j));

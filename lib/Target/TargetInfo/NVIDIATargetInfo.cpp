@@ -61,10 +61,26 @@ public:
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const override {
     SmallVector<Fragment> frags;
-    // ldmatrix .trans would also load an M-contiguous A, but no template
-    // stages one.
-    if (operand == MmaOperand::A && !tile.kContiguous)
-      return emitError(loc, "sm80: an A tile must be K-contiguous");
+    if (operand == MmaOperand::A && !tile.kContiguous) {
+      // M-contiguous [k][m] tile (the wgrad's A^T): ldmatrix.x4 .trans.
+      // Lanes 8q..8q+7 address the k rows of matrix q = a_q of the
+      // fragment (m half q % 2, k half q / 2); .trans hands each lane the k
+      // pair of its m, the same registers as the K-contiguous load.
+      Value q = arith::DivUIOp::create(b, loc, lane, index(b, loc, 8));
+      Value kRow = add(
+          b, loc, arith::RemUIOp::create(b, loc, lane, index(b, loc, 8)),
+          mulAdd(b, loc, arith::DivUIOp::create(b, loc, q, index(b, loc, 2)),
+                 8, k0));
+      Value mHalf = arith::MulIOp::create(
+          b, loc, arith::RemUIOp::create(b, loc, q, index(b, loc, 2)),
+          index(b, loc, 8));
+      for (int64_t i = 0; i < count; ++i) {
+        Value col = add(b, loc, mHalf, add(b, loc, row0, atom.m * i));
+        frags.push_back(ldmatrix(b, loc, atom, tile, kRow, col, 4,
+                                 /*transpose=*/true));
+      }
+      return frags;
+    }
     if (operand == MmaOperand::A) {
       // One ldmatrix.x4 per m16k16 atom: lanes 0-15 address rows 0-15 at
       // k 0-7, lanes 16-31 the same rows at k 8-15; registers come back as

@@ -24,7 +24,7 @@ func.func @f32_data(%a: memref<?x64xf32>, %b: memref<8x64x64xf32>,
 
 func.func @k_not_multiple_of_8(%a: memref<?x60xbf16>, %b: memref<8x64x60xbf16>,
                                %g: memref<8xi32>, %c: memref<?x64xbf16>) {
-  // expected-error@+1 {{GPU template: N (64) and K (60) must be multiples of 8, so that every row is made of 16-byte chunks}}
+  // expected-error@+1 {{GPU template: N and K (64, 60) must be multiples of 8, so that every row is made of 16-byte chunks}}
   tessel.grouped_matmul a(%a : memref<?x60xbf16>) b(%b : memref<8x64x60xbf16>)
       group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>) {trans_b}
   return
@@ -34,7 +34,7 @@ func.func @k_not_multiple_of_8(%a: memref<?x60xbf16>, %b: memref<8x64x60xbf16>,
 
 func.func @n_not_multiple_of_8(%a: memref<?x64xbf16>, %b: memref<8x36x64xbf16>,
                                %g: memref<8xi32>, %c: memref<?x36xbf16>) {
-  // expected-error@+1 {{GPU template: N (36) and K (64) must be multiples of 8}}
+  // expected-error@+1 {{GPU template: N and K (36, 64) must be multiples of 8}}
   tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x36x64xbf16>)
       group_offsets(%g : memref<8xi32>) c(%c : memref<?x36xbf16>) {trans_b}
   return
@@ -54,7 +54,7 @@ func.func @dynamic_groups(%a: memref<?x64xbf16>, %b: memref<?x64x64xbf16>,
 
 func.func @no_template(%ids: memref<?x8xi32>, %n: memref<128xi32>,
                        %g: memref<128xi32>) {
-  // expected-error@+1 {{'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul)}}
+  // expected-error@+1 {{'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad)}}
   tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>)
       counts(%n : memref<128xi32>) group_offsets(%g : memref<128xi32>)
   return
@@ -101,5 +101,27 @@ func.func @bad_copies(%a: memref<?x64xbf16>, %b: memref<8x64x64xbf16>,
   tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x64xbf16>)
       group_offsets(%g : memref<8xi32>) c(%c : memref<?x64xbf16>)
       {trans_b, tessel.gpu_tile = {warps_m = 4, warps_n = 8}}
+  return
+}
+
+// -----
+
+func.func @wgrad_m_not_multiple_of_8(%a: memref<?x60xbf16>, %b: memref<?x64xbf16>,
+                                     %g: memref<8xi32>, %c: memref<8x60x64xf32>) {
+  // expected-error@+1 {{GPU template: M and N (60, 64) must be multiples of 8, so that every row is made of 16-byte chunks}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x60xbf16>) b(%b : memref<?x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<8x60x64xf32>)
+  return
+}
+
+// -----
+
+// The wgrad stages A^T with M along its rows: the swizzle needs 64.
+func.func @wgrad_narrow_m_tile(%a: memref<?x64xbf16>, %b: memref<?x64xbf16>,
+                               %g: memref<8xi32>, %c: memref<8x64x64xf32>) {
+  // expected-error@+1 {{GPU template: tessel.gpu_tile {tile_m = 32 : i64, warps_m = 1 : i64} breaks tile_m % 64 == 0}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xbf16>) b(%b : memref<?x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<8x64x64xf32>)
+      {tessel.gpu_tile = {tile_m = 32, warps_m = 1}}
   return
 }

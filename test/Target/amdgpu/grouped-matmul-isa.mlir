@@ -59,6 +59,18 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
+// The wgrad: A^T and B both read as columns of their [k][m|n] tiles, fp32
+// results stored as dwords.
+// CHECK-LABEL: wgrad_down:
+// CHECK-DAG:   ds_read_u16
+// CHECK-DAG:   ds_write_b128
+// GFX942-DAG:  v_mfma_f32_32x32x8_bf16
+// GFX950-DAG:  v_mfma_f32_32x32x16_bf16
+// CHECK-DAG:   global_store_dword
+// CHECK:       .end_amdhsa_kernel
+// CHECK:       .private_segment_fixed_size: 0
+// CHECK:       .wavefront_size: 64
+
 // No spills, scratch or dynamic stack (checked over the whole file).
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
@@ -104,5 +116,13 @@ func.func @table_dgrad(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
       group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
       {b_shape = array<i64: 2048, 512>}
+  return
+}
+
+func.func @wgrad_down(%a: memref<?x2048xbf16>, %b: memref<?x512xbf16>,
+                      %g: memref<128xi32>, %c: memref<128x2048x512xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>)
+      b(%b : memref<?x512xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<128x2048x512xf32>)
   return
 }

@@ -20,6 +20,9 @@
 // CHECK:     remark: ptxas -arch=sm_90: {{.*}}
 // CHECK:     Compiling entry function 'table_dgrad_down' for 'sm_90'
 // CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK:     remark: ptxas -arch=sm_90: {{.*}}
+// CHECK:     Compiling entry function 'wgrad_gate_up' for 'sm_90'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK:     gpu.binary @gate_up  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">,
 // CHECK-SAME:  assembly = "
 // CHECK-SAME:  #gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">,
@@ -62,5 +65,14 @@ func.func @table_dgrad_down(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
       group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
       {b_shape = array<i64: 2048, 512>}
+  return
+}
+
+// The wgrad (ragged K) of the reference gate/up projection, f32 out.
+func.func @wgrad_gate_up(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
+                         %g: memref<128xi32>, %c: memref<128x1024x2048xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
+      b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<128x1024x2048xf32>)
   return
 }
