@@ -1,39 +1,53 @@
 #!/usr/bin/env python3
-"""Check and time Tessel's sm80 grouped-matmul kernels on an NVIDIA GPU.
+"""Check Tessel's sm80 grouped-matmul kernels on an NVIDIA GPU.
 
-The kernels are compiled into a bundle on the development machine (no LLVM
+The kernels are compiled into bundles on the development machine (no LLVM
 is needed here):
 
   tessel-aot bench/grouped_matmul_kernels.mlir --targets=sm80,sm90 -o gm.tsb
+  tessel-aot bench/grouped_matmul_wgrad_kernels.mlir --targets=sm80,sm90 \
+      -o gmw.tsb
 
-This script reads the bundle (runtime/include/tessel/bundle_format.h), loads
-each kernel through the CUDA driver API (ctypes on libcuda.so.1): the sm90
-cubin on an sm_90 GPU, else the sm80 PTX, which the driver JIT-compiles (one
-case also runs the PTX on purpose). It launches them with the bundle's
+This script reads the bundles (runtime/include/tessel/bundle_format.h),
+loads each kernel through the CUDA driver API (ctypes on libcuda.so.1): the
+sm90 cubin on an sm_90 GPU, else the sm80 PTX, which the driver JIT-compiles
+(one case also runs the PTX on purpose). It launches them with the bundle's
 launch geometry and the runtime's parameter convention (the data pointers of
 a, b, group_offsets, c, then T as int64) on torch's current stream, and
 compares with an fp32 torch reference on fresh random data, outputs poisoned
-with NaN before every run. Kernel names give the layout of b (gm: stacked
-[E, N, K], trans_b; gmd: stacked [E, K, N]; gmp / gmpd: pointer tables of
-[N, K] / [K, N] matrices) and E, N, K. Then it times every kernel of the
-reference MoE gate/up shape (4096 tokens x top-8, E=128, H=2048,
-N=2*I=1024) and of its two dgrads (b [E, K, N]: of down N=512 K=2048, of
-gate/up N=2048 K=1024) beside torch._grouped_mm on the same layout and a
-dense bf16 matmul of the same size (the ceiling).
+with NaN before every run: every element must be written, rows past the
+last group (ragged M) and the c[g] of empty groups (wgrad) must be exact
+zeros, and the error must stay within 1e-2 (bf16 or f16 c) or 1e-3
+(wgrad's f32 c) of the reference's largest magnitude (per group for wgrad,
+whose groups differ in scale).
 
-  python3 bench/grouped_matmul_check.py gm.tsb [configs.tsb ...] \
+Kernel names give the op, layout, element type and shape (the spec files'
+headers say more): gm / gmd / gmp / gmpd_e<E>_n<N>_k<K> are ragged-M
+(tessel.grouped_matmul) with b stacked [E, N, K] (trans_b), stacked
+[E, K, N], or a pointer table of [N, K] / [K, N] matrices; a `_f16` after
+the family means f16 instead of bf16; gmw_e<E>_m<M>_n<N> is the weight
+gradient (tessel.grouped_matmul_wgrad, c [E, M, N] f32). Other families
+(say cfg_* from bench/grouped_matmul_configs.mlir: other tiles) are
+gm-like. Every kernel runs on random top-k routings and on explicit group
+sizes with groups of 0, 1, 7 and over 10000 rows, T odd (no multiple of
+any tile); a few also through CUDA-graph capture and replay with new group
+offsets before each replay.
+
+  python3 bench/grouped_matmul_check.py gm.tsb [gmw.tsb cfg.tsb ...] \
       [--runtime build-rt/libtessel_runtime.so]
 
-(bench/grouped_matmul_configs.mlir holds other tile configurations of the
-gate/up shape; their bundle adds them to the timing table.)
+With --runtime, every kernel runs again through the Tessel runtime's C API.
+Exits 1 unless every check passed (then it prints ALL OK last). Timing:
+bench/grouped_matmul_bench.py.
 """
 import argparse
 import ctypes
-import os
+import itertools
 import re
 import struct
 import sys
 import time
+from typing import NamedTuple
 
 import torch
 
@@ -43,11 +57,19 @@ HEADER = struct.Struct("<8sIIQIIIIQQQ")
 KERNEL = struct.Struct("<IIIIIIQIIQQ" + "iiq" * 3 + "III" + "III" + "II" + "QQ")
 ARG = struct.Struct("<IBBBBQ")
 DIM = struct.Struct("<iiq")
+U32 = struct.Struct("<I")
+
+WGRAD_OP = "tessel.grouped_matmul_wgrad"
+# tessel_dtype (bundle_format.h) of the torch dtypes these kernels use.
+TESSEL_DTYPE = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3,
+                torch.int32: 4, torch.int64: 5}
+TORCH_DTYPE = {code: dtype for dtype, code in TESSEL_DTYPE.items()}
+BIG = 10500  # rows of the one large group (> 10K) of the explicit cases
 
 
 def read_bundle(path):
-    """The kernel records of a bundle: name, target, args, grid, block,
-    binary."""
+    """The kernel records of a bundle: name, op, target, dtype, args,
+    symbols, grid, block, binary."""
     data = open(path, "rb").read()
     (magic, version, _, size, _, count, record, _, kernels, strings,
      _) = HEADER.unpack_from(data, 0)
@@ -70,9 +92,12 @@ def read_bundle(path):
             name, _, rank, _, _, dims_at = ARG.unpack_from(
                 data, f[6] + a * ARG.size)
             args.append((string(name), dims(dims_at, rank)))
+        symbols = [string(U32.unpack_from(data, f[9] + 4 * s)[0])
+                   for s in range(f[7])]
         grid = [f[11 + 3 * d: 14 + 3 * d] for d in range(3)]
-        out.append(dict(name=string(f[0]), target=string(f[2]),
-                        entry=string(f[3]), args=args, grid=grid,
+        out.append(dict(name=string(f[0]), op=string(f[1]),
+                        target=string(f[2]), entry=string(f[3]), dtype=f[4],
+                        args=args, symbols=symbols, grid=grid,
                         grid_div=f[20:23], block=f[23:26], shared=f[26],
                         binary=data[f[28]:f[28] + f[29]]))
     return out
@@ -81,6 +106,50 @@ def read_bundle(path):
 def evaluate(dim, symbols):
     sym, mul, add = dim
     return add if sym < 0 else symbols[sym] * mul + add
+
+
+class Layout(NamedTuple):
+    """What a kernel's name says about its operands."""
+    prefix: str     # the name before _e<E>: family and element type
+    wgrad: bool     # c [E, M, N] = a[rows_g]^T . b[rows_g]; else ragged M
+    E: int
+    M: int          # wgrad: a [T, M]; 0 for ragged M
+    N: int          # c [T, N] (ragged M) or [E, M, N] (wgrad)
+    K: int          # ragged M: a [T, K]; 0 for wgrad
+    trans_b: bool   # ragged M: b [E, N, K] (or table of [N, K])
+    table: bool     # ragged M: b is a pointer table
+    dtype: torch.dtype  # of a and b (and c, except wgrad's f32)
+
+    @property
+    def tolerance(self):
+        """Of the max relative error. A bf16 (f16) c rounds each element by
+        up to 2e-3 (5e-4). Wgrad's f32 c differs from the reference only in
+        the order of summation (measured < 1e-4), and a row of a large group
+        left out of it shows as about 1e-2: 1e-3 tells them apart."""
+        return 1e-3 if self.wgrad else 1e-2
+
+
+NAME = re.compile(r"(\w+?)(_f16)?_e(\d+)(?:_m(\d+)_n(\d+)|_n(\d+)_k(\d+))",
+                  re.IGNORECASE)
+
+
+def layout(name):
+    """The Layout of a kernel of bench/grouped_matmul_kernels.mlir,
+    bench/grouped_matmul_wgrad_kernels.mlir or a config bundle, by its name
+    (see the module docstring); _m<M>_n<N> marks the wgrad."""
+    match = NAME.fullmatch(name)
+    if not match:
+        raise ValueError(f"kernel name {name!r} says no layout")
+    family, f16, E, wM, wN, N, K = match.groups()
+    family = family.lower()
+    prefix = family + ("_f16" if f16 else "")
+    dtype = torch.float16 if f16 else torch.bfloat16
+    if wM:
+        return Layout(prefix, True, int(E), int(wM), int(wN), 0, False,
+                      False, dtype)
+    return Layout(prefix, False, int(E), 0, int(N), int(K),
+                  family not in ("gmd", "gmpd"), family in ("gmp", "gmpd"),
+                  dtype)
 
 
 class Driver:
@@ -128,14 +197,22 @@ class Ptr(int):
 
 
 class Kernel:
+    """One bundle record, loaded and launched through the driver API."""
+
     def __init__(self, driver, record):
         self.driver, self.record = driver, record
         self.name = record["name"]
         self.kind = "cubin" if record["target"] == "sm90" else "ptx-jit"
+        self.layout = layout(self.name)
+        # The name drives the checks: it must agree with the bundle.
+        if ((record["op"] == WGRAD_OP) != self.layout.wgrad or
+                TORCH_DTYPE.get(record["dtype"]) != self.layout.dtype):
+            raise ValueError(f"{self.name}: the name disagrees with the "
+                             f"bundle ({record['op']}, dtype "
+                             f"{record['dtype']})")
         image = record["binary"]
         if self.kind == "ptx-jit":
             image += b"\0"
-        self.E, self.N, self.K, self.trans_b, self.table = layout(self.name)
         self.func = driver.load(image, record["entry"])
         # Dynamic shared memory past 48 KB needs an opt-in per function.
         driver.check(driver.lib.cuFuncSetAttribute(
@@ -143,40 +220,41 @@ class Kernel:
             record["shared"]), "cuFuncSetAttribute")
 
     def __call__(self, a, b, offsets, c):
-        """`b` is what prepare_b made of the [E, N, K] weights."""
-        T = a.shape[0]
+        """`b` is what Problem.b_arg made for this kernel; T is the rows of
+        a (both ops)."""
         assert a.is_contiguous() and b.is_contiguous() and c.is_contiguous()
         r = self.record
-        grid = tuple(-(-evaluate(d, [T]) // div)
+        values = {"T": a.shape[0]}
+        symbols = [values[s] for s in r["symbols"]]
+        grid = tuple(-(-evaluate(d, symbols) // div)
                      for d, div in zip(r["grid"], r["grid_div"]))
         self.driver.launch(self.func, grid, r["block"], r["shared"],
                            [Ptr(a.data_ptr()), Ptr(b.data_ptr()),
-                            Ptr(offsets.data_ptr()), Ptr(c.data_ptr()), T])
+                            Ptr(offsets.data_ptr()), Ptr(c.data_ptr()),
+                            a.shape[0]])
 
 
-def layout(name):
-    """E, N, K, trans_b, pointer table of a kernel of
-    bench/grouped_matmul_kernels.mlir (or a config bundle), by its name:
-    gm (stacked [E, N, K]), gmd (stacked [E, K, N]), gmp / gmpd (pointer
-    tables of [N, K] / [K, N] matrices); other families are gm-like."""
-    family, E, N, K = re.fullmatch(r"(\w+?)_e(\d+)_n(\d+)_k(\d+)",
-                                   name).groups()
-    return (int(E), int(N), int(K), family not in ("gmd", "gmpd"),
-            family in ("gmp", "gmpd"))
+def load_kernels(driver, bundles, major):
+    """Per kernel name, the sm90 cubin on an sm_90 GPU, else the sm80 PTX;
+    only that one is loaded (the driver JIT-compiles PTX, which takes
+    time)."""
+    preferred = ["sm90", "sm80"] if major == 9 else ["sm80"]
+    best = {}
+    for r in (r for path in bundles for r in read_bundle(path)):
+        if r["target"] not in preferred:
+            continue
+        old = best.get(r["name"])
+        if old is None or (preferred.index(r["target"]) <
+                           preferred.index(old["target"])):
+            best[r["name"]] = r
+    return {name: Kernel(driver, r) for name, r in sorted(best.items())}
 
 
-def prepare_b(kernel, b):
-    """The b argument of `kernel` for weights b [E, N, K]: the stacked
-    tensor in its layout, or a table of the addresses of E separately
-    allocated matrices (kept alive on the table tensor)."""
-    mats = b if kernel.trans_b else b.transpose(1, 2)
-    if not kernel.table:
-        return mats.contiguous()
-    keep = [m.contiguous().clone() for m in mats]
-    table = torch.tensor([m.data_ptr() for m in keep], dtype=torch.int64,
-                         device=b.device)
-    table.keep = keep
-    return table
+def device_line():
+    props = torch.cuda.get_device_properties(0)
+    return (f"device: {props.name} (sm_{props.major}{props.minor}), "
+            f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+            f"{time.strftime('%Y-%m-%d %H:%M %Z')}")
 
 
 class TesselTensor(ctypes.Structure):
@@ -185,101 +263,183 @@ class TesselTensor(ctypes.Structure):
                 ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * 8)]
 
 
-TESSEL_BF16, TESSEL_I32, TESSEL_I64 = 3, 4, 5
+class Runtime:
+    """libtessel_runtime.so (CUDA backend): one device, each bundle loaded
+    once. Bundle validation, target choice, argument checks and the launch
+    are the runtime's, not ours."""
 
-
-class RuntimeKernel:
-    """The same kernel loaded and launched through the Tessel runtime's C
-    API (libtessel_runtime.so, CUDA backend): bundle validation, target
-    choice, argument checks and the launch are the runtime's, not ours."""
-
-    def __init__(self, lib, bundle_path, name):
-        self.lib, self.name, self.kind = lib, name, "runtime"
-        self.E, self.N, self.K, self.trans_b, self.table = layout(name)
-        self.device, self.bundle = ctypes.c_void_p(), ctypes.c_void_p()
-        self.kernel = ctypes.c_void_p()
+    def __init__(self, path):
+        self.lib = lib = ctypes.CDLL(path)
+        lib.tessel_status_message.restype = ctypes.c_char_p
+        lib.tessel_kernel_target.restype = ctypes.c_char_p
+        for f in ("tessel_device_open", "tessel_bundle_load_file",
+                  "tessel_bundle_find_kernel", "tessel_kernel_launch"):
+            getattr(lib, f).restype = ctypes.c_void_p
+        lib.tessel_kernel_target.argtypes = [ctypes.c_void_p]
+        lib.tessel_status_message.argtypes = [ctypes.c_void_p]
+        lib.tessel_bundle_load_file.argtypes = [
+            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        lib.tessel_bundle_find_kernel.argtypes = [
+            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        lib.tessel_kernel_launch.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+            ctypes.c_void_p]
+        self.device = ctypes.c_void_p()
         self.check(lib.tessel_device_open(b"cuda", 0,
                                           ctypes.byref(self.device)))
-        self.check(lib.tessel_bundle_load_file(
-            self.device, bundle_path.encode(), ctypes.byref(self.bundle)))
-        self.check(lib.tessel_bundle_find_kernel(
-            self.bundle, name.encode(), ctypes.byref(self.kernel)))
-        self.kind = "runtime:" + lib.tessel_kernel_target(self.kernel).decode()
+        self.bundles = {}
 
     def check(self, status):
         if status:
             raise RuntimeError(self.lib.tessel_status_message(status).decode())
 
+    def kernel(self, bundle_path, name):
+        if bundle_path not in self.bundles:
+            bundle = ctypes.c_void_p()
+            self.check(self.lib.tessel_bundle_load_file(
+                self.device, bundle_path.encode(), ctypes.byref(bundle)))
+            self.bundles[bundle_path] = bundle
+        return RuntimeKernel(self, self.bundles[bundle_path], name)
+
+
+class RuntimeKernel:
+    """A kernel launched through the runtime's C API; called like Kernel."""
+
+    def __init__(self, runtime, bundle, name):
+        self.runtime, self.name = runtime, name
+        self.layout = layout(name)
+        self.kernel = ctypes.c_void_p()
+        runtime.check(runtime.lib.tessel_bundle_find_kernel(
+            bundle, name.encode(), ctypes.byref(self.kernel)))
+        self.kind = ("runtime:" +
+                     runtime.lib.tessel_kernel_target(self.kernel).decode())
+
     @staticmethod
-    def tensor(t, dtype):
+    def tensor(t):
         shape = (ctypes.c_int64 * 8)(*t.shape)
-        return TesselTensor(t.data_ptr(), dtype, t.dim(), shape)
+        return TesselTensor(t.data_ptr(), TESSEL_DTYPE[t.dtype], t.dim(),
+                            shape)
 
     def __call__(self, a, b, offsets, c):
-        args = (TesselTensor * 4)(self.tensor(a, TESSEL_BF16),
-                                  self.tensor(b, TESSEL_I64 if self.table
-                                              else TESSEL_BF16),
-                                  self.tensor(offsets, TESSEL_I32),
-                                  self.tensor(c, TESSEL_BF16))
+        args = (TesselTensor * 4)(*[self.tensor(t) for t in (a, b, offsets,
+                                                             c)])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        self.check(self.lib.tessel_kernel_launch(self.kernel, args, 4, stream))
+        self.runtime.check(self.runtime.lib.tessel_kernel_launch(
+            self.kernel, args, 4, stream))
 
 
-def load_runtime(path):
-    lib = ctypes.CDLL(path)
-    lib.tessel_status_message.restype = ctypes.c_char_p
-    lib.tessel_kernel_target.restype = ctypes.c_char_p
-    for f in ("tessel_device_open", "tessel_bundle_load_file",
-              "tessel_bundle_find_kernel", "tessel_kernel_launch"):
-        getattr(lib, f).restype = ctypes.c_void_p
-    lib.tessel_kernel_target.argtypes = [ctypes.c_void_p]
-    lib.tessel_status_message.argtypes = [ctypes.c_void_p]
-    lib.tessel_bundle_load_file.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
-                                            ctypes.c_void_p]
-    lib.tessel_bundle_find_kernel.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
-                                              ctypes.c_void_p]
-    lib.tessel_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                                         ctypes.c_size_t, ctypes.c_void_p]
-    return lib
+def prepare_b(kernel, w):
+    """The b argument of ragged-M `kernel` for weights w [E, N, K]: the
+    stacked tensor in its layout, or a table of the addresses of E
+    separately allocated matrices (kept alive on the table tensor)."""
+    mats = w if kernel.layout.trans_b else w.transpose(1, 2)
+    if not kernel.layout.table:
+        return mats.contiguous()
+    keep = [m.contiguous().clone() for m in mats]
+    table = torch.tensor([m.data_ptr() for m in keep], dtype=torch.int64,
+                         device=w.device)
+    table.keep = keep
+    return table
 
 
-def reference(a, b, ends):
-    """fp32 per-group a[rows] @ b[g].T; rows past the last end are zero."""
-    out = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32,
-                      device=a.device)
-    start = 0
-    for g, end in enumerate(ends):
-        if end > start:
-            out[start:end] = a[start:end].float() @ b[g].float().T
-        start = end
-    return out
+def randn(shape, gen, dtype, scale=1.0):
+    return (torch.randn(*shape, device="cuda", generator=gen) *
+            scale).to(dtype)
+
+
+class Problem:
+    """Random inputs of one kernel layout with T rows, its output buffer c,
+    and the fp32 reference.
+
+    Ragged M: a [T, K], weights w [E, N, K] (the nn.Linear layout; each
+    kernel gets them in its own layout from b_arg), c [T, N].
+    Wgrad: a [T, M], b [T, N], c [E, M, N] f32."""
+
+    def __init__(self, L, T, gen):
+        self.L = L
+        if L.wgrad:
+            self.a = randn((T, L.M), gen, L.dtype)
+            self.b = randn((T, L.N), gen, L.dtype)
+            shape, dtype = (L.E, L.M, L.N), torch.float32
+        else:
+            self.a = randn((T, L.K), gen, L.dtype)
+            # Scaled so that c is about N(0, 1) whatever K is.
+            self.w = randn((L.E, L.N, L.K), gen, L.dtype, L.K ** -0.5)
+            shape, dtype = (T, L.N), L.dtype
+        self.c = torch.empty(shape, dtype=dtype, device="cuda")
+
+    def b_arg(self, kernel):
+        return self.b if self.L.wgrad else prepare_b(kernel, self.w)
+
+    def reference(self, ends):
+        """fp32 per group: a[rows] @ w[g].T (rows past the last end are
+        zero), or a[rows].T @ b[rows] (zero for an empty group)."""
+        out = torch.zeros(self.c.shape, dtype=torch.float32, device="cuda")
+        start = 0
+        for g, end in enumerate(ends):
+            if end > start:
+                rows = self.a[start:end].float()
+                if self.L.wgrad:
+                    out[g] = rows.T @ self.b[start:end].float()
+                else:
+                    out[start:end] = rows @ self.w[g].float().T
+            start = end
+        return out
+
+    def compare(self, ends):
+        """(max relative error, every element written, the parts that no
+        group owns exactly zero) of c against the reference."""
+        written = not torch.isnan(self.c).any().item()
+        if self.c.numel() == 0:
+            return 0.0, written, True
+        ref = self.reference(ends)
+        diff = (self.c.float() - ref).abs()
+        if self.L.wgrad:
+            # Per group: a 1-row group's c is ~100x smaller than a 10K-row
+            # group's, and an error there must not hide under the latter.
+            scale = ref.abs().amax(dim=(1, 2))
+            err = (diff.amax(dim=(1, 2)) /
+                   torch.where(scale > 0, scale, 1.0)).max().item()
+            starts = [0] + ends[:-1]
+            empty = [g for g, (s, e) in enumerate(zip(starts, ends))
+                     if e <= s]
+            zeros = not empty or not self.c[empty].any().item()
+        else:
+            err = diff.max().item() / (ref.abs().max().item() or 1.0)
+            zeros = not self.c[ends[-1]:].any().item()
+        return err, written, zeros
+
+
+def report(kernel, how, T, sizes, tail, result):
+    """Prints one check line; True if it passed."""
+    err, written, zeros = result
+    ok = written and zeros and err <= kernel.layout.tolerance  # NaN fails
+    shown = sizes if len(sizes) <= 8 else (
+        f"[{len(sizes)} of {min(sizes)}..{max(sizes)} rows, "
+        f"{sizes.count(0)} empty]")
+    print(f"  {'ok  ' if ok else 'FAIL'} {kernel.name:24s} [{kernel.kind}"
+          f"{', ' + how if how else ''}] T={T:6d} tail={tail:3d} "
+          f"groups={shown} max_rel_err={err:.2e} all_written={written} "
+          f"unowned_zero={zeros}")
+    return ok
+
+
+def cumulative(sizes):
+    """group_offsets: the cumulative ends of groups of these sizes."""
+    return list(itertools.accumulate(sizes))
 
 
 def check(kernel, sizes, tail, gen):
     """Runs `kernel` on groups of `sizes` rows plus `tail` unowned rows."""
-    E, N, K = kernel.E, kernel.N, kernel.K
-    assert len(sizes) == E
+    assert len(sizes) == kernel.layout.E
     T = sum(sizes) + tail
-    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
-    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
-         K ** 0.5).bfloat16()
-    ends = torch.tensor(sizes).cumsum(0).tolist()
+    p = Problem(kernel.layout, T, gen)
+    ends = cumulative(sizes)
     offsets = torch.tensor(ends, dtype=torch.int32, device="cuda")
-    c = torch.full((T, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-    kernel(a, prepare_b(kernel, b), offsets, c)
+    p.c.fill_(float("nan"))
+    kernel(p.a, p.b_arg(kernel), offsets, p.c)
     torch.cuda.synchronize()
-    ref = reference(a, b, ends)
-    written = not torch.isnan(c).any().item()
-    err = 0.0
-    if T:
-        scale = ref.abs().max().item() or 1.0
-        err = (c.float() - ref).abs().max().item() / scale
-    ok = written and err <= 1e-2
-    shown = sizes if len(sizes) <= 8 else f"{len(sizes)} groups"
-    print(f"  {'ok  ' if ok else 'FAIL'} {kernel.name:22s} [{kernel.kind}] "
-          f"T={T:6d} tail={tail:3d} groups={shown} "
-          f"max_rel_err={err:.2e} all_written={written}")
-    return ok
+    return report(kernel, "", T, sizes, tail, p.compare(ends))
 
 
 def graph_check(kernel, routings, gen):
@@ -287,36 +447,24 @@ def graph_check(kernel, routings, gen):
     each routing's group offsets into the same buffer: the kernel must read
     the offsets on the device when it runs (nothing baked in at capture, no
     host synchronisation in the launch). Each routing has at most T rows;
-    the rest are tail rows, which must come out zero."""
-    E, N, K = kernel.E, kernel.N, kernel.K
+    the rest are tail rows, which no group owns."""
     T = max(sum(sizes) for sizes in routings)
-    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
-    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
-         K ** 0.5).bfloat16()
-    b_arg = prepare_b(kernel, b)
-    offsets = torch.zeros(E, dtype=torch.int32, device="cuda")
-    c = torch.empty(T, N, dtype=torch.bfloat16, device="cuda")
+    p = Problem(kernel.layout, T, gen)
+    b = p.b_arg(kernel)
+    offsets = torch.zeros(kernel.layout.E, dtype=torch.int32, device="cuda")
     graph = torch.cuda.CUDAGraph()
     torch.cuda.synchronize()
     with torch.cuda.graph(graph):
-        kernel(a, b_arg, offsets, c)
+        kernel(p.a, b, offsets, p.c)
     ok = True
     for sizes in routings:
-        ends = torch.tensor(sizes).cumsum(0).tolist()
+        ends = cumulative(sizes)
         offsets.copy_(torch.tensor(ends, dtype=torch.int32))
-        c.fill_(float("nan"))
+        p.c.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        ref = reference(a, b, ends)
-        written = not torch.isnan(c).any().item()
-        err = (c.float() - ref).abs().max().item() / (
-            ref.abs().max().item() or 1.0)
-        good = written and err <= 1e-2
-        ok &= good
-        print(f"  {'ok  ' if good else 'FAIL'} {kernel.name:22s} "
-              f"[{kernel.kind}, graph replay] T={T:6d} "
-              f"rows={sum(sizes):6d} empty_groups={sizes.count(0):3d} "
-              f"max_rel_err={err:.2e} all_written={written}")
+        ok &= report(kernel, "graph replay", T, sizes, T - sum(sizes),
+                     p.compare(ends))
     return ok
 
 
@@ -327,65 +475,72 @@ def routed_sizes(tokens, topk, E, gen):
     return torch.bincount(ids, minlength=E).tolist()
 
 
-def time_ms(fn, iters=50):
-    for _ in range(5):
-        fn()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    stop.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(stop) / iters
+def odd(sizes, tail):
+    """`tail` or `tail + 1`, whichever makes T = sum(sizes) + tail odd:
+    then T is no multiple of any tile."""
+    return tail + 1 - (sum(sizes) + tail) % 2
 
 
-def timing(kernels, gen, title, N, K, trans_b):
-    """Times the kernels of shape E=128 x N x K with trans_b (stacked or
-    table) beside torch._grouped_mm on the same layout and a dense bf16
-    matmul of the same size (the ceiling), 4096 tokens x top-8."""
+# Explicit group sizes of E = 8 (0, 1, 7 and > 10K rows; groups just under,
+# at and over tile sizes) and their tail rows.
+E8_CASES = [([0, 1, 7, 10500, 0, 130, 129, 3], 37),
+            ([0, 1, 7, 12001, 0, 255, 256, 3], 0),
+            ([0, 1, 7, 10500, 0, 64, 65, 63], 9)]
+
+
+def cases(L, gen):
+    """(group sizes, tail rows) cases for a kernel of layout L."""
+    E = L.E
+    if E == 1:
+        # (No T = 0: its grid has no blocks, which the driver refuses.)
+        return [([1000], 0), ([1], 200), ([BIG], odd([BIG], 36)), ([7], 0),
+                ([0], 5)]
+    out = []
+    # A random top-8 routing of 4096 tokens (top-2 of 8 experts) with
+    # empty, 1-row and 7-row groups planted, the first one empty.
+    routed = routed_sizes(4096, min(8, max(1, E // 4)), E, gen)
+    routed[0], routed[E // 2], routed[-1] = 0, 1, 7
+    out.append((routed, odd(routed, 37)))
+    if E >= 5:
+        # 0, 1, 7 and one > 10K rows first; random small groups; the last
+        # group empty, so that the tail follows an empty group.
+        rest = torch.randint(0, 300, (E - 5,), device="cuda",
+                             generator=gen).tolist()
+        explicit = [0, 1, 7, BIG] + rest + [0]
+        out.append((explicit, odd(explicit, 9)))
+    if E == 8:
+        out += E8_CASES
+    small = (L.M or L.K) * L.N <= 200 * 72
+    if small:
+        out += [([0] * E, 5), ([0] * E, 0)]  # every group empty; T = 0
+    return out
+
+
+def graph_routings(gen):
+    """Three routings of E = 128 for one graph: two random top-8 routings
+    of 4096 tokens, and one with 126 experts empty (2767 tail rows)."""
     E = 128
-    print(f"timing: {title}, 4096 tokens x top-8, E={E}, N={N}, K={K} "
-          "(bf16, fp32 accumulate)")
-    ok = True
-    sizes = routed_sizes(4096, 8, E, gen)
-    T = sum(sizes)
-    a = torch.randn(T, K, device="cuda", generator=gen).bfloat16()
-    b = (torch.randn(E, N, K, device="cuda", generator=gen) /
-         K ** 0.5).bfloat16()
-    offsets = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
-    c = torch.empty(T, N, dtype=torch.bfloat16, device="cuda")
-    flops = 2.0 * T * N * K
-    rows = []
-    # torch._grouped_mm takes b as [E, K, N] (any strides): the transposed
-    # view of the [E, N, K] weights for trans_b, else a [E, K, N] tensor.
-    bt = b.transpose(-2, -1) if trans_b else b.transpose(-2, -1).contiguous()
+    skewed = [0] * E
+    skewed[5], skewed[77] = 30000, 1
+    return [routed_sizes(4096, 8, E, gen), routed_sizes(4096, 8, E, gen),
+            skewed]
+
+
+# Captured and replayed: the gate/up forward, the down dgrad, the gate/up
+# weight gradient of the reference MoE shape.
+GRAPH_KERNELS = ("gm_e128_n1024_k2048", "gmd_e128_n512_k2048",
+                 "gmw_e128_m1024_n2048")
+
+
+def guarded(fn, kernel, *args):
+    """fn(kernel, *args), a failed check if it raises (a launch the driver
+    or the runtime refuses, say): the other checks still run."""
     try:
-        peer = torch._grouped_mm(a, bt, offs=offsets)
-        rows.append(("torch._grouped_mm",
-                     time_ms(lambda: torch._grouped_mm(a, bt, offs=offsets))))
+        return fn(kernel, *args)
     except Exception as e:  # report, keep going
-        print(f"  torch._grouped_mm unavailable: {e}")
-        peer = reference(a, b, torch.cumsum(torch.tensor(sizes), 0).tolist())
-    for name, k in sorted(kernels.items()):
-        if (k.E, k.N, k.K) != (E, N, K) or k.trans_b != trans_b:
-            continue
-        barg = prepare_b(k, b)
-        c.fill_(float("nan"))
-        k(a, barg, offsets, c)
-        diff = ((c.float() - peer.float()).abs().max() /
-                peer.float().abs().max()).item()
-        good = diff <= 1e-2  # NaN (a row not written) fails too
-        ok &= good
-        ms = time_ms(lambda: k(a, barg, offsets, c))
-        rows.append((f"tessel {name} [{k.kind}] "
-                     f"{'' if good else 'WRONG '}diff={diff:.1e}", ms))
-    dense_b = b[0].T.contiguous()
-    rows.append(("dense bf16 matmul (ceiling)",
-                 time_ms(lambda: a @ dense_b)))
-    for label, ms in rows:
-        print(f"  {label:48s} {ms * 1e3:9.1f} us  {flops / ms / 1e9:7.1f} TFLOP/s")
-    return ok
+        print(f"  FAIL {kernel.name:24s} [{kernel.kind}] {fn.__name__} "
+              f"raised {type(e).__name__}: {e}")
+        return False
 
 
 def main():
@@ -393,94 +548,54 @@ def main():
     parser.add_argument("bundles", nargs="+")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--runtime", help="libtessel_runtime.so: also run "
-                        "every kernel of the first bundle through the "
-                        "runtime's C API")
+                        "every kernel through the runtime's C API")
     args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # an fp32 reference
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
     driver = Driver()
-    props = torch.cuda.get_device_properties(0)
-    print(f"device: {props.name} (sm_{props.major}{props.minor}), "
-          f"torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M %Z')}")
-
-    # Per kernel name, the sm90 cubin on an sm_90 GPU, else the sm80 PTX.
-    preferred = ["sm90", "sm80"] if props.major == 9 else ["sm80"]
-    records = [r for path in args.bundles for r in read_bundle(path)]
-    kernels = {}
-    for target in reversed(preferred):
-        for r in records:
-            if r["target"] == target:
-                kernels[r["name"]] = Kernel(driver, r)
-    jit = Kernel(driver, next(r for r in records if r["target"] == "sm80"
-                              and r["name"] == "gm_e8_n64_k64"))
-
+    print(device_line())
+    major = torch.cuda.get_device_properties(0).major
+    kernels = load_kernels(driver, args.bundles, major)
     print(f"kernels: {len(kernels)} from {', '.join(args.bundles)}")
-    print("correctness (fp32 reference, bf16 output, tolerance 1e-2 of max):")
-    ok = True
-    small = [0, 1, 7, 10500, 0, 130, 129, 3]
-    cases = [
-        ("gm_e8_n64_k64", small, 37),
-        ("gm_e8_n64_k64", [0] * 8, 5),          # every group empty
-        ("gm_e8_n64_k64", [0] * 8, 0),          # T = 0
-        ("gm_e1_n64_k64", [1000], 0),
-        ("gm_e1_n64_k64", [1], 200),
-        ("gm_e8_n200_k72", small, 11),          # N, K not tile multiples
-        ("gm_e8_n1024_k2048", [0, 1, 7, 12001, 0, 255, 256, 3], 0),
-        ("gm_e128_n64_k64", None, 3),
-        ("gm_e128_n1024_k2048", None, 0),
-        ("gm_e128_n2048_k512", None, 50),
-        # The dgrad shapes (gmd, gmpd): of down, of gate/up.
-        ("gm_e128_n512_k2048", None, 50),
-        ("gm_e128_n2048_k1024", None, 0),
-        ("gm_e8_n64_k64", [0, 1, 7, 10500, 0, 64, 65, 63], 9),
-    ]
-    # The cases run for every family of kernels: gm_* is the default
-    # configuration; a bundle may add others (say alt_*, another tile).
-    families = sorted({n.split("_e")[0] for n in kernels})
-    for family in families:
-        for name, sizes, tail in cases:
-            name = family + name[len("gm"):]
-            if name not in kernels:
-                continue
-            k = kernels[name]
-            if sizes is None:
-                sizes = routed_sizes(4096, 8, k.E, gen)
-                sizes[3], sizes[5], sizes[9] = 0, 1, 7  # keep edge cases
-            ok &= check(k, sizes, tail, gen)
-    ok &= check(jit, small, 37, gen)
-    if args.runtime:
-        lib = load_runtime(args.runtime)
-        first = {r["name"] for r in read_bundle(args.bundles[0])}
-        for family in ("gm", "gmd", "gmp", "gmpd"):
-            for name, sizes, tail in cases:
-                name = family + name[len("gm"):]
-                if name not in first:
-                    continue
-                rk = RuntimeKernel(lib, args.bundles[0], name)
-                if sizes is None:
-                    sizes = routed_sizes(4096, 8, rk.E, gen)
-                ok &= check(rk, sizes, tail, gen)
-        # CUDA graphs: capture once, replay with new routings, directly and
-        # through the runtime.
-        print("CUDA graph capture and replay (new offsets before each "
-              "replay):")
-        E = 128
-        skewed = [0] * E
-        skewed[5], skewed[77] = 30000, 1
-        routings = [routed_sizes(4096, 8, E, gen), routed_sizes(4096, 8, E, gen),
-                    skewed]
-        for name in ("gm_e128_n1024_k2048", "gmd_e128_n512_k2048"):
-            if name in kernels:
-                ok &= graph_check(kernels[name], routings, gen)
-            if name in first:
-                ok &= graph_check(RuntimeKernel(lib, args.bundles[0], name),
-                                  routings, gen)
+    if not any(k.layout.wgrad for k in kernels.values()):
+        print("NOTE: no gmw_* kernels given: the weight gradient is not "
+              "checked")
 
-    ok &= timing(kernels, gen, "reference MoE gate/up", 1024, 2048, True)
-    ok &= timing(kernels, gen, "dgrad of down (b [E, K, N])", 512, 2048,
-                 False)
-    ok &= timing(kernels, gen, "dgrad of gate/up (b [E, K, N])", 2048, 1024,
-                 False)
+    print("correctness (fp32 reference; max relative error of the largest "
+          "magnitude, per group for wgrad: at most 1e-2 for bf16/f16 c, "
+          "1e-3 for wgrad's f32 c):")
+    ok = True
+    for name, k in kernels.items():
+        for sizes, tail in cases(k.layout, gen):
+            ok &= guarded(check, k, sizes, tail, gen)
+    # The same small kernel from its PTX, JIT-compiled by the driver.
+    jit = [r for path in args.bundles for r in read_bundle(path)
+           if r["target"] == "sm80" and r["name"] == "gm_e8_n64_k64"]
+    if jit:
+        ok &= guarded(check, Kernel(driver, jit[0]), *E8_CASES[0], gen)
+
+    runtime = Runtime(args.runtime) if args.runtime else None
+    bundle_of = {}  # kernel name -> the first bundle that has it
+    if runtime:
+        print("the same through the runtime's C API:")
+        for path in args.bundles:
+            for r in read_bundle(path):
+                bundle_of.setdefault(r["name"], path)
+        for name, path in sorted(bundle_of.items()):
+            rk = runtime.kernel(path, name)
+            for sizes, tail in cases(rk.layout, gen):
+                ok &= guarded(check, rk, sizes, tail, gen)
+
+    print("CUDA graph capture and replay (new offsets before each replay):")
+    routings = graph_routings(gen)
+    for name in GRAPH_KERNELS:
+        if name in kernels:
+            ok &= guarded(graph_check, kernels[name], routings, gen)
+        if name in bundle_of:
+            ok &= guarded(graph_check, runtime.kernel(bundle_of[name], name),
+                          routings, gen)
+
     print("ALL OK" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 
