@@ -31,8 +31,8 @@ import sys
 
 import torch
 
-from grouped_matmul_check import (Driver, Layout, Problem, cumulative,
-                                  device_line, load_kernels, routed_sizes)
+from grouped_matmul_check import (Layout, Problem, cumulative,
+                                  routed_sizes, start)
 
 
 def local_routed_sizes(tokens, topk, experts, local, gen):
@@ -196,14 +196,7 @@ def main():
     parser.add_argument("--reps", type=int, default=50,
                         help="timed calls per kernel (the median is shown)")
     args = parser.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False  # an fp32 reference
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(args.seed)
-    driver = Driver()
-    print(device_line())
-    major = torch.cuda.get_device_properties(0).major
-    kernels = load_kernels(driver, args.bundles, major)
-    print(f"kernels: {len(kernels)} from {', '.join(args.bundles) or '-'}")
+    gen, _, kernels = start(args.bundles, args.seed)
 
     # A square dense bf16 matmul: the GPU's practical ceiling.
     x = torch.randn(8192, 8192, device="cuda", generator=gen).bfloat16()

@@ -250,6 +250,22 @@ def load_kernels(driver, bundles, major):
     return {name: Kernel(driver, r) for name, r in sorted(best.items())}
 
 
+def start(bundles, seed):
+    """The common start of the check and the benchmark: fp32 references
+    without TF32, a seeded generator, the driver and the bundles' kernels
+    (the device line and the kernel count printed). Returns (gen, driver,
+    kernels)."""
+    torch.backends.cuda.matmul.allow_tf32 = False  # an fp32 reference
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    driver = Driver()
+    print(device_line())
+    major = torch.cuda.get_device_properties(0).major
+    kernels = load_kernels(driver, bundles, major)
+    print(f"kernels: {len(kernels)} from {', '.join(bundles) or '-'}")
+    return gen, driver, kernels
+
+
 def device_line():
     props = torch.cuda.get_device_properties(0)
     return (f"device: {props.name} (sm_{props.major}{props.minor}), "
@@ -550,14 +566,7 @@ def main():
     parser.add_argument("--runtime", help="libtessel_runtime.so: also run "
                         "every kernel through the runtime's C API")
     args = parser.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False  # an fp32 reference
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(args.seed)
-    driver = Driver()
-    print(device_line())
-    major = torch.cuda.get_device_properties(0).major
-    kernels = load_kernels(driver, args.bundles, major)
-    print(f"kernels: {len(kernels)} from {', '.join(args.bundles)}")
+    gen, driver, kernels = start(args.bundles, args.seed)
     if not any(k.layout.wgrad for k in kernels.values()):
         print("NOTE: no gmw_* kernels given: the weight gradient is not "
               "checked")

@@ -368,15 +368,19 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
   auto kInside = [&](Value valid, Value kIndex) {
     return k % cfg.tileK ? andi(valid, lt(kIndex, idx(k))) : valid;
   };
+  // Ragged K: a [tileK, tile] tile of the group's rows of a or b, columns
+  // from `first` (of `limit`); rows past the group's end are zeros.
+  auto fromGroupRows = [&](Value row, Value col, Value first, int64_t limit,
+                           int64_t tile) {
+    Value r = add(add(rowStart, k0), row), column = add(first, col);
+    Value valid = lt(r, rowEnd);
+    if (limit % tile)
+      valid = andi(valid, lt(column, idx(limit)));
+    return std::make_pair(valid, SmallVector<Value>{r, column});
+  };
   auto fromA = [&](Value row, Value col) {
-    if (raggedK) {
-      // [tileK, tileM] of a: rows past the group's end are zeros.
-      Value r = add(add(rowStart, k0), row), mc = add(mStart, col);
-      Value valid = lt(r, rowEnd);
-      if (m % cfg.tileM)
-        valid = andi(valid, lt(mc, idx(m)));
-      return std::make_pair(valid, SmallVector<Value>{r, mc});
-    }
+    if (raggedK)
+      return fromGroupRows(row, col, mStart, m, cfg.tileM);
     Value r = add(rowStart, row), kc = add(k0, col);
     return std::make_pair(kInside(lt(r, rowEnd), kc),
                           SmallVector<Value>{r, kc});
@@ -389,13 +393,8 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
   };
   // With trans_b a B tile row is an n, else a k.
   auto fromB = [&](Value row, Value col) {
-    if (raggedK) {
-      Value r = add(add(rowStart, k0), row), nc = add(colStart, col);
-      Value valid = lt(r, rowEnd);
-      if (n % cfg.tileN)
-        valid = andi(valid, lt(nc, idx(n)));
-      return std::make_pair(valid, SmallVector<Value>{r, nc});
-    }
+    if (raggedK)
+      return fromGroupRows(row, col, colStart, n, cfg.tileN);
     if (transB) {
       Value r = add(colStart, row), kc = add(k0, col);
       return std::make_pair(kInside(lt(r, idx(n)), kc), bIndices(r, kc));
