@@ -180,7 +180,7 @@ private:
 
   /// Allocates the shared-memory rings of A and B tiles.
   void allocateRings();
-  /// Thread, lane and warp coordinates.
+  /// Thread, lane and warp coordinates, and the block's first column of c.
   void setThreadIds();
   /// Accumulators of this warp's C block, zero.
   SmallVector<Value> zeroAccumulators();
@@ -661,6 +661,7 @@ void GroupedMatmulBuilder::setThreadIds() {
   Value warp = divu(tid, warpSize);
   warpRow = divu(warp, cfg.warpsN);
   warpCol = remu(warp, cfg.warpsN);
+  colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
 }
 
 SmallVector<Value> GroupedMatmulBuilder::zeroAccumulators() {
@@ -685,7 +686,6 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(Value aArg, Value bArg,
   transB = false;
   allocateRings();
   setThreadIds();
-  colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
   mStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cfg.tileM);
   group = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
 
@@ -748,7 +748,6 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
   numK = idx((k + cfg.tileK - 1) / cfg.tileK);
   allocateRings();
   setThreadIds();
-  colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
   GroupTile tile = findTile(offsets, T,
                             gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
                             groups);
