@@ -50,7 +50,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Templates.h"
+#include "KernelBuilder.h"
 
 #include "tessel/Conversion/Utils/KernelParams.h"
 
@@ -81,15 +81,11 @@ struct Config {
   int64_t stages = 4;
 };
 
-/// Elements of a 16-byte chunk.
-constexpr int64_t kChunk = 8;
-
-class GroupedMatmulBuilder {
+class GroupedMatmulBuilder : public KernelBuilder {
 public:
   GroupedMatmulBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
                        const MmaAtom &atom, const Config &cfg)
-      : b(b), loc(loc), target(target), atom(atom), cfg(cfg),
-        warpSize(target.getWarpSize()) {}
+      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg) {}
 
   /// Writes the kernel body at the builder's insertion point.
   /// `transB`: b holds [N, K] matrices (else [K, N]); `bShape`: b is a
@@ -102,37 +98,6 @@ public:
                            Value T, int64_t groups, int64_t m, int64_t n);
 
 private:
-  // --- index arithmetic ---------------------------------------------------
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value i32(int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
-  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, idx(y)); }
-  Value divu(Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, idx(y));
-  }
-  Value remu(Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, idx(y));
-  }
-  Value lt(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-
-  // --- warp collectives (i32) ---------------------------------------------
-  /// Inclusive scan of `x` over the lanes with `combine`.
-  Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
-  /// `combine` of `x` over all lanes, in every lane.
-  Value warpReduce(Value x, function_ref<Value(Value, Value)> combine);
-  Value broadcast(Value x, Value lane);
-
   struct GroupTile {
     Value found;            ///< i1: this block has a tile.
     Value rowStart, rowEnd; ///< index: the tile's rows of a and c.
@@ -171,12 +136,8 @@ private:
   LogicalResult registerStagedLoop(SmallVector<Value> &acc);
   void epilogue(ArrayRef<Value> acc);
 
-  OpBuilder &b;
-  Location loc;
-  const TargetInfo &target;
   MmaAtom atom;
   Config cfg;
-  int64_t warpSize;
 
   /// Allocates the shared-memory rings of A and B tiles.
   void allocateRings();
@@ -203,33 +164,6 @@ private:
   /// first row of c[group] (ragged K).
   Value rowStart, rowEnd, group, colStart, mStart;
 };
-
-Value GroupedMatmulBuilder::warpScan(Value x,
-                                     function_ref<Value(Value, Value)> combine) {
-  for (int64_t d = 1; d < warpSize; d *= 2) {
-    auto up = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
-                                     gpu::ShuffleMode::UP);
-    // Lanes below d get no value (valid = false) and keep theirs.
-    x = select(up.getValid(), combine(x, up.getShuffleResult()), x);
-  }
-  return x;
-}
-
-Value GroupedMatmulBuilder::warpReduce(
-    Value x, function_ref<Value(Value, Value)> combine) {
-  for (int64_t d = 1; d < warpSize; d *= 2) {
-    auto other = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
-                                        gpu::ShuffleMode::XOR);
-    x = combine(x, other.getShuffleResult());
-  }
-  return x;
-}
-
-Value GroupedMatmulBuilder::broadcast(Value x, Value srcLane) {
-  return gpu::ShuffleOp::create(b, loc, x, srcLane, i32(warpSize),
-                                gpu::ShuffleMode::IDX)
-      .getShuffleResult();
-}
 
 GroupedMatmulBuilder::GroupTile
 GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
@@ -315,9 +249,6 @@ GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
         ValueRange{broadcast(end, lastLane), broadcast(inclusive, lastLane),
                    found, first, last, ownerGroup});
   }
-  auto toIndex = [&](Value v) -> Value {
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  };
   return {loop.getResult(2), toIndex(loop.getResult(3)),
           toIndex(loop.getResult(4)), toIndex(loop.getResult(5))};
 }
@@ -325,17 +256,7 @@ GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
 SmallVector<Value> GroupedMatmulBuilder::sharedIndices(Value stage, Value row,
                                                        Value col,
                                                        int64_t width) {
-  // Rows of `width` bf16 are width/8 chunks; a 128-byte bank line holds
-  // 8/(width/8) rows (or a row spans several lines). XOR the chunk with
-  // (row / rowsPerLine) % min(chunks, 8) so that 8 consecutive rows at one
-  // chunk fill 8 different 16-byte slots of a bank line. For rows of 8 or
-  // more chunks only the low 3 bits of the chunk change, so a chunk stays in
-  // its row (width is then a multiple of 64).
-  int64_t chunks = width / kChunk;
-  int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
-  Value swz = remu(divu(row, rowsPerLine), std::min<int64_t>(chunks, 8));
-  Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
-  return {stage, row, add(mul(chunk, kChunk), remu(col, kChunk))};
+  return swizzledIndices(stage, row, col, width);
 }
 
 LogicalResult GroupedMatmulBuilder::forEachChunk(
@@ -631,23 +552,15 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
 }
 
 void GroupedMatmulBuilder::allocateRings() {
-  MLIRContext *ctx = b.getContext();
   Type elem = atom.operandType;
   // The rings live in dynamic shared memory: 3 stages of 128x128x32 fill
   // the 48 KB a static allocation may use, and deeper rings or wider K
   // tiles need more. The dynamic block is 16-byte aligned (what cp.async and
   // ldmatrix need) and each ring is a multiple of 16 bytes.
-  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value bytes = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
+  Value bytes = dynamicSharedBytes();
   int64_t offset = 0;
   auto ring = [&](int64_t rows, int64_t width) -> Value {
-    auto type = MemRefType::get({cfg.stages, rows, width}, elem,
-                                MemRefLayoutAttrInterface(), workgroup);
-    Value view = memref::ViewOp::create(b, loc, type, bytes, idx(offset),
-                                        ValueRange{});
+    Value view = sharedView(bytes, offset, {cfg.stages, rows, width}, elem);
     offset += cfg.stages * rows * width * elem.getIntOrFloatBitWidth() / 8;
     return view;
   };
@@ -718,9 +631,6 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(Value aArg, Value bArg,
   Value start32 = arith::MinSIOp::create(b, loc, startMax, T32);
   Value end32 = arith::MinSIOp::create(
       b, loc, arith::MaxSIOp::create(b, loc, own, start32), T32);
-  auto toIndex = [&](Value v) -> Value {
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  };
   rowStart = toIndex(start32);
   rowEnd = toIndex(end32);
   numK = divu(add(sub(rowEnd, rowStart), cfg.tileK - 1), cfg.tileK);

@@ -1,0 +1,99 @@
+//===- KernelBuilder.h - What every GPU kernel template builds with -*- C++ -*-===//
+//
+// The index arithmetic, warp collectives and shared-memory layout that all
+// templates share. A template's builder class derives from KernelBuilder and
+// adds its own state; everything here emits target-neutral ops (arith, gpu,
+// memref) at the builder's insertion point.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_LIB_CONVERSION_TESSELTOGPU_KERNELBUILDER_H
+#define TESSEL_LIB_CONVERSION_TESSELTOGPU_KERNELBUILDER_H
+
+#include "Templates.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace mlir::tessel {
+
+/// Elements of a 16-byte chunk of a 16-bit type: the unit of global loads,
+/// async copies and shared-memory swizzles.
+constexpr int64_t kChunk = 8;
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const TargetInfo &target)
+      : b(b), loc(loc), target(target), warpSize(target.getWarpSize()) {}
+
+protected:
+  // --- index arithmetic ---------------------------------------------------
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value i32(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value f32(double v) {
+    return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                          llvm::APFloat(static_cast<float>(v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, idx(y)); }
+  Value divu(Value x, int64_t y) {
+    return y == 1 ? x : arith::DivUIOp::create(b, loc, x, idx(y)).getResult();
+  }
+  Value remu(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, idx(y));
+  }
+  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value toI32(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value blockId(gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d); }
+  Value threadId() { return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x); }
+
+  // --- warp collectives ---------------------------------------------------
+  /// Inclusive scan of `x` (i32) over the lanes with `combine`.
+  Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
+  /// `combine` of `x` over all lanes (i32 or f32), in every lane; with
+  /// `width` < warpSize, over each aligned group of `width` lanes.
+  Value warpReduce(Value x, function_ref<Value(Value, Value)> combine,
+                   int64_t width = 0);
+  Value broadcast(Value x, Value lane);
+
+  // --- shared memory --------------------------------------------------------
+  /// The block's dynamic shared memory, as bytes.
+  Value dynamicSharedBytes();
+  /// A view of `shape` x `elem` at byte `offset` of `bytes`.
+  Value sharedView(Value bytes, int64_t offset, ArrayRef<int64_t> shape,
+                   Type elem);
+  /// Memref indices of element (row, col) of a swizzled shared tile [rows,
+  /// width] (of 16-bit elements), preceded by `outer` indices (e.g. the
+  /// stage of a ring): rows are 16-byte chunks XOR-swizzled with the row so
+  /// that the eight row addresses of a fragment load hit eight different
+  /// bank groups. A run of 8 elements starting at a multiple of 8 stays
+  /// contiguous.
+  SmallVector<Value> swizzledIndices(ValueRange outer, Value row, Value col,
+                                     int64_t width);
+
+  OpBuilder &b;
+  Location loc;
+  const TargetInfo &target;
+  int64_t warpSize;
+};
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_KERNELBUILDER_H
