@@ -93,12 +93,13 @@ void mlir::tessel::buildNVVMSerializePipeline(
     OpPassManager &pm, const NVVMPipelineOptions &options) {
   // Inside each gpu.module everything is in the NVVM/LLVM dialects: nvgpu
   // copies and ldmatrix become nvvm ops on pointers computed from the memref
-  // descriptors, then vector and gpu (thread ids, shuffles, barriers,
-  // workgroup buffers as .shared globals) follow.
+  // descriptors, then gpu (thread ids, shuffles, barriers, workgroup
+  // buffers as .shared globals), vector, memref and arith go to NVVM/LLVM in
+  // one conversion (a separate vector conversion before it would not know
+  // the shared address space).
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createSCFToControlFlowPass());
-  kernels.addPass(createConvertVectorToLLVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

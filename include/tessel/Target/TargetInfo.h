@@ -98,6 +98,11 @@ public:
   /// Elements [i, i + run) of a lane's accumulator, for i a multiple of run,
   /// sit in one row of the C tile in consecutive columns.
   virtual int64_t getAccumulatorRun(const MmaAtom &atom) const = 0;
+  /// The lanes that hold the columns of one row of the C tile: aligned
+  /// groups of this many consecutive lanes (a row reduction, as in a
+  /// softmax, combines them by XOR shuffles below this width). Runs of
+  /// different index (i / run) in one lane sit in different rows.
+  virtual int64_t getAccumulatorRowLanes(const MmaAtom &atom) const = 0;
   /// Row and column, within the atom's C tile, of accumulator element `i` of
   /// lane `lane`.
   virtual std::pair<Value, Value>
@@ -118,6 +123,13 @@ public:
                                             const Fragment &a,
                                             const Fragment &bFrag,
                                             ValueRange acc) const = 0;
+
+  /// 2^x and log2(x) of an f32 as one hardware instruction (ex2/lg2.approx
+  /// on NVIDIA, v_exp/v_log on CDNA), for softmax and log-sum-exp: the
+  /// generic llvm/math ops lower to library calls (libdevice, ocml) here.
+  /// exp2(-inf) = 0 and log2(0) = -inf.
+  virtual Value exp2(OpBuilder &b, Location loc, Value x) const = 0;
+  virtual Value log2(OpBuilder &b, Location loc, Value x) const = 0;
 
   /// Starts copying `elements` contiguous elements (getAsyncCopyBytes()
   /// bytes) from `src[srcIndices...]` to `dst[dstIndices...]` in shared

@@ -59,6 +59,14 @@ FailureOr<LaunchGeometry> buildGroupedMatmulWgrad(OpBuilder &b,
                                                   GroupedMatmulWgradOp op,
                                                   KernelContext &ctx);
 
+/// Paged decode attention on tensor cores (decode_attention, and
+/// paged_attention without cu_seqlens): one block per request, KV head and
+/// split; `out`/`lse` with a leading split dimension hold split-KV partials.
+FailureOr<LaunchGeometry>
+buildPagedDecode(OpBuilder &b, Operation *op, KernelContext &ctx, Value q,
+                 Value kCache, Value vCache, Value blockTable, Value lens,
+                 Value out, Value lse, KVLayout layout, double scale);
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H

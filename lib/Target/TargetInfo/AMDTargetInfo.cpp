@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 using namespace mlir;
@@ -54,7 +55,18 @@ public:
   // MFMA C fragments hold one column per lane: lane l owns column l % n;
   // its 4-row groups are interleaved across the lane halves (32x32) or
   // quarters (16x16). No two elements share a row, so runs are 1.
+  Value exp2(OpBuilder &b, Location loc, Value x) const override {
+    return ROCDL::ROCDLExp2::create(b, loc, x.getType(), x);
+  }
+  // llvm.amdgcn.log is the base-2 logarithm (v_log_f32).
+  Value log2(OpBuilder &b, Location loc, Value x) const override {
+    return ROCDL::ROCDLLog::create(b, loc, x.getType(), x);
+  }
+
   int64_t getAccumulatorRun(const MmaAtom &) const override { return 1; }
+  int64_t getAccumulatorRowLanes(const MmaAtom &atom) const override {
+    return atom.n;
+  }
   std::pair<Value, Value> getAccumulatorPosition(OpBuilder &b, Location loc,
                                                  const MmaAtom &atom,
                                                  Value lane,

@@ -43,6 +43,8 @@ public:
   // m16n8 C fragment: lane l holds rows l/4 and l/4 + 8, columns 2(l%4) and
   // 2(l%4) + 1 of each.
   int64_t getAccumulatorRun(const MmaAtom &) const override { return 2; }
+  // Lanes 4r .. 4r+3 hold rows r and r + 8.
+  int64_t getAccumulatorRowLanes(const MmaAtom &) const override { return 4; }
   std::pair<Value, Value> getAccumulatorPosition(OpBuilder &b, Location loc,
                                                  const MmaAtom &, Value lane,
                                                  int64_t i) const override {
@@ -175,6 +177,13 @@ public:
     return success();
   }
 
+  Value exp2(OpBuilder &b, Location loc, Value x) const override {
+    return intrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
+  }
+  Value log2(OpBuilder &b, Location loc, Value x) const override {
+    return intrinsic(b, loc, "llvm.nvvm.lg2.approx.ftz.f", x);
+  }
+
   LogicalResult asyncCommit(OpBuilder &b, Location loc) const override {
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     return success();
@@ -187,6 +196,11 @@ public:
   }
 
 private:
+  static Value intrinsic(OpBuilder &b, Location loc, StringRef name, Value x) {
+    return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
+                                         b.getStringAttr(name), ValueRange{x})
+        .getResult(0);
+  }
   static Value index(OpBuilder &b, Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   }

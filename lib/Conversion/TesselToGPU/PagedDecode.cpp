@@ -1,0 +1,761 @@
+//===- PagedDecode.cpp - Paged decode attention kernel template ------------===//
+//
+// One query token per request against a paged KV cache (decode_attention,
+// and the split-KV partials of paged_attention), on tensor cores.
+//
+// Work decomposition. Block (b, g, p) computes the query heads of KV head g
+// of request b over split p of its context: the G = Hq / Hkv heads that
+// share a KV head are the rows of one MMA tile (padded to the atom's M), so
+// every KV byte is read once per request. Splits cut the context into
+// windows of ceil(MB / P) blocks (MB = block-table width, a shape): the grid
+// depends on shapes only, and a split past a request's length sees no key
+// and writes the LSE-merge identity (zeros, LSE -inf).
+//
+// Tile loop. A tile is W x TW consecutive tokens of the window; warp w owns
+// tokens [w TW, (w + 1) TW) of every tile and keeps its own online-softmax
+// state (running row max m, partial row sum l, unnormalised O in MMA
+// accumulators). K and V tiles are staged in shared memory by 16-byte copies
+// (cp.async in a ring of `stages` on sm80, through registers into a double
+// buffer on CDNA), zero-filled past the window, and their rows are found
+// through the block table one 16-byte chunk at a time. Per tile each warp
+// computes S = Q K^T (Q staged once), masks tokens past the window, updates
+// m and l, writes P = exp2(S - m) as 16-bit to its own shared-memory slice
+// and accumulates O += P V. Scores are scaled by scale * log2(e) so the
+// exponentials are exp2 (one instruction on both vendors).
+//
+// Cache layouts. NHD K and V tiles are token-major [tokens, D]; V feeds the
+// MMA as a K-major-rows B operand (ldmatrix .trans / column reads). The CDNA
+// pre-shuffled K ([.., D/x, BS, x]) gives the same token-major rows, one
+// 16-byte chunk per (token, 8 dims); the shuffled V ([.., BS/x, D, x]) gives
+// chunks of 8 tokens of one dim, so its tile is staged [Dv, tokens],
+// K-contiguous, and needs no transpose at all.
+//
+// Epilogue. The warps' states are merged through shared memory (the tile
+// ring is reused): M = max_w m_w, O = sum_w 2^(m_w - M) O_w / sum_w 2^(m_w
+// - M) l_w, written with 16-byte stores; LSE = (M + log2 L) ln 2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// What one decode kernel computes (everything static but the buffers).
+struct DecodeProblem {
+  Value q, kCache, vCache, blockTable, lens, out, lse;
+  KVLayout layout;
+  int64_t groupSize, kvHeads, headDim, valueDim, blockSize;
+  double scale;
+  /// out/lse have a leading split dimension [P, ...].
+  bool split;
+};
+
+struct DecodeConfig {
+  int64_t warps = 4;
+  /// Tokens each warp takes of a tile.
+  int64_t tokensPerWarp = 16;
+  int64_t stages = 3;
+  int64_t tileTokens() const { return warps * tokensPerWarp; }
+};
+
+class PagedDecodeBuilder : public KernelBuilder {
+public:
+  PagedDecodeBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
+                     const MmaAtom &atom, const DecodeConfig &cfg,
+                     const DecodeProblem &pb)
+      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg), pb(pb) {}
+
+  LogicalResult build();
+
+private:
+  /// The tile rows: G heads padded to the atom's M.
+  int64_t rows() const { return atom.m; }
+  int64_t accCount() const { return target.getAccumulatorCount(atom); }
+  int64_t run() const { return target.getAccumulatorRun(atom); }
+  /// Row slots of one atom per lane (each a run of elements of one row).
+  int64_t slots() const { return accCount() / run(); }
+
+  void stageQuery();
+  /// One 16-byte chunk of a K or V tile (validElements of it are read).
+  struct Chunk {
+    Value shared;
+    SmallVector<Value> dst;
+    Value src;
+    SmallVector<Value> srcIndices;
+    Value validElements;
+  };
+  void forEachChunk(Value stage, Value tile,
+                    function_ref<void(const Chunk &)> fn);
+  void issueAsync(Value stage, Value tile);
+  SmallVector<Value> fetch(Value tile);
+  void store(Value stage, ValueRange chunks);
+  LogicalResult pipelinedLoop(SmallVector<Value> &state);
+  LogicalResult registerStagedLoop(SmallVector<Value> &state);
+  LogicalResult computeTile(Value stage, Value tile,
+                            SmallVector<Value> &state);
+  void epilogue(ArrayRef<Value> state);
+
+  Value rowMax(Value x) {
+    return warpReduce(x, [&](Value u, Value v) -> Value {
+      return arith::MaxNumFOp::create(b, loc, u, v);
+    }, target.getAccumulatorRowLanes(atom));
+  }
+  Value rowSum(Value x) {
+    return warpReduce(x, [&](Value u, Value v) -> Value {
+      return arith::AddFOp::create(b, loc, u, v);
+    }, target.getAccumulatorRowLanes(atom));
+  }
+  Value exp2(Value x) { return target.exp2(b, loc, x); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, loc, x, y); }
+  Value isNegInf(Value x) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
+                                 f32(-INFINITY));
+  }
+  /// x, or 0 where x is -inf (a row that has seen no key yet), so that
+  /// exp2(s - m) never computes -inf - -inf.
+  Value finiteOrZero(Value x) { return select(isNegInf(x), f32(0), x); }
+
+  MmaAtom atom;
+  DecodeConfig cfg;
+  DecodeProblem pb;
+
+  Type elem;
+  Value sharedQ, sharedK, sharedV, sharedP, sharedBytes;
+  int64_t ringBytes = 0;
+  Value tid, lane, warp, request, kvHead, split;
+  /// The window [start, end) of this block's split, its tile count, and the
+  /// number of cache blocks (block ids are clamped to it).
+  Value start, end, numTiles, numBlocks, maxBlocks;
+};
+
+void PagedDecodeBuilder::stageQuery() {
+  // Q rows r < G are heads g G + r of the request; the padding rows are
+  // zeros (their scores are computed and never stored).
+  int64_t chunksPerRow = pb.headDim / kChunk;
+  int64_t threads = cfg.warps * warpSize;
+  auto chunkType = VectorType::get({kChunk}, elem);
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                          b.getZeroAttr(chunkType));
+  for (int64_t i = 0; i * threads < rows() * chunksPerRow; ++i) {
+    Value id = add(tid, i * threads);
+    Value row = divu(id, chunksPerRow);
+    Value col = mul(remu(id, chunksPerRow), kChunk);
+    Value inside = lt(row, idx(pb.groupSize));
+    if ((i + 1) * threads > rows() * chunksPerRow)
+      inside = andi(inside, lt(id, idx(rows() * chunksPerRow)));
+    auto ifOp = scf::IfOp::create(b, loc, chunkType, inside, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value head = add(mul(kvHead, pb.groupSize), row);
+      Value chunk = vector::LoadOp::create(b, loc, chunkType, pb.q,
+                                           ValueRange{request, head, col});
+      scf::YieldOp::create(b, loc, chunk);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, zeros);
+    }
+    Value store = lt(id, idx(rows() * chunksPerRow));
+    auto ifStore = scf::IfOp::create(b, loc, store, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifStore.thenBlock());
+    vector::StoreOp::create(b, loc, ifOp.getResult(0), sharedQ,
+                            swizzledIndices({}, row, col, pb.headDim));
+  }
+}
+
+void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
+                                      function_ref<void(const Chunk &)> fn) {
+  int64_t threads = cfg.warps * warpSize;
+  int64_t tokens = cfg.tileTokens();
+  Value tileStart = add(start, mul(tile, tokens));
+  Value none = idx(0);
+  // The cache block and offset of tile token i (any i: ids are clamped, so
+  // every address is inside the cache even for tokens past the window).
+  auto locate = [&](Value i) {
+    Value token = add(tileStart, i);
+    Value logical = minu(divu(token, pb.blockSize), sub(maxBlocks, idx(1)));
+    Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
+                                              ValueRange{request, logical}));
+    // Negative ids (as unsigned, huge) and ids past the cache clamp to the
+    // last block.
+    Value block = minu(id, sub(numBlocks, idx(1)));
+    return std::make_tuple(token, block, remu(token, pb.blockSize));
+  };
+  auto validCount = [&](Value token) {
+    // Tokens [token, token + 8) that are inside the window, in [0, 8].
+    Value left = arith::MaxSIOp::create(b, loc, sub(end, token), none);
+    return minu(left, idx(kChunk));
+  };
+  bool shuffled = pb.layout == KVLayout::Shuffled;
+  // K: [tokens, D], one chunk per (token, 8 dims); whole chunks are valid
+  // or not.
+  int64_t kChunks = pb.headDim / kChunk;
+  for (int64_t i = 0; i < tokens * kChunks / threads; ++i) {
+    Value id = add(tid, i * threads);
+    Value row = divu(id, kChunks), col = mul(remu(id, kChunks), kChunk);
+    auto [token, block, offset] = locate(row);
+    Value valid = select(lt(token, end), idx(kChunk), none);
+    SmallVector<Value> src =
+        shuffled ? SmallVector<Value>{block, kvHead, divu(col, kChunk), offset,
+                                      none}
+                 : SmallVector<Value>{block, offset, kvHead, col};
+    fn({sharedK, swizzledIndices({stage}, row, col, pb.headDim), pb.kCache,
+        src, valid});
+  }
+  int64_t vChunks = pb.valueDim / kChunk;
+  for (int64_t i = 0; i < tokens * vChunks / threads; ++i) {
+    Value id = add(tid, i * threads);
+    if (!shuffled) {
+      Value row = divu(id, vChunks), col = mul(remu(id, vChunks), kChunk);
+      auto [token, block, offset] = locate(row);
+      Value valid = select(lt(token, end), idx(kChunk), none);
+      fn({sharedV, swizzledIndices({stage}, row, col, pb.valueDim), pb.vCache,
+          {block, offset, kvHead, col}, valid});
+      continue;
+    }
+    // Shuffled V: [Dv, tokens], one chunk per (dim, 8 tokens); the window
+    // may end inside a chunk (the tile starts at a multiple of 8).
+    int64_t tokenChunks = tokens / kChunk;
+    Value d = divu(id, tokenChunks), col = mul(remu(id, tokenChunks), kChunk);
+    auto [token, block, offset] = locate(col);
+    fn({sharedV, swizzledIndices({stage}, d, col, tokens), pb.vCache,
+        {block, kvHead, divu(offset, kChunk), d, none}, validCount(token)});
+  }
+}
+
+void PagedDecodeBuilder::issueAsync(Value stage, Value tile) {
+  forEachChunk(stage, tile, [&](const Chunk &c) {
+    (void)target.asyncCopy(b, loc, c.shared, c.dst, c.src, c.srcIndices,
+                           kChunk, c.validElements);
+  });
+}
+
+SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
+  SmallVector<Value> chunks;
+  auto chunkType = VectorType::get({kChunk}, elem);
+  auto maskType = VectorType::get({kChunk}, b.getI1Type());
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                          b.getZeroAttr(chunkType));
+  forEachChunk(idx(0), tile, [&](const Chunk &c) {
+    // Chunks wholly past the window are not read; a partial one is read
+    // whole (it lies inside its cache block) and its tail zeroed, so stale
+    // cache contents (even NaN) never reach the MMAs.
+    auto ifAny = scf::IfOp::create(
+        b, loc, chunkType,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                              c.validElements, idx(0)),
+        true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    Value chunk =
+        vector::LoadOp::create(b, loc, chunkType, c.src, c.srcIndices);
+    Value mask = vector::CreateMaskOp::create(b, loc, maskType,
+                                              ValueRange{c.validElements});
+    scf::YieldOp::create(b, loc, select(mask, chunk, zeros));
+    b.setInsertionPointToStart(ifAny.elseBlock());
+    scf::YieldOp::create(b, loc, zeros);
+    chunks.push_back(ifAny.getResult(0));
+  });
+  return chunks;
+}
+
+void PagedDecodeBuilder::store(Value stage, ValueRange chunks) {
+  size_t i = 0;
+  forEachChunk(stage, idx(0), [&](const Chunk &c) {
+    vector::StoreOp::create(b, loc, chunks[i++], c.shared, c.dst);
+  });
+}
+
+LogicalResult PagedDecodeBuilder::pipelinedLoop(SmallVector<Value> &state) {
+  // The ring protocol of the grouped matmul: tile t lives in stage t %
+  // stages; the prologue issues tiles 0 .. stages-2; iteration t waits for
+  // tile t, one barrier publishes it and retires tile t-1, whose stage is
+  // refilled with tile t + stages - 1 while tile t is computed. Tiles past
+  // the window are zero-filled copies, so the prologue needs no guard.
+  if (target.getAsyncCopyBytes() == 0)
+    return registerStagedLoop(state);
+  int64_t stages = cfg.stages;
+  for (int64_t s = 0; s < stages - 1; ++s) {
+    issueAsync(idx(s), idx(s));
+    if (failed(target.asyncCommit(b, loc)))
+      return failure();
+  }
+  auto loop = scf::ForOp::create(b, loc, idx(0), numTiles, idx(1), state);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  if (failed(target.asyncWait(b, loc, stages - 2)))
+    return failure();
+  gpu::BarrierOp::create(b, loc);
+  Value next = add(t, stages - 1);
+  auto ifNext = scf::IfOp::create(b, loc, lt(next, numTiles), false);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifNext.thenBlock());
+    issueAsync(remu(next, stages), next);
+  }
+  if (failed(target.asyncCommit(b, loc)))
+    return failure();
+  SmallVector<Value> carried(loop.getRegionIterArgs());
+  if (failed(computeTile(remu(t, stages), t, carried)))
+    return failure();
+  scf::YieldOp::create(b, loc, carried);
+  state.assign(loop.getResults().begin(), loop.getResults().end());
+  return success();
+}
+
+LogicalResult PagedDecodeBuilder::registerStagedLoop(SmallVector<Value> &state) {
+  // Two stages: tile t+1's global loads are issued before tile t's MMAs and
+  // stored to the other stage after them.
+  store(idx(0), fetch(idx(0)));
+  auto loop = scf::ForOp::create(b, loc, idx(0), numTiles, idx(1), state);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  gpu::BarrierOp::create(b, loc);
+  Value next = add(t, 1);
+  Value hasNext = lt(next, numTiles);
+  SmallVector<Value> chunks;
+  auto fetchIf = [&]() -> scf::IfOp {
+    auto chunkType = VectorType::get({kChunk}, elem);
+    int64_t tokens = cfg.tileTokens();
+    int64_t count = tokens * (pb.headDim + pb.valueDim) / kChunk /
+                    (cfg.warps * warpSize);
+    auto ifOp = scf::IfOp::create(b, loc,
+                                  SmallVector<Type>(count, chunkType),
+                                  hasNext, true);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, fetch(next));
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                            b.getZeroAttr(chunkType));
+    scf::YieldOp::create(b, loc, SmallVector<Value>(count, zeros));
+    return ifOp;
+  };
+  scf::IfOp fetched = fetchIf();
+  SmallVector<Value> carried(loop.getRegionIterArgs());
+  if (failed(computeTile(remu(t, 2), t, carried)))
+    return failure();
+  auto ifStore = scf::IfOp::create(b, loc, hasNext, false);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifStore.thenBlock());
+    store(remu(next, 2), fetched.getResults());
+  }
+  scf::YieldOp::create(b, loc, carried);
+  state.assign(loop.getResults().begin(), loop.getResults().end());
+  return success();
+}
+
+/// State layout: [m (slots), l (slots), O (Dv / n atoms x accCount)].
+LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
+                                              SmallVector<Value> &state) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t tw = cfg.tokensPerWarp, tokens = cfg.tileTokens();
+  int64_t scoreAtoms = tw / atom.n, outAtoms = pb.valueDim / atom.n;
+  Value warpTokens = mul(warp, tw);
+  auto tileLayout = [this, stage](int64_t width) {
+    return [this, stage, width](OpBuilder &, Location, Value row, Value col) {
+      return swizzledIndices({stage}, row, col, width);
+    };
+  };
+  auto plainLayout = [this](int64_t width, Value outer) {
+    return [this, width, outer](OpBuilder &, Location, Value row, Value col) {
+      return swizzledIndices(outer ? ValueRange{outer} : ValueRange{}, row,
+                             col, width);
+    };
+  };
+
+  // S = Q K^T over this warp's tokens.
+  Value zero = f32(0);
+  SmallVector<Value> s(scoreAtoms * acc, zero);
+  SharedTile qTile{sharedQ, plainLayout(pb.headDim, Value()), true};
+  SharedTile kTile{sharedK, tileLayout(pb.headDim), true};
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    Value k0 = idx(ks * atom.k);
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
+                                   k0, lane, 1);
+    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, kTile,
+                                   warpTokens, k0, lane, scoreAtoms);
+    if (failed(fa) || failed(fb))
+      return failure();
+    for (int64_t j = 0; j < scoreAtoms; ++j) {
+      MutableArrayRef<Value> slice(&s[j * acc], acc);
+      auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
+      if (failed(d))
+        return failure();
+      llvm::copy(*d, slice.begin());
+    }
+  }
+
+  // Scale, mask tokens past the window, and update the row state.
+  Value scaleLog2 = f32(pb.scale * M_LOG2E);
+  Value tileStart = add(start, mul(tile, tokens));
+  Value negInf = f32(-INFINITY);
+  for (int64_t j = 0; j < scoreAtoms; ++j) {
+    for (int64_t e = 0; e < acc; ++e) {
+      auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+      (void)row;
+      Value token = add(add(tileStart, warpTokens), add(col, j * atom.n));
+      Value &v = s[j * acc + e];
+      v = select(lt(token, end), fmul(v, scaleLog2), negInf);
+    }
+  }
+  SmallVector<Value> alpha(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value localMax = negInf;
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
+        localMax = fmax(localMax, s[j * acc + e]);
+    Value mOld = state[sl];
+    Value mNew = fmax(mOld, rowMax(localMax));
+    Value mSafe = finiteOrZero(mNew);
+    alpha[sl] = exp2(fsub(mOld, mSafe));
+    Value sum = zero;
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
+        Value &v = s[j * acc + e];
+        v = exp2(fsub(v, mSafe));
+        sum = fadd(sum, v);
+      }
+    state[sl] = mNew;
+    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
+  }
+  for (int64_t j = 0; j < outAtoms; ++j)
+    for (int64_t e = 0; e < acc; ++e) {
+      Value &o = state[2 * nSlots + j * acc + e];
+      o = fmul(o, alpha[e / r]);
+    }
+
+  // P to this warp's slice of shared memory, 16-bit, then O += P V.
+  auto runType = VectorType::get({r}, elem);
+  for (int64_t j = 0; j < scoreAtoms; ++j)
+    for (int64_t e = 0; e < acc; e += r) {
+      auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+      SmallVector<Value> values;
+      for (int64_t v = 0; v < r; ++v)
+        values.push_back(arith::TruncFOp::create(b, loc, elem, s[j * acc + e + v]));
+      Value vec = vector::FromElementsOp::create(b, loc, runType, values);
+      vector::StoreOp::create(
+          b, loc, vec, sharedP,
+          swizzledIndices({warp}, row, add(col, j * atom.n), tw));
+    }
+  gpu::BarrierOp::create(b, loc);
+  SharedTile pTile{sharedP, plainLayout(tw, warp), true};
+  bool shuffled = pb.layout == KVLayout::Shuffled;
+  SharedTile vTile{sharedV, tileLayout(shuffled ? tokens : pb.valueDim),
+                   shuffled};
+  // B fragments of a few output atoms at a time keep registers in check.
+  int64_t group = std::min<int64_t>(outAtoms, 8);
+  for (int64_t ks = 0; ks < tw / atom.k; ++ks) {
+    Value k0 = idx(ks * atom.k);
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile, idx(0),
+                                   k0, lane, 1);
+    if (failed(fa))
+      return failure();
+    for (int64_t j0 = 0; j0 < outAtoms; j0 += group) {
+      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
+                                     idx(j0 * atom.n), add(warpTokens, ks * atom.k),
+                                     lane, group);
+      if (failed(fb))
+        return failure();
+      for (int64_t j = 0; j < group; ++j) {
+        MutableArrayRef<Value> slice(&state[2 * nSlots + (j0 + j) * acc], acc);
+        auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
+        if (failed(d))
+          return failure();
+        llvm::copy(*d, slice.begin());
+      }
+    }
+  }
+  return success();
+}
+
+void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t outAtoms = pb.valueDim / atom.n, rowsN = rows();
+  // Each warp's state to shared memory (the ring is free after a barrier):
+  // m and l [W, rows], O [W, rows, Dv], all f32.
+  gpu::BarrierOp::create(b, loc);
+  Type f32Type = b.getF32Type();
+  Value mW = sharedView(sharedBytes, 0, {cfg.warps, rowsN}, f32Type);
+  Value lW = sharedView(sharedBytes, cfg.warps * rowsN * 4, {cfg.warps, rowsN},
+                        f32Type);
+  Value oW = sharedView(sharedBytes, 2 * cfg.warps * rowsN * 4,
+                        {cfg.warps, rowsN, pb.valueDim}, f32Type);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+    (void)col;
+    // Every lane of the row holds the same m and, after the sum, the same
+    // l; the identical stores are harmless.
+    memref::StoreOp::create(b, loc, state[sl], mW, ValueRange{warp, row});
+    memref::StoreOp::create(b, loc, rowSum(state[nSlots + sl]), lW,
+                            ValueRange{warp, row});
+  }
+  auto runType = VectorType::get({r}, f32Type);
+  for (int64_t j = 0; j < outAtoms; ++j)
+    for (int64_t e = 0; e < acc; e += r) {
+      auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+      SmallVector<Value> values(state.begin() + 2 * nSlots + j * acc + e,
+                                state.begin() + 2 * nSlots + j * acc + e + r);
+      Value vec = vector::FromElementsOp::create(b, loc, runType, values);
+      vector::StoreOp::create(b, loc, vec, oW,
+                              ValueRange{warp, row, add(col, j * atom.n)});
+    }
+  gpu::BarrierOp::create(b, loc);
+
+  // Thread i of the block: rows of G, chunks of 8 output dims.
+  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
+  int64_t chunks = pb.valueDim / kChunk;
+  int64_t threads = cfg.warps * warpSize;
+  auto vec8 = VectorType::get({kChunk}, f32Type);
+  for (int64_t i = 0; i * threads < pb.groupSize * chunks; ++i) {
+    Value id = add(tid, i * threads);
+    auto ifOp = scf::IfOp::create(b, loc, lt(id, idx(pb.groupSize * chunks)),
+                                  false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value row = divu(id, chunks), col = mul(remu(id, chunks), kChunk);
+    SmallVector<Value> ms, ls;
+    Value mMax = f32(-INFINITY);
+    for (int64_t w = 0; w < cfg.warps; ++w) {
+      ms.push_back(memref::LoadOp::create(b, loc, mW, ValueRange{idx(w), row}));
+      ls.push_back(memref::LoadOp::create(b, loc, lW, ValueRange{idx(w), row}));
+      mMax = fmax(mMax, ms.back());
+    }
+    Value mSafe = finiteOrZero(mMax);
+    Value total = f32(0);
+    Value o = arith::ConstantOp::create(b, loc, vec8, b.getZeroAttr(vec8));
+    for (int64_t w = 0; w < cfg.warps; ++w) {
+      Value a = exp2(fsub(ms[w], mSafe));
+      total = fadd(total, fmul(a, ls[w]));
+      Value part = vector::LoadOp::create(b, loc, vec8, oW,
+                                          ValueRange{idx(w), row, col});
+      Value aVec = vector::BroadcastOp::create(b, loc, vec8, a);
+      o = vector::FMAOp::create(b, loc, part, aVec, o);
+    }
+    // An empty window: total == 0, O == 0; write zeros and LSE -inf.
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        total, f32(0));
+    Value inv = select(empty, f32(0),
+                       arith::DivFOp::create(b, loc, f32(1), total));
+    o = arith::MulFOp::create(b, loc, o,
+                              vector::BroadcastOp::create(b, loc, vec8, inv));
+    Value result = o;
+    if (outElem != f32Type)
+      result = arith::TruncFOp::create(
+          b, loc, VectorType::get({kChunk}, outElem), o);
+    Value head = add(mul(kvHead, pb.groupSize), row);
+    SmallVector<Value> outIndices = {request, head, col};
+    if (pb.split)
+      outIndices.insert(outIndices.begin(), split);
+    vector::StoreOp::create(b, loc, result, pb.out, outIndices);
+    if (!pb.lse)
+      continue;
+    auto ifFirst = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col, idx(0)),
+        false);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    Value log2Total = target.log2(b, loc, total);
+    Value lse = fmul(fadd(mSafe, log2Total), f32(M_LN2));
+    lse = select(empty, f32(-INFINITY), lse);
+    SmallVector<Value> lseIndices = {head, request};
+    if (pb.split)
+      lseIndices.insert(lseIndices.begin(), split);
+    memref::StoreOp::create(b, loc, lse, pb.lse, lseIndices);
+  }
+}
+
+LogicalResult PagedDecodeBuilder::build() {
+  elem = cast<MemRefType>(pb.q.getType()).getElementType();
+  tid = threadId();
+  lane = remu(tid, warpSize);
+  warp = divu(tid, warpSize);
+  request = blockId(gpu::Dimension::x);
+  kvHead = blockId(gpu::Dimension::y);
+  split = blockId(gpu::Dimension::z);
+
+  // Shared memory: the K/V ring (reused by the epilogue), Q, P.
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t tokens = cfg.tileTokens();
+  sharedBytes = dynamicSharedBytes();
+  int64_t kBytes = cfg.stages * tokens * pb.headDim * bytes;
+  sharedK = sharedView(sharedBytes, 0, {cfg.stages, tokens, pb.headDim}, elem);
+  bool shuffled = pb.layout == KVLayout::Shuffled;
+  SmallVector<int64_t> vShape =
+      shuffled ? SmallVector<int64_t>{cfg.stages, pb.valueDim, tokens}
+               : SmallVector<int64_t>{cfg.stages, tokens, pb.valueDim};
+  sharedV = sharedView(sharedBytes, kBytes, vShape, elem);
+  ringBytes = kBytes + cfg.stages * tokens * pb.valueDim * bytes;
+  int64_t mergeBytes = cfg.warps * rows() * (pb.valueDim + 2) * 4;
+  int64_t qOffset = std::max(ringBytes, mergeBytes);
+  sharedQ = sharedView(sharedBytes, qOffset, {rows(), pb.headDim}, elem);
+  int64_t pOffset = qOffset + rows() * pb.headDim * bytes;
+  sharedP = sharedView(sharedBytes, pOffset,
+                       {cfg.warps, rows(), cfg.tokensPerWarp}, elem);
+
+  // The window of this split.
+  numBlocks = memref::DimOp::create(b, loc, pb.kCache, 0);
+  maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
+  Value numSplits =
+      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
+  Value capacity = mul(maxBlocks, pb.blockSize);
+  Value length = toIndex(memref::LoadOp::create(b, loc, pb.lens, request));
+  length = arith::MaxSIOp::create(b, loc, length, idx(0));
+  length = minu(length, capacity);
+  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, numSplits),
+                       pb.blockSize);
+  start = minu(mul(split, perSplit), length);
+  end = minu(add(start, perSplit), length);
+  numTiles = arith::CeilDivUIOp::create(b, loc, sub(end, start), idx(tokens));
+
+  stageQuery();
+  gpu::BarrierOp::create(b, loc);
+
+  int64_t nSlots = slots();
+  SmallVector<Value> state(nSlots, f32(-INFINITY));
+  state.append(nSlots, f32(0));
+  state.append(pb.valueDim / atom.n * accCount(), f32(0));
+  if (failed(pipelinedLoop(state)))
+    return failure();
+  epilogue(state);
+  return success();
+}
+
+/// The largest tile that fits: 4 warps (2, 1 on small LDS), 3 stages with
+/// async copies (2 staged through registers).
+FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
+                                           const TargetInfo &target,
+                                           const MmaAtom &atom,
+                                           const DecodeProblem &pb,
+                                           int64_t requestedStages,
+                                           int64_t &sharedBytes) {
+  bool async = target.getAsyncCopyBytes() > 0;
+  DecodeConfig cfg;
+  // A warp's tokens are a whole number of score atoms (N) and of PV k-steps,
+  // and a multiple of 16 (the 16-byte chunks of shuffled V hold 8).
+  cfg.tokensPerWarp = std::max<int64_t>({16, atom.n, atom.k});
+  int64_t bytes = 2;
+  for (int64_t warps : {4, 2, 1}) {
+    for (int64_t stages : {3, 2}) {
+      if (requestedStages > 0 && stages != requestedStages)
+        continue;
+      if (!async && stages != 2)
+        continue;
+      cfg.warps = warps;
+      cfg.stages = stages;
+      int64_t tokens = cfg.tileTokens();
+      int64_t ring = stages * tokens * (pb.headDim + pb.valueDim) * bytes;
+      int64_t merge = warps * atom.m * (pb.valueDim + 2) * 4;
+      int64_t total = std::max(ring, merge) + atom.m * pb.headDim * bytes +
+                      warps * atom.m * cfg.tokensPerWarp * bytes;
+      // Whole 16-byte chunks per thread for K and V tiles.
+      int64_t threads = warps * target.getWarpSize();
+      if ((tokens * pb.headDim / kChunk) % threads ||
+          (tokens * pb.valueDim / kChunk) % threads)
+        continue;
+      if (total <= target.getSharedMemoryBytes()) {
+        sharedBytes = total;
+        return cfg;
+      }
+    }
+  }
+  return op->emitOpError()
+         << "GPU template: no decode tile of head dims " << pb.headDim << "/"
+         << pb.valueDim << " fits the " << target.getSharedMemoryBytes()
+         << " bytes of shared memory of " << target.getChip()
+         << (requestedStages > 0 ? " with the requested stages" : "");
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPagedDecode(OpBuilder &b, Operation *op, KernelContext &ctx,
+                               Value q, Value kCache, Value vCache,
+                               Value blockTable, Value lens, Value out,
+                               Value lse, KVLayout layout, double scale) {
+  auto qType = cast<MemRefType>(q.getType());
+  auto outType = cast<MemRefType>(out.getType());
+  auto kType = cast<MemRefType>(kCache.getType());
+  DecodeProblem pb;
+  pb.q = q;
+  pb.kCache = kCache;
+  pb.vCache = vCache;
+  pb.blockTable = blockTable;
+  pb.lens = lens;
+  pb.out = out;
+  pb.lse = lse;
+  pb.layout = layout;
+  pb.scale = scale;
+  pb.split = outType.getRank() == 4;
+  pb.kvHeads = getCacheKVHeads(kType, layout);
+  pb.blockSize = getCacheBlockSize(kType, layout);
+  int64_t qHeads = qType.getDimSize(1);
+  pb.groupSize = qHeads / pb.kvHeads;
+  pb.headDim = qType.getDimSize(2);
+  pb.valueDim = outType.getDimSize(outType.getRank() - 1);
+
+  Type elem = qType.getElementType();
+  SmallVector<MmaAtom> atoms =
+      ctx.target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
+  if (atoms.empty())
+    return op->emitOpError() << "GPU template: " << ctx.target.getChip()
+                             << " has no MMA for " << elem
+                             << " operands with f32 accumulation";
+  // The smallest M: the G heads of a KV head are the rows.
+  MmaAtom atom = atoms.front();
+  for (const MmaAtom &a : atoms)
+    if (a.m < atom.m)
+      atom = a;
+  if (pb.groupSize > atom.m)
+    return op->emitOpError()
+           << "GPU template: " << pb.groupSize
+           << " query heads per KV head; the decode kernel takes at most "
+           << atom.m << " (the MMA rows) on " << ctx.target.getChip();
+  if (pb.headDim % 64 || pb.valueDim % 64)
+    return op->emitOpError()
+           << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
+           << " must be multiples of 64 (whole swizzled shared-memory rows)";
+
+  int64_t sharedBytes = 0;
+  FailureOr<DecodeConfig> cfg = chooseDecodeConfig(
+      op, ctx.target, atom, pb, ctx.stages, sharedBytes);
+  if (failed(cfg))
+    return failure();
+  PagedDecodeBuilder builder(b, op->getLoc(), ctx.target, atom, *cfg, pb);
+  if (failed(builder.build()))
+    return failure();
+
+  // Grid: (requests, KV heads, splits); all from shapes.
+  LaunchGeometry geometry;
+  auto dimOf = [&](StringRef name, unsigned d) {
+    for (const KernelArg &arg : ctx.sig.args)
+      if (arg.name == name) {
+        const KernelDim &dim = arg.dims[d];
+        return dim.symbol >= 0 ? GridDim{dim.symbol, dim.mul, dim.add, 1}
+                               : GridDim{-1, 1, dim.constant, 1};
+      }
+    llvm_unreachable("decode kernels have q and out");
+  };
+  geometry.grid[0] = dimOf("q", 0);
+  geometry.grid[1] = GridDim{-1, 1, pb.kvHeads, 1};
+  geometry.grid[2] = pb.split ? dimOf("out", 0) : GridDim{-1, 1, 1, 1};
+  geometry.block = {static_cast<int32_t>(cfg->warps * ctx.target.getWarpSize()),
+                    1, 1};
+  geometry.sharedBytes = sharedBytes;
+  return geometry;
+}
