@@ -245,7 +245,6 @@ void PagedDecodeBuilder::issueAsync(Value stage, Value tile) {
 SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
   SmallVector<Value> chunks;
   auto chunkType = VectorType::get({kChunk}, elem);
-  auto maskType = VectorType::get({kChunk}, b.getI1Type());
   Value zeros = arith::ConstantOp::create(b, loc, chunkType,
                                           b.getZeroAttr(chunkType));
   forEachChunk(idx(0), tile, [&](const Chunk &c) {
@@ -261,8 +260,16 @@ SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
     b.setInsertionPointToStart(ifAny.thenBlock());
     Value chunk =
         vector::LoadOp::create(b, loc, chunkType, c.src, c.srcIndices);
-    Value mask = vector::CreateMaskOp::create(b, loc, maskType,
-                                              ValueRange{c.validElements});
+    // Lane element e < validElements (vector.create_mask has no lowering
+    // in the ROCDL conversion).
+    auto laneType = VectorType::get({kChunk}, b.getI32Type());
+    Value laneIds = arith::ConstantOp::create(
+        b, loc, laneType,
+        DenseElementsAttr::get(laneType,
+                               ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
+    Value mask = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt, laneIds,
+        vector::BroadcastOp::create(b, loc, laneType, toI32(c.validElements)));
     scf::YieldOp::create(b, loc, select(mask, chunk, zeros));
     b.setInsertionPointToStart(ifAny.elseBlock());
     scf::YieldOp::create(b, loc, zeros);

@@ -411,10 +411,26 @@ LogicalResult host::lowerDecodeAttention(DecodeAttentionOp op, OpBuilder &b) {
 LogicalResult host::lowerPagedAttention(PagedAttentionOp op, OpBuilder &b) {
   LoopBuilder lb(b, op.getLoc());
   PagedCache cache(lb, op.getKCache(), op.getVCache(), op.getLayout());
-  lowerPagedQueries(lb, op.getQ(), op.getOut(), op.getLse(), cache,
-                    cache.valueDim, op.getScale(), op.getBlockTable(),
-                    op.getCuSeqlens(), op.getContextLens(), op.getWindowStart(),
-                    op.getWindowLen());
+  if (!op.isSplit()) {
+    lowerPagedQueries(lb, op.getQ(), op.getOut(), op.getLse(), cache,
+                      cache.valueDim, op.getScale(), op.getBlockTable(),
+                      op.getCuSeqlens(), op.getContextLens(),
+                      op.getWindowStart(), op.getWindowLen());
+    return success();
+  }
+  // Split form: partial p is the window [p W, (p + 1) W) of every request,
+  // W = ceil(MB / P) * BS, written to out[p] and lse[p].
+  Value out = op.getOut(), lse = op.getLse();
+  Value partials = lb.minDim({{out, 0}, {lse, 0}});
+  Value maxBlocks = lb.dim(op.getBlockTable(), 1);
+  Value perSplit = lb.mul(lb.ceilDiv(maxBlocks, lb.max(partials, lb.idx(1))),
+                          lb.idx(cache.blockSize));
+  lb.forLoop(lb.idx(0), partials, [&](Value p) {
+    lowerPagedQueries(lb, op.getQ(), lb.slice(out, p), lb.slice(lse, p),
+                      cache, cache.valueDim, op.getScale(), op.getBlockTable(),
+                      /*cuSeqlens=*/nullptr, op.getContextLens(),
+                      lb.mul(p, perSplit), perSplit);
+  });
   return success();
 }
 

@@ -43,6 +43,24 @@ Value LoopBuilder::div(Value x, Value y) { return arith::DivUIOp::create(b, loc,
 Value LoopBuilder::rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
 Value LoopBuilder::min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
 Value LoopBuilder::max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+Value LoopBuilder::ceilDiv(Value x, Value y) {
+  return arith::CeilDivUIOp::create(b, loc, x, y);
+}
+Value LoopBuilder::slice(Value buffer, Value i) {
+  auto type = cast<MemRefType>(buffer.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
+  offsets[0] = i;
+  sizes.push_back(b.getIndexAttr(1));
+  for (int64_t d = 1; d < rank; ++d)
+    sizes.push_back(type.isDynamicDim(d) ? OpFoldResult(dim(buffer, d))
+                                         : b.getIndexAttr(type.getDimSize(d)));
+  auto resultType = memref::SubViewOp::inferRankReducedResultType(
+      type.getShape().drop_front(), type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(resultType),
+                                   buffer, offsets, sizes, strides);
+}
 Value LoopBuilder::clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
 Value LoopBuilder::cmp(arith::CmpIPredicate p, Value x, Value y) {
   return arith::CmpIOp::create(b, loc, p, x, y);

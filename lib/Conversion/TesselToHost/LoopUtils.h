@@ -32,6 +32,8 @@ public:
   Value negInf();
   /// The size of dim d of a memref: a constant when it is static.
   Value dim(Value memref, unsigned d);
+  /// The rank-reduced view `buffer[i, ...]` of a memref's leading dim.
+  Value slice(Value buffer, Value i);
   /// The smallest of the given (memref, dim) sizes, skipping null memrefs
   /// (absent optional operands): a loop bound that overruns none of them.
   Value minDim(ArrayRef<std::pair<Value, unsigned>> dims);
@@ -44,6 +46,8 @@ public:
   Value rem(Value x, Value y);
   Value min(Value x, Value y);
   Value max(Value x, Value y);
+  /// ceil(x / y) for non-negative x and positive y.
+  Value ceilDiv(Value x, Value y);
   /// clamp(x, lo, hi) = min(max(x, lo), hi).
   Value clamp(Value x, Value lo, Value hi);
   Value cmp(arith::CmpIPredicate p, Value x, Value y);

@@ -60,7 +60,8 @@ struct SpecBuilder {
     param("num_q_heads", qt.getDimSize(1));
     param("num_kv_heads", kvHeads);
     param("head_dim", qt.getDimSize(2));
-    param("v_head_dim", cast<MemRefType>(out.getType()).getDimSize(2));
+    auto ot = cast<MemRefType>(out.getType());
+    param("v_head_dim", ot.getDimSize(ot.getRank() - 1));
     param("has_lse", lse ? 1 : 0);
   }
 
@@ -123,11 +124,17 @@ void describe(PagedAttentionOp op, SpecBuilder &b) {
   b.in(op.getBlockTable(), "block_table", {"B", "MB"});
   b.in(op.getCuSeqlens(), "cu_seqlens", {{"B", 1, 1}});
   b.in(op.getContextLens(), "context_lens", {"B"});
-  b.out(op.getOut(), "out", {tokens, "Hq", "Dv"});
-  b.out(op.getLse(), "lse", {"Hq", tokens});
+  if (op.isSplit()) {
+    b.out(op.getOut(), "out", {"P", tokens, "Hq", "Dv"});
+    b.out(op.getLse(), "lse", {"P", "Hq", tokens});
+  } else {
+    b.out(op.getOut(), "out", {tokens, "Hq", "Dv"});
+    b.out(op.getLse(), "lse", {"Hq", tokens});
+  }
   auto [bs, kvHeads] = cacheGeometry(op.getKCache(), op.getLayout());
   b.attentionParams(op.getQ(), op.getOut(), kvHeads, op.getLse());
   b.param("block_size", bs);
+  b.param("split", op.isSplit() ? 1 : 0);
 }
 
 void describe(ReshapeAndCacheOp op, SpecBuilder &b) {

@@ -233,9 +233,13 @@ FailureOr<CacheShape> verifyCaches(Checker &c, Value kc, Value vc,
 /// against the KV heads and head dims the keys and values have.
 LogicalResult verifyQueryAndOutput(Checker &c, Value q, Value out, Value lse,
                                    int64_t kvHeads, int64_t kHeadDim,
-                                   int64_t vHeadDim, StringRef kName) {
+                                   int64_t vHeadDim, StringRef kName,
+                                   bool split = false) {
+  // The split form has a leading partial dimension on out and lse.
+  unsigned s = split ? 1 : 0;
   if (failed(c.rank(q, "q", 3)) || failed(c.floatData(q, "q")) ||
-      failed(c.rank(out, "out", 3)) || failed(c.outElem(out, "out", q, "q")))
+      failed(c.rank(out, "out", 3 + s)) ||
+      failed(c.outElem(out, "out", q, "q")))
     return failure();
   auto hq = c.staticDim(q, "q", 1, "num_q_heads");
   auto dq = c.staticDim(q, "q", 2, "head_dim");
@@ -247,15 +251,18 @@ LogicalResult verifyQueryAndOutput(Checker &c, Value q, Value out, Value lse,
                                << "' (" << kHeadDim << ")";
   if (failed(c.headDim(*dq, "q")) || failed(c.headDim(vHeadDim, "v")) ||
       failed(c.headRatio(*hq, kvHeads)) ||
-      failed(c.sameDim(out, "out", 0, q, "q", 0, "tokens")) ||
-      failed(c.staticDimIs(out, "out", 1, *hq, "num_q_heads")) ||
-      failed(c.staticDimIs(out, "out", 2, vHeadDim, "v head dim")))
+      failed(c.sameDim(out, "out", s, q, "q", 0, "tokens")) ||
+      failed(c.staticDimIs(out, "out", 1 + s, *hq, "num_q_heads")) ||
+      failed(c.staticDimIs(out, "out", 2 + s, vHeadDim, "v head dim")))
     return failure();
   if (!lse)
     return success();
-  return failure(failed(c.rank(lse, "lse", 2)) || failed(c.f32Elem(lse, "lse")) ||
-                 failed(c.staticDimIs(lse, "lse", 0, *hq, "num_q_heads")) ||
-                 failed(c.sameDim(lse, "lse", 1, q, "q", 0, "tokens")));
+  return failure(failed(c.rank(lse, "lse", 2 + s)) ||
+                 failed(c.f32Elem(lse, "lse")) ||
+                 failed(c.staticDimIs(lse, "lse", s, *hq, "num_q_heads")) ||
+                 failed(c.sameDim(lse, "lse", 1 + s, q, "q", 0, "tokens")) ||
+                 (split && failed(c.sameDim(lse, "lse", 0, out, "out", 0,
+                                            "partials"))));
 }
 
 /// New-token k `[T, Hkv, Dqk]` and v `[T, Hkv, Dv]` of the same type and
@@ -375,6 +382,14 @@ LogicalResult ExtendAttentionOp::verify() {
 
 LogicalResult PagedAttentionOp::verify() {
   Checker c(*this);
+  bool split = isSplit();
+  if (split && (getCuSeqlens() || getWindowStart()))
+    return emitOpError() << "the split form ('out' [P, B, Hq, Dv]) is the "
+                            "decode form: it takes no cu_seqlens and no "
+                            "window (partial p covers ceil(MB / P) blocks)";
+  if (split && !getLse())
+    return emitOpError() << "the split form ('out' [P, B, Hq, Dv]) needs "
+                            "'lse' [P, Hq, B]: its partials are merged by it";
   auto cache = verifyCaches(c, getKCache(), getVCache(), getLayout());
   if (failed(cache) || failed(c.floatData(getQ(), "q")) ||
       failed(c.sameElem(getKCache(), "k_cache", getQ(), "q")) ||
@@ -383,7 +398,7 @@ LogicalResult PagedAttentionOp::verify() {
       failed(verifyWindow(*this, getWindowStart(), getWindowLen())) ||
       failed(verifyQueryAndOutput(c, getQ(), getOut(), getLse(),
                                   cache->kvHeads, cache->kHeadDim,
-                                  cache->vHeadDim, "k_cache")))
+                                  cache->vHeadDim, "k_cache", split)))
     return failure();
   if (getCuSeqlens())
     return verifyCuSeqlens(c, getCuSeqlens(), getContextLens(), "context_lens");
