@@ -252,6 +252,24 @@ TEST_F(FakeCuda, LaunchPassesGeometryStreamAndParams) {
   EXPECT_EQ(state->launches, 1);
 }
 
+TEST_F(FakeCuda, BuffersMustBe16ByteAligned) {
+  DevicePtr device = open();
+  BundlePtr bundle = loadOrFail(device.get(), pack({gpuKernel("add", "sm80")}));
+  tessel_kernel add = tessel_bundle_kernel_at(bundle.get(), 0);
+  state->num_params = 4;
+  // f32-aligned (enough for the host backend) but not 16-byte aligned.
+  tessel_tensor args[] = {
+      tensor(reinterpret_cast<void *>(0x10000), TESSEL_DTYPE_F32, {8}),
+      tensor(reinterpret_cast<void *>(0x20004), TESSEL_DTYPE_F32, {8}),
+      tensor(reinterpret_cast<void *>(0x30000), TESSEL_DTYPE_F32, {8})};
+  EXPECT_TRUE(failsWith(tessel_kernel_launch(add, args, 3, nullptr),
+                        TESSEL_INVALID_ARGUMENT,
+                        {"kernel 'add': arg 'b' data 0x20004 is not aligned to "
+                         "16 bytes (GPU kernels access buffers in 16-byte "
+                         "vectors)"}));
+  EXPECT_EQ(state->launches, 0);
+}
+
 TEST_F(FakeCuda, LaunchErrorsAreMapped) {
   DevicePtr device = open();
   BundlePtr bundle = loadOrFail(device.get(), pack({gpuKernel("add", "sm80")}));

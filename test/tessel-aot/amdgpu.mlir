@@ -19,7 +19,9 @@
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx950
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}gfx942
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}gfx950
-// DEFAULT:     wrote 28 kernels for gfx942,gfx950 to {{.*}}.tsb
+// DEFAULT-DAG: llama3_8b_decode_shuffled{{ +}}tessel.decode_attention{{ +}}gfx942
+// DEFAULT-DAG: qwen3_235b_decode_split{{ +}}tessel.paged_attention{{ +}}gfx950
+// DEFAULT:     wrote 40 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

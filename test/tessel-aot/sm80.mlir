@@ -22,7 +22,11 @@
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: moe_ref_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
-// DEFAULT:     wrote 14 kernels for sm80 to {{.*}}.tsb
+// Decode: direct and split-KV partials, both cache layouts.
+// DEFAULT-DAG: llama3_8b_decode{{ +}}tessel.decode_attention{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_decode_shuffled{{ +}}tessel.decode_attention{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_decode_split{{ +}}tessel.paged_attention{{ +}}sm80
+// DEFAULT:     wrote 20 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

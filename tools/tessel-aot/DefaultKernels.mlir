@@ -17,6 +17,11 @@ func.func @llama3_8b_decode(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf
   tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
+// Split-KV partials of llama3_8b decode (P from the shape of out), merged by llama3_8b_lse_merge_n.
+func.func @llama3_8b_decode_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
+  return
+}
 func.func @llama3_8b_reshape_and_cache(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %slots: memref<?xi32>) {
   tessel.reshape_and_cache k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
   return
@@ -53,6 +58,11 @@ func.func @qwen3_235b_prefill_lse(%q: memref<?x64x128xbf16>, %k: memref<?x4x128x
 }
 func.func @qwen3_235b_decode(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>) {
   tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
+  return
+}
+// Split-KV partials of qwen3_235b decode (P from the shape of out), merged by qwen3_235b_lse_merge_n.
+func.func @qwen3_235b_decode_split(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
 func.func @qwen3_235b_reshape_and_cache(%k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %slots: memref<?xi32>) {

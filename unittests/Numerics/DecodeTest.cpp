@@ -101,6 +101,45 @@ TEST_P(Decode, F32ContextOver16K) {
   checkDecode(kDecodeF32Small, {20000, 5, 0}, GetParam(), 405);
 }
 
+/// The split form: partial p of request b is the window [p W, (p + 1) W),
+/// W = ceil(MB / P) * BS, of its context; each is checked on its own (an
+/// empty window gives zeros and LSE -inf).
+TEST_P(Decode, SplitPartialsCoverWholeBlocks) {
+  Rng rng(406);
+  const std::vector<int32_t> contexts = {463, 0, 18, 100};
+  const int64_t splits = 3, heads = 8, dim = 64, blockSize = 16;
+  PagedKV cache({BF16, ref::Layout::Shuffled, blockSize, 2, dim, dim},
+                contexts, rng);
+  const int64_t requests = static_cast<int64_t>(contexts.size());
+  Tensor q = randomTensor(BF16, {requests, heads, dim}, rng, -2, 2);
+  Tensor out = Tensor::poisoned(F32, {splits, requests, heads, dim});
+  Tensor lse = Tensor::poisoned(F32, {splits, heads, requests});
+  Kernel kernel(GetParam().path, "paged_split_bf16_shuf_h8kv2_d64_bs16");
+  ASSERT_TRUE(kernel.run({{"q", &q},
+                          {"k_cache", &cache.kCache},
+                          {"v_cache", &cache.vCache},
+                          {"block_table", &cache.blockTable},
+                          {"context_lens", &cache.lens},
+                          {"out", &out},
+                          {"lse", &lse}}));
+  const int64_t maxBlocks = cache.blockTable.dim(1);
+  const int64_t window = (maxBlocks + splits - 1) / splits * blockSize;
+  for (int64_t p = 0; p < splits; ++p) {
+    AttentionRef r = attendAll(
+        tokenRows(q), 2, dim, 0.125,
+        [&](int64_t b, int64_t kvHead, auto &keys, auto &values) {
+          int64_t end = std::min<int64_t>(contexts[b], (p + 1) * window);
+          for (int64_t j = p * window; j < end; ++j) {
+            keys.push_back(cache.keys[b].row(j, kvHead));
+            values.push_back(cache.values[b].row(j, kvHead));
+          }
+        });
+    SCOPED_TRACE("partial " + std::to_string(p));
+    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
+    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // MLA decode: keys are whole 576-wide latent rows, values their first 512.
 //===----------------------------------------------------------------------===//

@@ -49,6 +49,11 @@ using namespace mlir::tessel;
 
 namespace {
 
+/// Rows of q, out and the caches start 16-byte aligned (head dims are
+/// multiples of 64, buffers are 16-byte aligned: the runtime checks it), so
+/// every chunk of 8 elements at a multiple of 8 is.
+const llvm::MaybeAlign kChunkAlign(16);
+
 /// What one decode kernel computes (everything static but the buffers).
 struct DecodeProblem {
   Value q, kCache, vCache, blockTable, lens, out, lse;
@@ -106,7 +111,7 @@ private:
 
   Value rowMax(Value x) {
     return warpReduce(x, [&](Value u, Value v) -> Value {
-      return arith::MaxNumFOp::create(b, loc, u, v);
+      return LLVM::MaxNumOp::create(b, loc, u, v);
     }, target.getAccumulatorRowLanes(atom));
   }
   Value rowSum(Value x) {
@@ -118,7 +123,7 @@ private:
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
   Value isNegInf(Value x) {
     return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
                                  f32(-INFINITY));
@@ -161,7 +166,8 @@ void PagedDecodeBuilder::stageQuery() {
       b.setInsertionPointToStart(ifOp.thenBlock());
       Value head = add(mul(kvHead, pb.groupSize), row);
       Value chunk = vector::LoadOp::create(b, loc, chunkType, pb.q,
-                                           ValueRange{request, head, col});
+                                           ValueRange{request, head, col},
+                                           false, kChunkAlign);
       scf::YieldOp::create(b, loc, chunk);
       b.setInsertionPointToStart(ifOp.elseBlock());
       scf::YieldOp::create(b, loc, zeros);
@@ -171,7 +177,8 @@ void PagedDecodeBuilder::stageQuery() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifStore.thenBlock());
     vector::StoreOp::create(b, loc, ifOp.getResult(0), sharedQ,
-                            swizzledIndices({}, row, col, pb.headDim));
+                            swizzledIndices({}, row, col, pb.headDim), false,
+                            kChunkAlign);
   }
 }
 
@@ -259,7 +266,8 @@ SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
     Value chunk =
-        vector::LoadOp::create(b, loc, chunkType, c.src, c.srcIndices);
+        vector::LoadOp::create(b, loc, chunkType, c.src, c.srcIndices, false,
+                               kChunkAlign);
     // Lane element e < validElements (vector.create_mask has no lowering
     // in the ROCDL conversion).
     auto laneType = VectorType::get({kChunk}, b.getI32Type());
@@ -281,7 +289,8 @@ SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
 void PagedDecodeBuilder::store(Value stage, ValueRange chunks) {
   size_t i = 0;
   forEachChunk(stage, idx(0), [&](const Chunk &c) {
-    vector::StoreOp::create(b, loc, chunks[i++], c.shared, c.dst);
+    vector::StoreOp::create(b, loc, chunks[i++], c.shared, c.dst, false,
+                            kChunkAlign);
   });
 }
 
@@ -550,7 +559,8 @@ void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
       Value a = exp2(fsub(ms[w], mSafe));
       total = fadd(total, fmul(a, ls[w]));
       Value part = vector::LoadOp::create(b, loc, vec8, oW,
-                                          ValueRange{idx(w), row, col});
+                                          ValueRange{idx(w), row, col}, false,
+                                          kChunkAlign);
       Value aVec = vector::BroadcastOp::create(b, loc, vec8, a);
       o = vector::FMAOp::create(b, loc, part, aVec, o);
     }
@@ -569,7 +579,8 @@ void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
     SmallVector<Value> outIndices = {request, head, col};
     if (pb.split)
       outIndices.insert(outIndices.begin(), split);
-    vector::StoreOp::create(b, loc, result, pb.out, outIndices);
+    vector::StoreOp::create(b, loc, result, pb.out, outIndices, false,
+                            kChunkAlign);
     if (!pb.lse)
       continue;
     auto ifFirst = scf::IfOp::create(
@@ -644,7 +655,7 @@ LogicalResult PagedDecodeBuilder::build() {
 }
 
 /// The largest tile that fits: 4 warps (2, 1 on small LDS), 3 stages with
-/// async copies (2 staged through registers).
+/// async copies (2 staged through registers), or the requested stages.
 FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
                                            const TargetInfo &target,
                                            const MmaAtom &atom,
@@ -652,17 +663,26 @@ FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
                                            int64_t requestedStages,
                                            int64_t &sharedBytes) {
   bool async = target.getAsyncCopyBytes() > 0;
+  if (requestedStages == 1)
+    return op->emitOpError()
+           << "GPU template: stages must be at least 2, got 1";
+  if (!async && requestedStages > 0 && requestedStages != 2)
+    return op->emitOpError()
+           << "GPU template: " << target.getChip()
+           << " stages tiles through registers into a double buffer, so "
+              "stages must be 2, got "
+           << requestedStages;
+  SmallVector<int64_t> stageChoices =
+      requestedStages > 0 ? SmallVector<int64_t>{requestedStages}
+      : async             ? SmallVector<int64_t>{3, 2}
+                          : SmallVector<int64_t>{2};
   DecodeConfig cfg;
   // A warp's tokens are a whole number of score atoms (N) and of PV k-steps,
   // and a multiple of 16 (the 16-byte chunks of shuffled V hold 8).
   cfg.tokensPerWarp = std::max<int64_t>({16, atom.n, atom.k});
   int64_t bytes = 2;
   for (int64_t warps : {4, 2, 1}) {
-    for (int64_t stages : {3, 2}) {
-      if (requestedStages > 0 && stages != requestedStages)
-        continue;
-      if (!async && stages != 2)
-        continue;
+    for (int64_t stages : stageChoices) {
       cfg.warps = warps;
       cfg.stages = stages;
       int64_t tokens = cfg.tileTokens();
@@ -683,9 +703,9 @@ FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
   }
   return op->emitOpError()
          << "GPU template: no decode tile of head dims " << pb.headDim << "/"
-         << pb.valueDim << " fits the " << target.getSharedMemoryBytes()
-         << " bytes of shared memory of " << target.getChip()
-         << (requestedStages > 0 ? " with the requested stages" : "");
+         << pb.valueDim << " with " << stageChoices.back()
+         << " stages fits the " << target.getSharedMemoryBytes()
+         << " bytes of shared memory of " << target.getChip();
 }
 
 } // namespace

@@ -24,6 +24,9 @@ using namespace tessel::runtime;
 
 namespace {
 
+/// The base alignment GPU kernels need of every buffer.
+constexpr size_t kGpuAlignment = 16;
+
 /// How messages show a dim: "T", "2*T", "T + 1", "2*T - 3", "64".
 std::string dimExpr(const bundle::Dim &dim,
                     const std::vector<std::string> &symbols) {
@@ -184,6 +187,14 @@ tessel_status LaunchChecker::checkData(size_t index,
                        "bytes (the size of %s)",
                        name, argName(index), tensor.data, elementSize,
                        bundle::dtypeName(meta.args[index].dtype));
+  // GPU kernels move rows in 16-byte vectors (cp.async, global_load_dwordx4)
+  // from the buffer's start: a misaligned base would fault on the device.
+  if (meta.target != "host" &&
+      reinterpret_cast<uintptr_t>(tensor.data) % kGpuAlignment != 0)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "kernel '%s': arg '%s' data %p is not aligned to %zu "
+                       "bytes (GPU kernels access buffers in 16-byte vectors)",
+                       name, argName(index), tensor.data, kGpuAlignment);
   return nullptr;
 }
 
