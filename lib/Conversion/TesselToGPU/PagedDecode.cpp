@@ -69,7 +69,13 @@ struct DecodeConfig {
   /// Tokens each warp takes of a tile.
   int64_t tokensPerWarp = 16;
   int64_t stages = 3;
-  int64_t tileTokens() const { return warps * tokensPerWarp; }
+  /// Warps that share a token slice, each accumulating 1/colSplit of the
+  /// output columns (wide value heads: the O accumulators of a 256-wide
+  /// head would not fit one warp's registers next to everything else).
+  int64_t colSplit = 1;
+  /// Warps with distinct token slices: the partial softmax states.
+  int64_t tokenGroups() const { return warps / colSplit; }
+  int64_t tileTokens() const { return tokenGroups() * tokensPerWarp; }
 };
 
 class PagedDecodeBuilder : public KernelBuilder {
@@ -188,17 +194,41 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
   int64_t tokens = cfg.tileTokens();
   Value tileStart = add(start, mul(tile, tokens));
   Value none = idx(0);
-  // The cache block and offset of tile token i (any i: ids are clamped, so
-  // every address is inside the cache even for tokens past the window).
-  auto locate = [&](Value i) {
-    Value token = add(tileStart, i);
-    Value logical = minu(divu(token, pb.blockSize), sub(maxBlocks, idx(1)));
+  // The cache block of the tile's logical block `logical` (any: ids are
+  // clamped, so every address is inside the cache even past the window).
+  auto lookup = [&](Value logical) {
+    logical = minu(logical, sub(maxBlocks, idx(1)));
     Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
                                               ValueRange{request, logical}));
     // Negative ids (as unsigned, huge) and ids past the cache clamp to the
     // last block.
-    Value block = minu(id, sub(numBlocks, idx(1)));
-    return std::make_tuple(token, block, remu(token, pb.blockSize));
+    return minu(id, sub(numBlocks, idx(1)));
+  };
+  // The cache block and offset of tile token i.
+  auto locate = [&](Value i) {
+    Value token = add(tileStart, i);
+    return std::make_tuple(token, lookup(divu(token, pb.blockSize)),
+                           remu(token, pb.blockSize));
+  };
+  // Token-major tiles: chunk i of a thread is row i * rowsPerStep + tid /
+  // chunksPerRow. When tiles start on block boundaries and a step's rows
+  // never straddle one, the row's block is the tile's block (i *
+  // rowsPerStep) / BS, a compile-time index: each of the tile's blocks is
+  // looked up once and shared by the K and V chunks, instead of one
+  // block-table load (and 64-bit address) per chunk.
+  bool blockAligned = tokens % pb.blockSize == 0;
+  llvm::DenseMap<int64_t, Value> tileBlocks;
+  auto locateRow = [&](int64_t i, int64_t chunksPerRow, Value row) {
+    int64_t rowsPerStep = threads / chunksPerRow;
+    if (!blockAligned || threads % chunksPerRow ||
+        pb.blockSize % rowsPerStep)
+      return locate(row);
+    int64_t j = i * rowsPerStep / pb.blockSize;
+    Value &block = tileBlocks[j];
+    if (!block)
+      block = lookup(add(divu(tileStart, pb.blockSize), j));
+    Value token = add(tileStart, row);
+    return std::make_tuple(token, block, remu(row, pb.blockSize));
   };
   auto validCount = [&](Value token) {
     // Tokens [token, token + 8) that are inside the window, in [0, 8].
@@ -212,7 +242,7 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
   for (int64_t i = 0; i < tokens * kChunks / threads; ++i) {
     Value id = add(tid, i * threads);
     Value row = divu(id, kChunks), col = mul(remu(id, kChunks), kChunk);
-    auto [token, block, offset] = locate(row);
+    auto [token, block, offset] = locateRow(i, kChunks, row);
     Value valid = select(lt(token, end), idx(kChunk), none);
     SmallVector<Value> src =
         shuffled ? SmallVector<Value>{block, kvHead, divu(col, kChunk), offset,
@@ -226,7 +256,7 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
     Value id = add(tid, i * threads);
     if (!shuffled) {
       Value row = divu(id, vChunks), col = mul(remu(id, vChunks), kChunk);
-      auto [token, block, offset] = locate(row);
+      auto [token, block, offset] = locateRow(i, vChunks, row);
       Value valid = select(lt(token, end), idx(kChunk), none);
       fn({sharedV, swizzledIndices({stage}, row, col, pb.valueDim), pb.vCache,
           {block, offset, kvHead, col}, valid});
@@ -381,8 +411,10 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
                                               SmallVector<Value> &state) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
   int64_t tw = cfg.tokensPerWarp, tokens = cfg.tileTokens();
-  int64_t scoreAtoms = tw / atom.n, outAtoms = pb.valueDim / atom.n;
-  Value warpTokens = mul(warp, tw);
+  int64_t scoreAtoms = tw / atom.n;
+  int64_t outAtoms = pb.valueDim / cfg.colSplit / atom.n;
+  Value warpTokens = mul(divu(warp, cfg.colSplit), tw);
+  Value colBase = mul(remu(warp, cfg.colSplit), pb.valueDim / cfg.colSplit);
   auto tileLayout = [this, stage](int64_t width) {
     return [this, stage, width](OpBuilder &, Location, Value row, Value col) {
       return swizzledIndices({stage}, row, col, width);
@@ -484,7 +516,8 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
       return failure();
     for (int64_t j0 = 0; j0 < outAtoms; j0 += group) {
       auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
-                                     idx(j0 * atom.n), add(warpTokens, ks * atom.k),
+                                     add(colBase, j0 * atom.n),
+                                     add(warpTokens, ks * atom.k),
                                      lane, group);
       if (failed(fb))
         return failure();
@@ -502,24 +535,29 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
 
 void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
-  int64_t outAtoms = pb.valueDim / atom.n, rowsN = rows();
+  int64_t outAtoms = pb.valueDim / cfg.colSplit / atom.n, rowsN = rows();
+  int64_t groups = cfg.tokenGroups();
+  // The warps of a token group share m and l (identical stores) and each
+  // writes its own columns of O.
+  Value group = divu(warp, cfg.colSplit);
+  Value colBase = mul(remu(warp, cfg.colSplit), pb.valueDim / cfg.colSplit);
   // Each warp's state to shared memory (the ring is free after a barrier):
   // m and l [W, rows], O [W, rows, Dv], all f32.
   gpu::BarrierOp::create(b, loc);
   Type f32Type = b.getF32Type();
-  Value mW = sharedView(sharedBytes, 0, {cfg.warps, rowsN}, f32Type);
-  Value lW = sharedView(sharedBytes, cfg.warps * rowsN * 4, {cfg.warps, rowsN},
+  Value mW = sharedView(sharedBytes, 0, {groups, rowsN}, f32Type);
+  Value lW = sharedView(sharedBytes, groups * rowsN * 4, {groups, rowsN},
                         f32Type);
-  Value oW = sharedView(sharedBytes, 2 * cfg.warps * rowsN * 4,
-                        {cfg.warps, rowsN, pb.valueDim}, f32Type);
+  Value oW = sharedView(sharedBytes, 2 * groups * rowsN * 4,
+                        {groups, rowsN, pb.valueDim}, f32Type);
   for (int64_t sl = 0; sl < nSlots; ++sl) {
     auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
     (void)col;
     // Every lane of the row holds the same m and, after the sum, the same
     // l; the identical stores are harmless.
-    memref::StoreOp::create(b, loc, state[sl], mW, ValueRange{warp, row});
+    memref::StoreOp::create(b, loc, state[sl], mW, ValueRange{group, row});
     memref::StoreOp::create(b, loc, rowSum(state[nSlots + sl]), lW,
-                            ValueRange{warp, row});
+                            ValueRange{group, row});
   }
   auto runType = VectorType::get({r}, f32Type);
   for (int64_t j = 0; j < outAtoms; ++j)
@@ -528,8 +566,9 @@ void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
       SmallVector<Value> values(state.begin() + 2 * nSlots + j * acc + e,
                                 state.begin() + 2 * nSlots + j * acc + e + r);
       Value vec = vector::FromElementsOp::create(b, loc, runType, values);
-      vector::StoreOp::create(b, loc, vec, oW,
-                              ValueRange{warp, row, add(col, j * atom.n)});
+      vector::StoreOp::create(
+          b, loc, vec, oW,
+          ValueRange{group, row, add(colBase, add(col, j * atom.n))});
     }
   gpu::BarrierOp::create(b, loc);
 
@@ -547,7 +586,7 @@ void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
     Value row = divu(id, chunks), col = mul(remu(id, chunks), kChunk);
     SmallVector<Value> ms, ls;
     Value mMax = f32(-INFINITY);
-    for (int64_t w = 0; w < cfg.warps; ++w) {
+    for (int64_t w = 0; w < groups; ++w) {
       ms.push_back(memref::LoadOp::create(b, loc, mW, ValueRange{idx(w), row}));
       ls.push_back(memref::LoadOp::create(b, loc, lW, ValueRange{idx(w), row}));
       mMax = fmax(mMax, ms.back());
@@ -555,7 +594,7 @@ void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
     Value mSafe = finiteOrZero(mMax);
     Value total = f32(0);
     Value o = arith::ConstantOp::create(b, loc, vec8, b.getZeroAttr(vec8));
-    for (int64_t w = 0; w < cfg.warps; ++w) {
+    for (int64_t w = 0; w < groups; ++w) {
       Value a = exp2(fsub(ms[w], mSafe));
       total = fadd(total, fmul(a, ls[w]));
       Value part = vector::LoadOp::create(b, loc, vec8, oW,
@@ -619,7 +658,7 @@ LogicalResult PagedDecodeBuilder::build() {
                : SmallVector<int64_t>{cfg.stages, tokens, pb.valueDim};
   sharedV = sharedView(sharedBytes, kBytes, vShape, elem);
   ringBytes = kBytes + cfg.stages * tokens * pb.valueDim * bytes;
-  int64_t mergeBytes = cfg.warps * rows() * (pb.valueDim + 2) * 4;
+  int64_t mergeBytes = cfg.tokenGroups() * rows() * (pb.valueDim + 2) * 4;
   int64_t qOffset = std::max(ringBytes, mergeBytes);
   sharedQ = sharedView(sharedBytes, qOffset, {rows(), pb.headDim}, elem);
   int64_t pOffset = qOffset + rows() * pb.headDim * bytes;
@@ -647,7 +686,7 @@ LogicalResult PagedDecodeBuilder::build() {
   int64_t nSlots = slots();
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
-  state.append(pb.valueDim / atom.n * accCount(), f32(0));
+  state.append(pb.valueDim / cfg.colSplit / atom.n * accCount(), f32(0));
   if (failed(pipelinedLoop(state)))
     return failure();
   epilogue(state);
@@ -685,9 +724,10 @@ FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
     for (int64_t stages : stageChoices) {
       cfg.warps = warps;
       cfg.stages = stages;
+      cfg.colSplit = pb.valueDim > 128 && warps > 1 ? 2 : 1;
       int64_t tokens = cfg.tileTokens();
       int64_t ring = stages * tokens * (pb.headDim + pb.valueDim) * bytes;
-      int64_t merge = warps * atom.m * (pb.valueDim + 2) * 4;
+      int64_t merge = cfg.tokenGroups() * atom.m * (pb.valueDim + 2) * 4;
       int64_t total = std::max(ring, merge) + atom.m * pb.headDim * bytes +
                       warps * atom.m * cfg.tokensPerWarp * bytes;
       // Whole 16-byte chunks per thread for K and V tiles.
