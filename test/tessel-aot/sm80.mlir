@@ -22,7 +22,16 @@
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_ptrs{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
 // DEFAULT-DAG: moe_ref_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}sm80
-// DEFAULT:     wrote 14 kernels for sm80 to {{.*}}.tsb
+// The LSE merges and reshape_and_cache (both layouts) have one too.
+// DEFAULT-DAG: llama3_8b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
+// DEFAULT:     wrote 26 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

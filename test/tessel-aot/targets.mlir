@@ -7,8 +7,8 @@
 // RUN: not tessel-aot %s --targets= -o %t.tsb 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: tessel-aot %s --targets=host -o %t.tsb | FileCheck %s --check-prefix=HOST
 
-// SM80: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad)
-// GFX950: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad)
+// SM80: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.decode_attention, tessel.paged_attention, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache)
+// GFX950: error: 'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.decode_attention, tessel.paged_attention, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache)
 // UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, sm90, gfx942, gfx950
 // EMPTY: error: --targets is empty
 

@@ -27,6 +27,15 @@ struct GridDim {
   int64_t div = 1;
 };
 
+/// ceildiv(dim * perUnit, div): a grid dimension over one signature dim
+/// (a shape symbol, or a constant), e.g. the tokens of a row-wise kernel.
+/// A dim of 0 gives 0 blocks: the runtime then launches nothing.
+inline GridDim gridOver(const KernelDim &dim, int64_t perUnit, int64_t div) {
+  if (dim.symbol < 0)
+    return GridDim{-1, 1, dim.constant * perUnit, div};
+  return GridDim{dim.symbol, dim.mul * perUnit, dim.add * perUnit, div};
+}
+
 struct LaunchGeometry {
   std::array<GridDim, 3> grid;
   std::array<int32_t, 3> block = {1, 1, 1};
@@ -45,6 +54,15 @@ struct KernelContext {
   const TargetInfo &target;
   /// Shared-memory pipeline depth of main loops.
   int64_t stages;
+
+  /// The memref of `operand`, one of the kernel function's arguments.
+  Value arg(Value operand) const {
+    return args[cast<BlockArgument>(operand).getArgNumber()];
+  }
+  /// Dimension `d` of `operand` as the signature has it (symbol or constant).
+  const KernelDim &dim(Value operand, unsigned d) const {
+    return sig.args[cast<BlockArgument>(operand).getArgNumber()].dims[d];
+  }
 };
 
 /// Ragged-M grouped matmul, B stacked or a pointer table, with or without
@@ -66,6 +84,21 @@ FailureOr<LaunchGeometry>
 buildPagedDecode(OpBuilder &b, Operation *op, KernelContext &ctx, Value q,
                  Value kCache, Value vCache, Value blockTable, Value lens,
                  Value out, Value lse, KVLayout layout, double scale);
+
+/// tessel.lse_merge: one lane per 16-byte chunk of each (token, head) row.
+FailureOr<LaunchGeometry> buildLseMerge(OpBuilder &b, LseMergeOp op,
+                                        KernelContext &ctx);
+
+/// tessel.lse_merge_n: like lse_merge, each lane folding the P partials of
+/// its chunk in one online pass.
+FailureOr<LaunchGeometry> buildLseMergeN(OpBuilder &b, LseMergeNOp op,
+                                         KernelContext &ctx);
+
+/// tessel.reshape_and_cache, both layouts: one lane per 16-byte chunk of
+/// the new tokens' K and V rows.
+FailureOr<LaunchGeometry> buildReshapeAndCache(OpBuilder &b,
+                                               ReshapeAndCacheOp op,
+                                               KernelContext &ctx);
 
 } // namespace mlir::tessel
 

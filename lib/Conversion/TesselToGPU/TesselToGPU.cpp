@@ -92,11 +92,18 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
                     arg(op.getLse()), op.getLayout(),
                     op.getScaleAttr().getValueAsDouble());
               })
+          .Case<LseMergeOp>([&](auto op) { return buildLseMerge(b, op, kc); })
+          .Case<LseMergeNOp>(
+              [&](auto op) { return buildLseMergeN(b, op, kc); })
+          .Case<ReshapeAndCacheOp>(
+              [&](auto op) { return buildReshapeAndCache(b, op, kc); })
           .Default([&](Operation *op) {
             return op->emitOpError()
                    << "has no GPU kernel template yet (GPU templates: "
                       "tessel.grouped_matmul, tessel.grouped_matmul_wgrad, "
-                      "tessel.decode_attention, tessel.paged_attention)";
+                      "tessel.decode_attention, tessel.paged_attention, "
+                      "tessel.lse_merge, tessel.lse_merge_n, "
+                      "tessel.reshape_and_cache)";
           });
   if (failed(geometry))
     return failure();
