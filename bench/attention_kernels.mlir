@@ -1,10 +1,13 @@
 // Attention-side kernels checked by attention_check.py and timed by
 // attention_bench.py (which read each kernel's op, operand types and shapes
 // from the bundle; the names are for people):
-//   merge_<partials>_<out>_h<H>_d<D>:     tessel.lse_merge, lse_out included
-//                                          (so that it can run in place when
-//                                          the types agree);
-//   merge_n_<partials>_<out>_h<H>_d<D>:   tessel.lse_merge_n (split-KV);
+//   merge_<partials>_h<H>_d<D>_<out>[_lse]:   tessel.lse_merge (with lse_out
+//                                          it can run in place when the types
+//                                          agree);
+//   merge_n_<partials>_h<H>_d<D>_<out>[_lse]: tessel.lse_merge_n (split-KV;
+//                                          paged_decode_bench.py merges the
+//                                          decode splits with the one without
+//                                          lse_out);
 //   rc_<layout>_<type>_h<Hkv>_d<Dk>[_<Dv>]_bs<BS>: tessel.reshape_and_cache.
 // Token counts, partial counts and cache blocks are dynamic.
 //
@@ -13,7 +16,7 @@
 // --- LSE merges. Llama-3 8B's extend merge (f32 partials, bf16 out), the
 // same with bf16 partials, f32 in place, and MLA's 512-wide rows.
 
-func.func @merge_f32_bf16_h32_d128(%oa: memref<?x32x128xf32>, %la: memref<32x?xf32>,
+func.func @merge_f32_h32_d128_bf16_lse(%oa: memref<?x32x128xf32>, %la: memref<32x?xf32>,
     %ob: memref<?x32x128xf32>, %lb: memref<32x?xf32>,
     %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
   tessel.lse_merge a(%oa : memref<?x32x128xf32>, %la : memref<32x?xf32>)
@@ -22,7 +25,7 @@ func.func @merge_f32_bf16_h32_d128(%oa: memref<?x32x128xf32>, %la: memref<32x?xf
   return
 }
 
-func.func @merge_bf16_bf16_h32_d128(%oa: memref<?x32x128xbf16>, %la: memref<32x?xf32>,
+func.func @merge_bf16_h32_d128_bf16_lse(%oa: memref<?x32x128xbf16>, %la: memref<32x?xf32>,
     %ob: memref<?x32x128xbf16>, %lb: memref<32x?xf32>,
     %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
   tessel.lse_merge a(%oa : memref<?x32x128xbf16>, %la : memref<32x?xf32>)
@@ -31,7 +34,7 @@ func.func @merge_bf16_bf16_h32_d128(%oa: memref<?x32x128xbf16>, %la: memref<32x?
   return
 }
 
-func.func @merge_f32_f32_h8_d64(%oa: memref<?x8x64xf32>, %la: memref<8x?xf32>,
+func.func @merge_f32_h8_d64_f32_lse(%oa: memref<?x8x64xf32>, %la: memref<8x?xf32>,
     %ob: memref<?x8x64xf32>, %lb: memref<8x?xf32>,
     %out: memref<?x8x64xf32>, %lse: memref<8x?xf32>) {
   tessel.lse_merge a(%oa : memref<?x8x64xf32>, %la : memref<8x?xf32>)
@@ -40,7 +43,7 @@ func.func @merge_f32_f32_h8_d64(%oa: memref<?x8x64xf32>, %la: memref<8x?xf32>,
   return
 }
 
-func.func @merge_bf16_bf16_h16_d512(%oa: memref<?x16x512xbf16>, %la: memref<16x?xf32>,
+func.func @merge_bf16_h16_d512_bf16_lse(%oa: memref<?x16x512xbf16>, %la: memref<16x?xf32>,
     %ob: memref<?x16x512xbf16>, %lb: memref<16x?xf32>,
     %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>) {
   tessel.lse_merge a(%oa : memref<?x16x512xbf16>, %la : memref<16x?xf32>)
@@ -49,16 +52,24 @@ func.func @merge_bf16_bf16_h16_d512(%oa: memref<?x16x512xbf16>, %la: memref<16x?
   return
 }
 
-// --- Split-KV merges: Llama-3 8B decode (f32 partials), MLA (bf16, 512).
+// --- Split-KV merges: Llama-3 8B decode (f32 partials, with and without
+// lse_out), MLA (bf16, 512).
 
-func.func @merge_n_f32_bf16_h32_d128(%p: memref<?x?x32x128xf32>, %pl: memref<?x32x?xf32>,
+func.func @merge_n_f32_h32_d128_bf16(%p: memref<?x?x32x128xf32>, %pl: memref<?x32x?xf32>,
+    %out: memref<?x32x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x32x128xf32>, %pl : memref<?x32x?xf32>)
+      out(%out : memref<?x32x128xbf16>)
+  return
+}
+
+func.func @merge_n_f32_h32_d128_bf16_lse(%p: memref<?x?x32x128xf32>, %pl: memref<?x32x?xf32>,
     %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
   tessel.lse_merge_n partials(%p : memref<?x?x32x128xf32>, %pl : memref<?x32x?xf32>)
       out(%out : memref<?x32x128xbf16>) lse_out(%lse : memref<32x?xf32>)
   return
 }
 
-func.func @merge_n_bf16_bf16_h16_d512(%p: memref<?x?x16x512xbf16>, %pl: memref<?x16x?xf32>,
+func.func @merge_n_bf16_h16_d512_bf16_lse(%p: memref<?x?x16x512xbf16>, %pl: memref<?x16x?xf32>,
     %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>) {
   tessel.lse_merge_n partials(%p : memref<?x?x16x512xbf16>, %pl : memref<?x16x?xf32>)
       out(%out : memref<?x16x512xbf16>) lse_out(%lse : memref<16x?xf32>)
