@@ -68,8 +68,8 @@ BIG = 10500  # rows of the one large group (> 10K) of the explicit cases
 
 
 def read_bundle(path):
-    """The kernel records of a bundle: name, op, target, dtype, args,
-    symbols, grid, block, binary."""
+    """The kernel records of a bundle: name, op, target, dtype, args (name,
+    dtype, output, dims), symbols, grid, block, binary."""
     data = open(path, "rb").read()
     (magic, version, _, size, _, count, record, _, kernels, strings,
      _) = HEADER.unpack_from(data, 0)
@@ -89,9 +89,10 @@ def read_bundle(path):
         f = KERNEL.unpack_from(data, kernels + i * KERNEL.size)
         args = []
         for a in range(f[5]):
-            name, _, rank, _, _, dims_at = ARG.unpack_from(
+            name, dtype, rank, output, _, dims_at = ARG.unpack_from(
                 data, f[6] + a * ARG.size)
-            args.append((string(name), dims(dims_at, rank)))
+            args.append(dict(name=string(name), dtype=dtype,
+                             output=bool(output), dims=dims(dims_at, rank)))
         symbols = [string(U32.unpack_from(data, f[9] + 4 * s)[0])
                    for s in range(f[7])]
         grid = [f[11 + 3 * d: 14 + 3 * d] for d in range(3)]
@@ -234,10 +235,10 @@ class Kernel:
                             a.shape[0]])
 
 
-def load_kernels(driver, bundles, major):
+def load_kernels(driver, bundles, major, make=None):
     """Per kernel name, the sm90 cubin on an sm_90 GPU, else the sm80 PTX;
     only that one is loaded (the driver JIT-compiles PTX, which takes
-    time)."""
+    time), as make(driver, record) (default: Kernel)."""
     preferred = ["sm90", "sm80"] if major == 9 else ["sm80"]
     best = {}
     for r in (r for path in bundles for r in read_bundle(path)):
@@ -247,13 +248,15 @@ def load_kernels(driver, bundles, major):
         if old is None or (preferred.index(r["target"]) <
                            preferred.index(old["target"])):
             best[r["name"]] = r
-    return {name: Kernel(driver, r) for name, r in sorted(best.items())}
+    make = make or Kernel
+    return {name: make(driver, r) for name, r in sorted(best.items())}
 
 
-def start(bundles, seed):
-    """The common start of the check and the benchmark: fp32 references
+def start(bundles, seed, make=None):
+    """The common start of the checks and the benchmarks: fp32 references
     without TF32, a seeded generator, the driver and the bundles' kernels
-    (the device line and the kernel count printed). Returns (gen, driver,
+    (the device line and the kernel count printed), each made by
+    make(driver, record) (default: Kernel). Returns (gen, driver,
     kernels)."""
     torch.backends.cuda.matmul.allow_tf32 = False  # an fp32 reference
     gen = torch.Generator(device="cuda")
@@ -261,7 +264,7 @@ def start(bundles, seed):
     driver = Driver()
     print(device_line())
     major = torch.cuda.get_device_properties(0).major
-    kernels = load_kernels(driver, bundles, major)
+    kernels = load_kernels(driver, bundles, major, make)
     print(f"kernels: {len(kernels)} from {', '.join(bundles) or '-'}")
     return gen, driver, kernels
 
@@ -309,13 +312,15 @@ class Runtime:
         if status:
             raise RuntimeError(self.lib.tessel_status_message(status).decode())
 
-    def kernel(self, bundle_path, name):
+    def kernel(self, bundle_path, name, make=None):
+        """Kernel `name` of the bundle, as make(runtime, bundle, name)
+        (default: RuntimeKernel)."""
         if bundle_path not in self.bundles:
             bundle = ctypes.c_void_p()
             self.check(self.lib.tessel_bundle_load_file(
                 self.device, bundle_path.encode(), ctypes.byref(bundle)))
             self.bundles[bundle_path] = bundle
-        return RuntimeKernel(self, self.bundles[bundle_path], name)
+        return (make or RuntimeKernel)(self, self.bundles[bundle_path], name)
 
 
 class RuntimeKernel:
@@ -559,13 +564,20 @@ def guarded(fn, kernel, *args):
         return False
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def bundle_parser(doc, runtime=False):
+    """The command line of a check or benchmark (`doc`: its docstring):
+    bundles and --seed, and with `runtime` the --runtime option."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("bundles", nargs="+")
     parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--runtime", help="libtessel_runtime.so: also run "
-                        "every kernel through the runtime's C API")
-    args = parser.parse_args()
+    if runtime:
+        parser.add_argument("--runtime", help="libtessel_runtime.so: also "
+                            "run every kernel through the runtime's C API")
+    return parser
+
+
+def main():
+    args = bundle_parser(__doc__, runtime=True).parse_args()
     gen, driver, kernels = start(args.bundles, args.seed)
     if not any(k.layout.wgrad for k in kernels.values()):
         print("NOTE: no gmw_* kernels given: the weight gradient is not "

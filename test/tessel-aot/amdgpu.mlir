@@ -9,8 +9,9 @@
 // SPEC-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}host{{ +}}bf16
 // SPEC-NEXT: wrote 3 kernels for gfx942,gfx950,host to {{.*}}.tsb
 
-// The default set: every grouped matmul for both chips; kernels without a
-// GPU template are skipped with a note per chip.
+// The default set: every grouped matmul, LSE merge and reshape_and_cache
+// for both chips; kernels without a GPU template are skipped with a note
+// per chip.
 // DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
 // DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx942
@@ -21,7 +22,15 @@
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_dgrad{{ +}}tessel.grouped_matmul{{ +}}gfx950
 // DEFAULT-DAG: llama3_8b_decode_shuffled{{ +}}tessel.decode_attention{{ +}}gfx942
 // DEFAULT-DAG: qwen3_235b_decode_split{{ +}}tessel.paged_attention{{ +}}gfx950
-// DEFAULT:     wrote 40 kernels for gfx942,gfx950 to {{.*}}.tsb
+// The LSE merges and reshape_and_cache (both layouts) too.
+// DEFAULT-DAG: llama3_8b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}gfx942
+// DEFAULT-DAG: llama3_8b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}gfx950
+// DEFAULT-DAG: llama3_8b_lse_merge{{ +}}tessel.lse_merge{{ +}}gfx942
+// DEFAULT-DAG: llama3_8b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}gfx950
+// DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}gfx942
+// DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}gfx950
+// DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}gfx942
+// DEFAULT:     wrote 56 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -26,7 +26,16 @@
 // DEFAULT-DAG: llama3_8b_decode{{ +}}tessel.decode_attention{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_decode_shuffled{{ +}}tessel.decode_attention{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_decode_split{{ +}}tessel.paged_attention{{ +}}sm80
-// DEFAULT:     wrote 20 kernels for sm80 to {{.*}}.tsb
+// The LSE merges and reshape_and_cache (both layouts) have one too.
+// DEFAULT-DAG: llama3_8b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
+// DEFAULT:     wrote 28 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

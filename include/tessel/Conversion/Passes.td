@@ -76,7 +76,15 @@ def TesselToGPU : Pass<"tessel-to-gpu", "ModuleOp"> {
     `tessel.grouped_matmul_wgrad` (ragged K): one block per (N-tile,
     M-tile, group) of `c [G, M, N]`, each over its group's rows, empty
     groups writing zeros; M and N multiples of 8; tile 128x128x32, 2x2
-    warps.
+    warps. `tessel.lse_merge` and `tessel.lse_merge_n`: one lane per
+    16-byte chunk of a (token, head) row (16 bytes of the narrowest
+    element type, so the head dim must be a multiple of 8 for 16-bit
+    types, 4 for f32), 256 lanes a block, a 1-D grid from T alone;
+    `lse_merge_n` folds the P partials online in one pass, skipping the
+    reads of empty ones. `tessel.reshape_and_cache` (both layouts): one
+    lane per 16-byte chunk of a new token's K and V rows (head dims
+    multiples of 16 bytes), a 1-D grid from T alone; padding slots and
+    slots past the cache are skipped.
 
     Post-condition: no kernel function remains; the module is a
     `gpu.container_module` of one `gpu.module` per kernel.

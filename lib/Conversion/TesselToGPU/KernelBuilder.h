@@ -21,6 +21,12 @@ namespace mlir::tessel {
 /// async copies and shared-memory swizzles.
 constexpr int64_t kChunk = 8;
 
+/// Checks that rows of `size` elements of `elem` (a head dim, say) are
+/// whole 16-byte chunks; else emits "GPU template: <what> (<size>) must be
+/// a multiple of <16 / element size> ..." on `op`.
+LogicalResult checkChunkRows(Operation *op, StringRef what, int64_t size,
+                             Type elem);
+
 class KernelBuilder {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const TargetInfo &target)
@@ -62,6 +68,8 @@ protected:
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
   }
   Value blockId(gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d); }
+  /// Emits `body` under scf.if `cond` (no results).
+  void ifThen(Value cond, function_ref<void()> body);
   Value threadId() { return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x); }
 
   // --- warp collectives ---------------------------------------------------
@@ -72,6 +80,23 @@ protected:
   Value warpReduce(Value x, function_ref<Value(Value, Value)> combine,
                    int64_t width = 0);
   Value broadcast(Value x, Value lane);
+
+  // --- global memory and float math ---------------------------------------
+  /// `elements` consecutive elements of `memref` from `indices` (along the
+  /// last dimension), as one vector, read by loads of at most
+  /// target.getMaxVectorBytes() each. The first element must be aligned to
+  /// min(elements * element size, getMaxVectorBytes()) bytes (rows made of
+  /// 16-byte chunks, 16-byte aligned buffers), and elements * element size
+  /// must be a power of two or a multiple of getMaxVectorBytes().
+  Value loadVector(Value memref, ValueRange indices, int64_t elements);
+  /// Stores `vec` at `indices` of `memref` likewise.
+  void storeVector(Value vec, Value memref, ValueRange indices);
+  /// `x` (a float scalar or vector) as element type `elem` (extf / truncf).
+  Value convertFloat(Value x, Type elem);
+  /// e^x and ln(x) of an f32 scalar through the target's base-2
+  /// approximations (TargetInfo::exp2/log2): exp(-inf) = 0, log(0) = -inf.
+  Value exp(Value x);
+  Value log(Value x);
 
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.

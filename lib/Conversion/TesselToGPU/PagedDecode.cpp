@@ -748,24 +748,24 @@ FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
          << " bytes of shared memory of " << target.getChip();
 }
 
-} // namespace
-
-FailureOr<LaunchGeometry>
-mlir::tessel::buildPagedDecode(OpBuilder &b, Operation *op, KernelContext &ctx,
-                               Value q, Value kCache, Value vCache,
-                               Value blockTable, Value lens, Value out,
-                               Value lse, KVLayout layout, double scale) {
+FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
+                                      KernelContext &ctx, Value qArg,
+                                      Value kCache, Value vCache,
+                                      Value blockTable, Value lens, Value outArg,
+                                      Value lse, KVLayout layout,
+                                      double scale) {
+  Value q = ctx.arg(qArg), out = ctx.arg(outArg);
   auto qType = cast<MemRefType>(q.getType());
   auto outType = cast<MemRefType>(out.getType());
   auto kType = cast<MemRefType>(kCache.getType());
   DecodeProblem pb;
   pb.q = q;
-  pb.kCache = kCache;
-  pb.vCache = vCache;
-  pb.blockTable = blockTable;
-  pb.lens = lens;
+  pb.kCache = ctx.arg(kCache);
+  pb.vCache = ctx.arg(vCache);
+  pb.blockTable = ctx.arg(blockTable);
+  pb.lens = ctx.arg(lens);
   pb.out = out;
-  pb.lse = lse;
+  pb.lse = ctx.arg(lse);
   pb.layout = layout;
   pb.scale = scale;
   pb.split = outType.getRank() == 4;
@@ -809,20 +809,36 @@ mlir::tessel::buildPagedDecode(OpBuilder &b, Operation *op, KernelContext &ctx,
 
   // Grid: (requests, KV heads, splits); all from shapes.
   LaunchGeometry geometry;
-  auto dimOf = [&](StringRef name, unsigned d) {
-    for (const KernelArg &arg : ctx.sig.args)
-      if (arg.name == name) {
-        const KernelDim &dim = arg.dims[d];
-        return dim.symbol >= 0 ? GridDim{dim.symbol, dim.mul, dim.add, 1}
-                               : GridDim{-1, 1, dim.constant, 1};
-      }
-    llvm_unreachable("decode kernels have q and out");
-  };
-  geometry.grid[0] = dimOf("q", 0);
+  geometry.grid[0] = gridOver(ctx.dim(qArg, 0), 1, 1);
   geometry.grid[1] = GridDim{-1, 1, pb.kvHeads, 1};
-  geometry.grid[2] = pb.split ? dimOf("out", 0) : GridDim{-1, 1, 1, 1};
+  geometry.grid[2] =
+      pb.split ? gridOver(ctx.dim(outArg, 0), 1, 1) : GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(cfg->warps * ctx.target.getWarpSize()),
                     1, 1};
   geometry.sharedBytes = sharedBytes;
   return geometry;
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry> mlir::tessel::buildPagedDecode(OpBuilder &b,
+                                                         DecodeAttentionOp op,
+                                                         KernelContext &ctx) {
+  return buildDecode(b, op, ctx, op.getQ(), op.getKCache(), op.getVCache(),
+                     op.getBlockTable(), op.getSeqLens(), op.getOut(),
+                     op.getLse(), op.getLayout(),
+                     op.getScaleAttr().getValueAsDouble());
+}
+
+FailureOr<LaunchGeometry> mlir::tessel::buildPagedDecode(OpBuilder &b,
+                                                         PagedAttentionOp op,
+                                                         KernelContext &ctx) {
+  if (op.getCuSeqlens())
+    return op.emitOpError()
+           << "has no GPU kernel template with cu_seqlens yet (the decode "
+              "form, one query per request, has one)";
+  return buildDecode(b, op, ctx, op.getQ(), op.getKCache(), op.getVCache(),
+                     op.getBlockTable(), op.getContextLens(), op.getOut(),
+                     op.getLse(), op.getLayout(),
+                     op.getScaleAttr().getValueAsDouble());
 }

@@ -27,6 +27,15 @@ struct GridDim {
   int64_t div = 1;
 };
 
+/// ceildiv(dim * perUnit, div): a grid dimension over one signature dim
+/// (a shape symbol, or a constant), e.g. the tokens of a row-wise kernel.
+/// A dim of 0 gives 0 blocks: the runtime then launches nothing.
+inline GridDim gridOver(const KernelDim &dim, int64_t perUnit, int64_t div) {
+  if (dim.symbol < 0)
+    return GridDim{-1, 1, dim.constant * perUnit, div};
+  return GridDim{dim.symbol, dim.mul * perUnit, dim.add * perUnit, div};
+}
+
 struct LaunchGeometry {
   std::array<GridDim, 3> grid;
   std::array<int32_t, 3> block = {1, 1, 1};
@@ -45,6 +54,18 @@ struct KernelContext {
   const TargetInfo &target;
   /// Shared-memory pipeline depth of main loops.
   int64_t stages;
+
+  /// The memref of `operand`, one of the kernel function's arguments (null
+  /// for an absent optional operand).
+  Value arg(Value operand) const {
+    if (!operand)
+      return Value();
+    return args[cast<BlockArgument>(operand).getArgNumber()];
+  }
+  /// Dimension `d` of `operand` as the signature has it (symbol or constant).
+  const KernelDim &dim(Value operand, unsigned d) const {
+    return sig.args[cast<BlockArgument>(operand).getArgNumber()].dims[d];
+  }
 };
 
 /// Ragged-M grouped matmul, B stacked or a pointer table, with or without
@@ -59,13 +80,29 @@ FailureOr<LaunchGeometry> buildGroupedMatmulWgrad(OpBuilder &b,
                                                   GroupedMatmulWgradOp op,
                                                   KernelContext &ctx);
 
-/// Paged decode attention on tensor cores (decode_attention, and
-/// paged_attention without cu_seqlens): one block per request, KV head and
-/// split; `out`/`lse` with a leading split dimension hold split-KV partials.
-FailureOr<LaunchGeometry>
-buildPagedDecode(OpBuilder &b, Operation *op, KernelContext &ctx, Value q,
-                 Value kCache, Value vCache, Value blockTable, Value lens,
-                 Value out, Value lse, KVLayout layout, double scale);
+/// Paged decode attention on tensor cores: one block per request, KV head
+/// and split. decode_attention reads each request's whole context;
+/// paged_attention (one query per request: no cu_seqlens) in its split form
+/// writes the split-KV partials.
+FailureOr<LaunchGeometry> buildPagedDecode(OpBuilder &b, DecodeAttentionOp op,
+                                           KernelContext &ctx);
+FailureOr<LaunchGeometry> buildPagedDecode(OpBuilder &b, PagedAttentionOp op,
+                                           KernelContext &ctx);
+
+/// tessel.lse_merge: one lane per 16-byte chunk of each (token, head) row.
+FailureOr<LaunchGeometry> buildLseMerge(OpBuilder &b, LseMergeOp op,
+                                        KernelContext &ctx);
+
+/// tessel.lse_merge_n: like lse_merge, each lane folding the P partials of
+/// its chunk in one online pass.
+FailureOr<LaunchGeometry> buildLseMergeN(OpBuilder &b, LseMergeNOp op,
+                                         KernelContext &ctx);
+
+/// tessel.reshape_and_cache, both layouts: one lane per 16-byte chunk of
+/// the new tokens' K and V rows.
+FailureOr<LaunchGeometry> buildReshapeAndCache(OpBuilder &b,
+                                               ReshapeAndCacheOp op,
+                                               KernelContext &ctx);
 
 } // namespace mlir::tessel
 

@@ -59,44 +59,26 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
     kc.args.push_back(
         buildArgMemRef(b, loc, arg, kernel.getArgument(i), kc.symbols));
 
-  // The kernel's memref of an operand of the op (a function argument);
-  // null for an absent optional operand.
-  auto arg = [&](Value operand) -> Value {
-    if (!operand)
-      return Value();
-    return kc.args[cast<BlockArgument>(operand).getArgNumber()];
-  };
   FailureOr<LaunchGeometry> geometry =
       llvm::TypeSwitch<Operation *, FailureOr<LaunchGeometry>>(sig.op)
           .Case<GroupedMatmulOp>(
               [&](auto op) { return buildGroupedMatmul(b, op, kc); })
           .Case<GroupedMatmulWgradOp>(
               [&](auto op) { return buildGroupedMatmulWgrad(b, op, kc); })
-          .Case<DecodeAttentionOp>([&](DecodeAttentionOp op) {
-            return buildPagedDecode(
-                b, op, kc, arg(op.getQ()), arg(op.getKCache()),
-                arg(op.getVCache()), arg(op.getBlockTable()),
-                arg(op.getSeqLens()), arg(op.getOut()), arg(op.getLse()),
-                op.getLayout(), op.getScaleAttr().getValueAsDouble());
-          })
-          .Case<PagedAttentionOp>(
-              [&](PagedAttentionOp op) -> FailureOr<LaunchGeometry> {
-                if (op.getCuSeqlens())
-                  return op.emitOpError()
-                         << "has no GPU kernel template with cu_seqlens yet "
-                            "(the decode form, one query per request, has one)";
-                return buildPagedDecode(
-                    b, op, kc, arg(op.getQ()), arg(op.getKCache()),
-                    arg(op.getVCache()), arg(op.getBlockTable()),
-                    arg(op.getContextLens()), arg(op.getOut()),
-                    arg(op.getLse()), op.getLayout(),
-                    op.getScaleAttr().getValueAsDouble());
-              })
+          .Case<DecodeAttentionOp, PagedAttentionOp>(
+              [&](auto op) { return buildPagedDecode(b, op, kc); })
+          .Case<LseMergeOp>([&](auto op) { return buildLseMerge(b, op, kc); })
+          .Case<LseMergeNOp>(
+              [&](auto op) { return buildLseMergeN(b, op, kc); })
+          .Case<ReshapeAndCacheOp>(
+              [&](auto op) { return buildReshapeAndCache(b, op, kc); })
           .Default([&](Operation *op) {
             return op->emitOpError()
                    << "has no GPU kernel template yet (GPU templates: "
                       "tessel.grouped_matmul, tessel.grouped_matmul_wgrad, "
-                      "tessel.decode_attention, tessel.paged_attention)";
+                      "tessel.decode_attention, tessel.paged_attention, "
+                      "tessel.lse_merge, tessel.lse_merge_n, "
+                      "tessel.reshape_and_cache)";
           });
   if (failed(geometry))
     return failure();
