@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace mlir::tessel {
 
@@ -116,6 +117,22 @@ public:
   loadFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const = 0;
+
+  /// The A fragment of one atom (m x k) made of accumulators without a trip
+  /// through shared memory: `acc` holds the accumulators of the k / n atoms
+  /// that tile the fragment's k columns (left to right), already converted
+  /// to atom.operandType. How flash attention feeds P = softmax(S) to P.V.
+  /// std::nullopt when the C and A layouts differ on this target (then the
+  /// template stages P in shared memory and reads it with loadFragments).
+  virtual std::optional<Fragment>
+  accumulatorsAsOperandA(OpBuilder &b, Location loc, const MmaAtom &atom,
+                         ArrayRef<Value> acc) const {
+    return std::nullopt;
+  }
+  /// Whether accumulatorsAsOperandA works for `atom`.
+  virtual bool hasAccumulatorsAsOperandA(const MmaAtom &atom) const {
+    return false;
+  }
 
   /// acc + a . b, element-wise on a lane's accumulator registers.
   virtual FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,

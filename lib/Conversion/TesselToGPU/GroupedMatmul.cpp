@@ -98,14 +98,6 @@ public:
                            Value T, int64_t groups, int64_t m, int64_t n);
 
 private:
-  struct GroupTile {
-    Value found;            ///< i1: this block has a tile.
-    Value rowStart, rowEnd; ///< index: the tile's rows of a and c.
-    Value group;            ///< index: the group; == G for the zero tail.
-  };
-  /// Finds the M-tile `tileIndex` (index) in the groups' tile order.
-  GroupTile findTile(Value offsets, Value T, Value tileIndex, int64_t groups);
-
   /// Memref indices of element (row, col) of stage `stage` of a swizzled
   /// shared tile [stages, rows, width].
   SmallVector<Value> sharedIndices(Value stage, Value row, Value col,
@@ -164,94 +156,6 @@ private:
   /// first row of c[group] (ragged K).
   Value rowStart, rowEnd, group, colStart, mStart;
 };
-
-GroupedMatmulBuilder::GroupTile
-GroupedMatmulBuilder::findTile(Value offsets, Value T, Value tileIndex,
-                               int64_t groups) {
-  // Entries 0..G-1 are the groups, entry G the zero tail [end_{G-1}, T).
-  // end_e = min(T, max(0, offsets[0..e])): the op clamps each offset to
-  // [previous end, T]. The scan runs in i32 (offsets are i32).
-  Type i32Type = b.getI32Type();
-  Type i1 = b.getI1Type();
-  Value T32 = arith::IndexCastOp::create(b, loc, i32Type, T);
-  Value tile32 = arith::IndexCastOp::create(b, loc, i32Type, tileIndex);
-  int64_t chunks = (groups + 1 + warpSize - 1) / warpSize;
-  auto maxsi = [&](Value x, Value y) -> Value {
-    return arith::MaxSIOp::create(b, loc, x, y);
-  };
-  auto addi = [&](Value x, Value y) -> Value {
-    return arith::AddIOp::create(b, loc, x, y);
-  };
-
-  // Loop state: end of the previous chunk, tiles before it, found, and the
-  // found tile's row range and group.
-  Value zero = i32(0);
-  Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
-  SmallVector<Value> init = {zero, zero, no, zero, zero, zero};
-  auto loop = scf::ForOp::create(b, loc, idx(0), idx(chunks), idx(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    ValueRange state = loop.getRegionIterArgs();
-    // Chunks after the one holding the tile have nothing to add.
-    auto ifOp = scf::IfOp::create(b, loc, loop.getResultTypes(), state[2],
-                                  /*withElseRegion=*/true);
-    scf::YieldOp::create(b, loc, ifOp.getResults());
-
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, loc, state);
-
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    Value carryEnd = state[0], carryTiles = state[1];
-    Value entry = add(mul(loop.getInductionVar(), warpSize), lane);
-    Value isGroup = lt(entry, idx(groups));
-    Value loadAt = arith::MinUIOp::create(b, loc, entry, idx(groups - 1));
-    Value offset = memref::LoadOp::create(b, loc, offsets, loadAt);
-    Value raw = select(isGroup, offset, T32);
-    Value end = warpScan(maxsi(raw, carryEnd), maxsi);
-    end = arith::MinSIOp::create(b, loc, end, T32);
-    auto prev = gpu::ShuffleOp::create(b, loc, end, 1, warpSize,
-                                       gpu::ShuffleMode::UP);
-    Value start = select(prev.getValid(), prev.getShuffleResult(), carryEnd);
-    // ceil((end - start) / tileM); entries past the tail have none.
-    Value tiles = arith::DivUIOp::create(
-        b, loc, addi(arith::SubIOp::create(b, loc, end, start),
-                     i32(cfg.tileM - 1)),
-        i32(cfg.tileM));
-    Value inclusive = addi(warpScan(tiles, addi), carryTiles);
-    // The owner is the first lane whose tiles end after the block's tile.
-    Value before = arith::ExtUIOp::create(
-        b, loc, i32Type,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, inclusive,
-                              tile32));
-    Value owner = warpReduce(before, addi);
-    Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                        owner, i32(warpSize));
-    Value ownerLane = arith::MinUIOp::create(b, loc, owner, i32(warpSize - 1));
-    Value exclusive = arith::SubIOp::create(b, loc, inclusive, tiles);
-    Value ownerStart = broadcast(start, ownerLane);
-    Value ownerEnd = broadcast(end, ownerLane);
-    Value ownerTilesBefore = broadcast(exclusive, ownerLane);
-    Value first = arith::AddIOp::create(
-        b, loc, ownerStart,
-        arith::MulIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, tile32, ownerTilesBefore),
-            i32(cfg.tileM)));
-    Value ownerGroup = addi(
-        arith::IndexCastOp::create(b, loc, i32Type,
-                                   mul(loop.getInductionVar(), warpSize)),
-        ownerLane);
-    Value last = arith::MinSIOp::create(b, loc, ownerEnd,
-                                        addi(first, i32(cfg.tileM)));
-    Value lastLane = i32(warpSize - 1);
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{broadcast(end, lastLane), broadcast(inclusive, lastLane),
-                   found, first, last, ownerGroup});
-  }
-  return {loop.getResult(2), toIndex(loop.getResult(3)),
-          toIndex(loop.getResult(4)), toIndex(loop.getResult(5))};
-}
 
 SmallVector<Value> GroupedMatmulBuilder::sharedIndices(Value stage, Value row,
                                                        Value col,
@@ -658,9 +562,10 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
   numK = idx((k + cfg.tileK - 1) / cfg.tileK);
   allocateRings();
   setThreadIds();
-  GroupTile tile = findTile(offsets, T,
-                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-                            groups);
+  // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G).
+  RowTile tile = findRowTile(
+      [&](Value g) { return memref::LoadOp::create(b, loc, offsets, g); },
+      idx(groups), T, blockId(gpu::Dimension::y), cfg.tileM, /*tail=*/true);
 
   // Blocks past the last tile have nothing to do. `found` is uniform over
   // the block (every warp scanned the same offsets), so barriers inside

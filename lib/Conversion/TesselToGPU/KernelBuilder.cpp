@@ -167,3 +167,143 @@ SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
   indices.push_back(add(mul(chunk, kChunk), remu(col, kChunk)));
   return indices;
 }
+
+LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
+                                             SmallVector<Value> &state) {
+  bool async = target.getAsyncCopyBytes() > 0;
+  int64_t stages = async ? p.stages : 2;
+  if (async) {
+    for (int64_t s = 0; s < stages - 1; ++s) {
+      p.issue(idx(s), idx(s));
+      if (failed(target.asyncCommit(b, loc)))
+        return failure();
+    }
+  } else {
+    p.store(idx(0), p.fetch(idx(0)));
+  }
+  auto loop = scf::ForOp::create(b, loc, idx(0), p.numTiles, idx(1), state);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  if (async && failed(target.asyncWait(b, loc, stages - 2)))
+    return failure();
+  gpu::BarrierOp::create(b, loc);
+  Value next = add(t, async ? stages - 1 : 1);
+  Value hasNext = lt(next, p.numTiles);
+  scf::IfOp fetched;
+  if (async) {
+    ifThen(hasNext, [&] { p.issue(remu(next, stages), next); });
+    if (failed(target.asyncCommit(b, loc)))
+      return failure();
+  } else {
+    SmallVector<Type> types(p.chunks, p.chunkType);
+    fetched = scf::IfOp::create(b, loc, types, hasNext, true);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(fetched.thenBlock());
+    scf::YieldOp::create(b, loc, p.fetch(next));
+    b.setInsertionPointToStart(fetched.elseBlock());
+    Value zeros = arith::ConstantOp::create(
+        b, loc, p.chunkType, b.getZeroAttr(p.chunkType));
+    scf::YieldOp::create(b, loc, SmallVector<Value>(p.chunks, zeros));
+  }
+  SmallVector<Value> carried(loop.getRegionIterArgs());
+  if (failed(p.compute(remu(t, stages), t, carried)))
+    return failure();
+  if (!async)
+    ifThen(hasNext,
+           [&] { p.store(remu(next, 2), ValueRange(fetched.getResults())); });
+  scf::YieldOp::create(b, loc, carried);
+  state.assign(loop.getResults().begin(), loop.getResults().end());
+  return success();
+}
+
+KernelBuilder::RowTile
+KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
+                           Value T, Value tileIndex, int64_t tileRows,
+                           bool tail) {
+  // end_e = min(T, max(0, ends[0..e])): each end is clamped to [previous
+  // end, T]. Entries past the groups end at T (the tail) or at the last
+  // group's end (no rows). The scan runs in i32 (ends are i32 metadata).
+  Value lane = remu(threadId(), warpSize);
+  Type i32Type = b.getI32Type();
+  Type i1 = b.getI1Type();
+  Value T32 = arith::IndexCastOp::create(b, loc, i32Type, T);
+  Value tile32 = arith::IndexCastOp::create(b, loc, i32Type, tileIndex);
+  Value chunks = arith::CeilDivUIOp::create(b, loc, add(count, 1),
+                                            idx(warpSize));
+  auto maxsi = [&](Value x, Value y) -> Value {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  };
+  auto addi = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+
+  // Loop state: end of the previous chunk, tiles before it, found, and the
+  // found tile's row range and group.
+  Value zero = i32(0);
+  Value no = arith::ConstantIntOp::create(b, loc, i1, 0);
+  SmallVector<Value> init = {zero, zero, no, zero, zero, zero};
+  auto loop = scf::ForOp::create(b, loc, idx(0), chunks, idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange state = loop.getRegionIterArgs();
+    // Chunks after the one holding the tile have nothing to add.
+    auto ifOp = scf::IfOp::create(b, loc, loop.getResultTypes(), state[2],
+                                  /*withElseRegion=*/true);
+    scf::YieldOp::create(b, loc, ifOp.getResults());
+
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, state);
+
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value carryEnd = state[0], carryTiles = state[1];
+    Value entry = add(mul(loop.getInductionVar(), warpSize), lane);
+    Value isGroup = lt(entry, count);
+    Value loadAt = minu(entry, sub(count, idx(1)));
+    Value raw = select(isGroup, loadEnd(loadAt), tail ? T32 : zero);
+    Value end = warpScan(maxsi(raw, carryEnd), maxsi);
+    end = arith::MinSIOp::create(b, loc, end, T32);
+    auto prev = gpu::ShuffleOp::create(b, loc, end, 1, warpSize,
+                                       gpu::ShuffleMode::UP);
+    Value start = select(prev.getValid(), prev.getShuffleResult(), carryEnd);
+    // ceil((end - start) / tileM); entries past the tail have none.
+    Value tiles = arith::DivUIOp::create(
+        b, loc, addi(arith::SubIOp::create(b, loc, end, start),
+                     i32(tileRows - 1)),
+        i32(tileRows));
+    Value inclusive = addi(warpScan(tiles, addi), carryTiles);
+    // The owner is the first lane whose tiles end after the block's tile.
+    Value before = arith::ExtUIOp::create(
+        b, loc, i32Type,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, inclusive,
+                              tile32));
+    Value owner = warpReduce(before, addi);
+    Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        owner, i32(warpSize));
+    Value ownerLane = arith::MinUIOp::create(b, loc, owner, i32(warpSize - 1));
+    Value exclusive = arith::SubIOp::create(b, loc, inclusive, tiles);
+    Value ownerStart = broadcast(start, ownerLane);
+    Value ownerEnd = broadcast(end, ownerLane);
+    Value ownerTilesBefore = broadcast(exclusive, ownerLane);
+    Value first = arith::AddIOp::create(
+        b, loc, ownerStart,
+        arith::MulIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, tile32, ownerTilesBefore),
+            i32(tileRows)));
+    Value ownerGroup = addi(
+        arith::IndexCastOp::create(b, loc, i32Type,
+                                   mul(loop.getInductionVar(), warpSize)),
+        ownerLane);
+    Value last = arith::MinSIOp::create(b, loc, ownerEnd,
+                                        addi(first, i32(tileRows)));
+    Value lastLane = i32(warpSize - 1);
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{broadcast(end, lastLane), broadcast(inclusive, lastLane),
+                   found, first, last, ownerGroup});
+  }
+  return {loop.getResult(2), toIndex(loop.getResult(3)),
+          toIndex(loop.getResult(4)), toIndex(loop.getResult(5))};
+}
+

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <functional>
+
 namespace mlir::tessel {
 
 /// Elements of a 16-byte chunk of a 16-bit type: the unit of global loads,
@@ -97,6 +99,50 @@ protected:
   /// approximations (TargetInfo::exp2/log2): exp(-inf) = 0, log(0) = -inf.
   Value exp(Value x);
   Value log(Value x);
+
+  // --- ragged row tiles -----------------------------------------------------
+  /// A tile of consecutive rows of one group of a ragged batch.
+  struct RowTile {
+    Value found;            ///< i1: the tile exists.
+    Value rowStart, rowEnd; ///< index: the tile's rows.
+    Value group;            ///< index: its group (== count for the tail).
+  };
+  /// Tile `tileIndex` in the order of the groups' `tileRows`-row tiles.
+  /// Group g holds rows [end_{g-1}, end_g) (end_{-1} = 0) of `count`
+  /// groups whose cumulative ends (i32) `loadEnd(g)` reads; with `tail`,
+  /// rows past the last end up to T form one more group. Every warp scans
+  /// the ends one warp-width at a time (shuffle scans: no shared memory,
+  /// no host synchronisation), so the result is uniform over the block.
+  RowTile findRowTile(function_ref<Value(Value)> loadEnd, Value count,
+                      Value T, Value tileIndex, int64_t tileRows, bool tail);
+
+  // --- staged tile loops ----------------------------------------------------
+  /// A loop over `numTiles` tiles staged in a shared-memory ring, the
+  /// protocol of every main loop. With async copies (cp.async): tile t lives
+  /// in stage t % stages, the prologue issues tiles 0 .. stages-2 (one
+  /// commit group each, issued unconditionally: tiles past the end must be
+  /// zero-filled copies), and iteration t waits for tile t, lets one barrier
+  /// publish it and retire tile t-1, refills that stage with tile t +
+  /// stages - 1, then computes tile t. Without them (CDNA), two stages: tile
+  /// t+1's global loads go to registers before tile t is computed and to the
+  /// other stage after it.
+  struct TilePipeline {
+    Value numTiles;
+    int64_t stages;
+    /// Async targets: issue tile `t`'s copies into stage `s`.
+    std::function<void(Value s, Value t)> issue;
+    /// Register-staged targets: tile `t`'s chunks (`chunks` of `chunkType`)
+    /// into registers, and into stage `s`.
+    std::function<SmallVector<Value>(Value t)> fetch;
+    std::function<void(Value s, ValueRange chunks)> store;
+    int64_t chunks = 0;
+    Type chunkType;
+    /// Tile `t` from stage `s`, updating the loop-carried `state`.
+    std::function<LogicalResult(Value s, Value t, SmallVector<Value> &state)>
+        compute;
+  };
+  LogicalResult runTilePipeline(const TilePipeline &p,
+                                SmallVector<Value> &state);
 
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.

@@ -109,8 +109,6 @@ private:
   void issueAsync(Value stage, Value tile);
   SmallVector<Value> fetch(Value tile);
   void store(Value stage, ValueRange chunks);
-  LogicalResult pipelinedLoop(SmallVector<Value> &state);
-  LogicalResult registerStagedLoop(SmallVector<Value> &state);
   LogicalResult computeTile(Value stage, Value tile,
                             SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
@@ -322,88 +320,6 @@ void PagedDecodeBuilder::store(Value stage, ValueRange chunks) {
     vector::StoreOp::create(b, loc, chunks[i++], c.shared, c.dst, false,
                             kChunkAlign);
   });
-}
-
-LogicalResult PagedDecodeBuilder::pipelinedLoop(SmallVector<Value> &state) {
-  // The ring protocol of the grouped matmul: tile t lives in stage t %
-  // stages; the prologue issues tiles 0 .. stages-2; iteration t waits for
-  // tile t, one barrier publishes it and retires tile t-1, whose stage is
-  // refilled with tile t + stages - 1 while tile t is computed. Tiles past
-  // the window are zero-filled copies, so the prologue needs no guard.
-  if (target.getAsyncCopyBytes() == 0)
-    return registerStagedLoop(state);
-  int64_t stages = cfg.stages;
-  for (int64_t s = 0; s < stages - 1; ++s) {
-    issueAsync(idx(s), idx(s));
-    if (failed(target.asyncCommit(b, loc)))
-      return failure();
-  }
-  auto loop = scf::ForOp::create(b, loc, idx(0), numTiles, idx(1), state);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value t = loop.getInductionVar();
-  if (failed(target.asyncWait(b, loc, stages - 2)))
-    return failure();
-  gpu::BarrierOp::create(b, loc);
-  Value next = add(t, stages - 1);
-  auto ifNext = scf::IfOp::create(b, loc, lt(next, numTiles), false);
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifNext.thenBlock());
-    issueAsync(remu(next, stages), next);
-  }
-  if (failed(target.asyncCommit(b, loc)))
-    return failure();
-  SmallVector<Value> carried(loop.getRegionIterArgs());
-  if (failed(computeTile(remu(t, stages), t, carried)))
-    return failure();
-  scf::YieldOp::create(b, loc, carried);
-  state.assign(loop.getResults().begin(), loop.getResults().end());
-  return success();
-}
-
-LogicalResult PagedDecodeBuilder::registerStagedLoop(SmallVector<Value> &state) {
-  // Two stages: tile t+1's global loads are issued before tile t's MMAs and
-  // stored to the other stage after them.
-  store(idx(0), fetch(idx(0)));
-  auto loop = scf::ForOp::create(b, loc, idx(0), numTiles, idx(1), state);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value t = loop.getInductionVar();
-  gpu::BarrierOp::create(b, loc);
-  Value next = add(t, 1);
-  Value hasNext = lt(next, numTiles);
-  SmallVector<Value> chunks;
-  auto fetchIf = [&]() -> scf::IfOp {
-    auto chunkType = VectorType::get({kChunk}, elem);
-    int64_t tokens = cfg.tileTokens();
-    int64_t count = tokens * (pb.headDim + pb.valueDim) / kChunk /
-                    (cfg.warps * warpSize);
-    auto ifOp = scf::IfOp::create(b, loc,
-                                  SmallVector<Type>(count, chunkType),
-                                  hasNext, true);
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, loc, fetch(next));
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                            b.getZeroAttr(chunkType));
-    scf::YieldOp::create(b, loc, SmallVector<Value>(count, zeros));
-    return ifOp;
-  };
-  scf::IfOp fetched = fetchIf();
-  SmallVector<Value> carried(loop.getRegionIterArgs());
-  if (failed(computeTile(remu(t, 2), t, carried)))
-    return failure();
-  auto ifStore = scf::IfOp::create(b, loc, hasNext, false);
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifStore.thenBlock());
-    store(remu(next, 2), fetched.getResults());
-  }
-  scf::YieldOp::create(b, loc, carried);
-  state.assign(loop.getResults().begin(), loop.getResults().end());
-  return success();
 }
 
 /// State layout: [m (slots), l (slots), O (Dv / n atoms x accCount)].
@@ -687,7 +603,19 @@ LogicalResult PagedDecodeBuilder::build() {
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
   state.append(pb.valueDim / cfg.colSplit / atom.n * accCount(), f32(0));
-  if (failed(pipelinedLoop(state)))
+  TilePipeline pipeline;
+  pipeline.numTiles = numTiles;
+  pipeline.stages = cfg.stages;
+  pipeline.issue = [&](Value stage, Value tile) { issueAsync(stage, tile); };
+  pipeline.fetch = [&](Value tile) { return fetch(tile); };
+  pipeline.store = [&](Value stage, ValueRange chunks) { store(stage, chunks); };
+  pipeline.chunks = tokens * (pb.headDim + pb.valueDim) / kChunk /
+                    (cfg.warps * warpSize);
+  pipeline.chunkType = VectorType::get({kChunk}, elem);
+  pipeline.compute = [&](Value stage, Value tile, SmallVector<Value> &st) {
+    return computeTile(stage, tile, st);
+  };
+  if (failed(runTilePipeline(pipeline, state)))
     return failure();
   epilogue(state);
   return success();

@@ -89,6 +89,13 @@ FailureOr<LaunchGeometry> buildPagedDecode(OpBuilder &b, DecodeAttentionOp op,
 FailureOr<LaunchGeometry> buildPagedDecode(OpBuilder &b, PagedAttentionOp op,
                                            KernelContext &ctx);
 
+/// Varlen (causal) flash attention of prefill_attention on tensor cores:
+/// query-row tiles of every request in one list, one block per tile and
+/// query head.
+FailureOr<LaunchGeometry> buildPrefillAttention(OpBuilder &b,
+                                                PrefillAttentionOp op,
+                                                KernelContext &ctx);
+
 /// tessel.lse_merge: one lane per 16-byte chunk of each (token, head) row.
 FailureOr<LaunchGeometry> buildLseMerge(OpBuilder &b, LseMergeOp op,
                                         KernelContext &ctx);

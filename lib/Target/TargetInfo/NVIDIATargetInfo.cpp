@@ -137,6 +137,36 @@ public:
     return frags;
   }
 
+  // An m16n8 C tile gives lane l rows l/4 and l/4 + 8 at columns 2(l%4)
+  // and 2(l%4)+1; an m16k16 A fragment wants in its registers a0..a3 rows
+  // (l/4, l/4 + 8) x k pairs (2(l%4), 2(l%4) + 8). The C tiles of the two
+  // n8 atoms covering k 0-7 and 8-15 are those registers: pack each pair.
+  bool hasAccumulatorsAsOperandA(const MmaAtom &atom) const override {
+    return atom.m == 16 && atom.n == 8 && atom.k == 16;
+  }
+  std::optional<Fragment>
+  accumulatorsAsOperandA(OpBuilder &b, Location loc, const MmaAtom &atom,
+                         ArrayRef<Value> acc) const override {
+    if (!hasAccumulatorsAsOperandA(atom) || acc.size() != 8)
+      return std::nullopt;
+    Type elem = atom.operandType;
+    auto pairType = VectorType::get({2}, elem);
+    Fragment regs;
+    // a0 = (r, k 0-1) = atom 0 c0c1; a1 = (r+8, k 0-1) = atom 0 c2c3;
+    // a2 = (r, k 8-9) = atom 1 c0c1; a3 = (r+8, k 8-9) = atom 1 c2c3.
+    for (int64_t i = 0; i < 8; i += 2) {
+      Value pair = vector::FromElementsOp::create(
+          b, loc, pairType, ValueRange{acc[i], acc[i + 1]});
+      if (elem.isBF16()) {
+        Value word = vector::BitCastOp::create(
+            b, loc, VectorType::get({1}, b.getI32Type()), pair);
+        pair = vector::ExtractOp::create(b, loc, word, 0);
+      }
+      regs.push_back(pair);
+    }
+    return regs;
+  }
+
   FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,
                                     const MmaAtom &atom, const Fragment &a,
                                     const Fragment &bFrag,

@@ -1,0 +1,670 @@
+//===- Prefill.cpp - Varlen (causal) flash attention kernel template -------===//
+//
+// prefill_attention on tensor cores, the FlashAttention-2 scheme.
+//
+// Work decomposition. The query rows of every request are cut into tiles of
+// W x M rows (M = the MMA atom's rows, one slice per warp); a block takes a
+// tile of one query head. The tiles of all requests form one list, found on
+// the device from cu_seqlens by the same warp scan as the grouped matmul's
+// group tiles, so a batch of one long prompt and many short ones is one
+// flat list of equal-sized work items. The grid is (ceil(T / tile) + slack,
+// Hq), a function of shapes only; a block walks the list with a stride of
+// the grid width until it runs out, so requests' partial tiles (at most one
+// per request) never need more blocks than the grid has. Tiles are walked
+// from the end of the list: with a causal mask the last tiles of a request
+// see the most keys, and they start first.
+//
+// Tile loop. K and V tiles (N keys of the request, from its first key up to
+// the tile's last query with a causal mask) are staged in shared memory by
+// 16-byte copies (cp.async ring on sm80, registers on CDNA), zero-filled
+// past the request. Each warp keeps its Q fragments in registers (up to
+// head dim 192), computes S = Q K^T for its rows, masks (only tiles that
+// reach the diagonal or the request's end pay for it), updates the online
+// softmax (row max m, partial row sums l), and accumulates O += P V with P
+// taken straight from the S accumulators where the target's C and A layouts
+// agree (sm80), else through a per-warp shared-memory slice. Scores are
+// scaled by scale * log2(e) so that exponentials are exp2 instructions.
+//
+// Epilogue: O / l per row, stored as runs of the accumulator layout; the
+// LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+const llvm::MaybeAlign kChunkAlign(16);
+
+struct PrefillProblem {
+  Value q, k, v, cuSeqlens, out, lse;
+  int64_t qHeads, kvHeads, headDim, valueDim;
+  double scale;
+  bool causal;
+};
+
+struct PrefillConfig {
+  int64_t warps = 4;
+  /// Keys per K/V tile.
+  int64_t tileKeys = 64;
+  int64_t stages = 2;
+  /// Q fragments stay in registers across the key loop.
+  bool qInRegisters = true;
+};
+
+/// Grid slack past ceil(T / tile): room for the partial tiles of that many
+/// requests before blocks take a second tile.
+constexpr int64_t kSlackTiles = 16;
+
+class PrefillBuilder : public KernelBuilder {
+public:
+  PrefillBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
+                 const MmaAtom &atom, const PrefillConfig &cfg,
+                 const PrefillProblem &pb)
+      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg), pb(pb) {}
+
+  LogicalResult build();
+
+private:
+  int64_t tileRows() const { return cfg.warps * atom.m; }
+  int64_t accCount() const { return target.getAccumulatorCount(atom); }
+  int64_t run() const { return target.getAccumulatorRun(atom); }
+  int64_t slots() const { return accCount() / run(); }
+
+  /// One tile: query rows [first, last) of the request [start, end).
+  LogicalResult tile(Value first, Value last, Value start, Value end);
+  void stageQuery(Value rowStart, Value rowEnd);
+  void forEachChunk(Value stage, Value kvTile,
+                    function_ref<void(Value shared, SmallVector<Value> dst,
+                                      Value src, SmallVector<Value> srcIdx,
+                                      Value valid)>
+                        fn);
+  LogicalResult computeTile(Value stage, Value kvTile,
+                            SmallVector<Value> &state);
+  void epilogue(ArrayRef<Value> state);
+
+  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value exp2(Value x) { return target.exp2(b, loc, x); }
+  Value finiteOrZero(Value x) {
+    Value negInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
+                                         f32(-INFINITY));
+    return select(negInf, f32(0), x);
+  }
+  Value rowReduce(Value x, bool isMax) {
+    return warpReduce(
+        x,
+        [&](Value u, Value w) -> Value {
+          return isMax ? fmax(u, w) : fadd(u, w);
+        },
+        target.getAccumulatorRowLanes(atom));
+  }
+  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig) {
+    return SharedTile{memref,
+                      [this, outer, width](OpBuilder &, Location, Value row,
+                                           Value col) {
+                        return swizzledIndices(
+                            outer ? ValueRange{outer} : ValueRange{}, row, col,
+                            width);
+                      },
+                      kContig};
+  }
+
+  MmaAtom atom;
+  PrefillConfig cfg;
+  PrefillProblem pb;
+
+  Type elem;
+  Value sharedQ, sharedK, sharedV, sharedP;
+  Value tid, lane, warp, head, kvHead;
+  // Per tile: the query rows [rowStart, rowEnd), the keys [keyStart,
+  // keyEnd) they may see, and the Q fragments kept in registers.
+  Value rowStart, rowEnd, keyStart, keyEnd;
+  SmallVector<Fragment> qFrags;
+};
+
+void PrefillBuilder::stageQuery(Value first, Value last) {
+  int64_t chunksPerRow = pb.headDim / kChunk;
+  int64_t threads = cfg.warps * warpSize;
+  int64_t total = tileRows() * chunksPerRow;
+  auto chunkType = VectorType::get({kChunk}, elem);
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                          b.getZeroAttr(chunkType));
+  for (int64_t i = 0; i * threads < total; ++i) {
+    Value id = add(tid, i * threads);
+    Value row = divu(id, chunksPerRow);
+    Value col = mul(remu(id, chunksPerRow), kChunk);
+    Value token = add(first, row);
+    Value inside = lt(token, last);
+    if ((i + 1) * threads > total)
+      inside = andi(inside, lt(id, idx(total)));
+    auto ifOp = scf::IfOp::create(b, loc, chunkType, inside, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(
+          b, loc,
+          vector::LoadOp::create(b, loc, chunkType, pb.q,
+                                 ValueRange{token, head, col}, false,
+                                 kChunkAlign)
+              .getResult());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, zeros);
+    }
+    Value result = ifOp.getResult(0);
+    auto storeChunk = [&] {
+      vector::StoreOp::create(b, loc, result, sharedQ,
+                              swizzledIndices({}, row, col, pb.headDim), false,
+                              kChunkAlign);
+    };
+    if ((i + 1) * threads > total)
+      ifThen(lt(id, idx(total)), storeChunk);
+    else
+      storeChunk();
+  }
+}
+
+void PrefillBuilder::forEachChunk(
+    Value stage, Value kvTile,
+    function_ref<void(Value, SmallVector<Value>, Value, SmallVector<Value>,
+                      Value)>
+        fn) {
+  int64_t threads = cfg.warps * warpSize;
+  Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+  Value none = idx(0);
+  auto tileChunks = [&](Value shared, Value src, int64_t width) {
+    int64_t chunksPerRow = width / kChunk;
+    for (int64_t i = 0; i < cfg.tileKeys * chunksPerRow / threads; ++i) {
+      Value id = add(tid, i * threads);
+      Value row = divu(id, chunksPerRow);
+      Value col = mul(remu(id, chunksPerRow), kChunk);
+      Value token = add(tileStart, row);
+      Value valid = lt(token, keyEnd);
+      // Zero-filled copies still need an in-bounds source address.
+      token = select(valid, token, keyStart);
+      fn(shared, swizzledIndices({stage}, row, col, width), src,
+         {token, kvHead, col}, select(valid, idx(kChunk), none));
+    }
+  };
+  tileChunks(sharedK, pb.k, pb.headDim);
+  tileChunks(sharedV, pb.v, pb.valueDim);
+}
+
+/// State: [m (slots), l (slots), O (Dv / n atoms x accCount)].
+LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
+                                          SmallVector<Value> &state) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t scoreAtoms = cfg.tileKeys / atom.n;
+  int64_t outAtoms = pb.valueDim / atom.n;
+  Value warpRow = mul(warp, atom.m);
+
+  // S = Q K^T for this warp's rows.
+  Value zero = f32(0);
+  SmallVector<Value> s(scoreAtoms * acc, zero);
+  SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
+  SharedTile kTile = tileOf(sharedK, stage, pb.headDim, true);
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    Value k0 = idx(ks * atom.k);
+    Fragment a;
+    if (cfg.qInRegisters) {
+      a = qFrags[ks];
+    } else {
+      auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
+                                     warpRow, k0, lane, 1);
+      if (failed(fa))
+        return failure();
+      a = (*fa)[0];
+    }
+    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, kTile, idx(0),
+                                   k0, lane, scoreAtoms);
+    if (failed(fb))
+      return failure();
+    for (int64_t j = 0; j < scoreAtoms; ++j) {
+      MutableArrayRef<Value> slice(&s[j * acc], acc);
+      auto d = target.mma(b, loc, atom, a, (*fb)[j], slice);
+      if (failed(d))
+        return failure();
+      llvm::copy(*d, slice.begin());
+    }
+  }
+
+  // Scale; mask keys past the request and, with causal, past the row, but
+  // only on tiles that reach the request's end or the diagonal.
+  Value scaleLog2 = f32(pb.scale * M_LOG2E);
+  for (Value &v : s)
+    v = fmul(v, scaleLog2);
+  Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+  Value tileEnd = add(tileStart, cfg.tileKeys);
+  Value needMask = lt(keyEnd, tileEnd);
+  Value firstRow = add(rowStart, warpRow);
+  if (pb.causal)
+    needMask = arith::OrIOp::create(b, loc, needMask,
+                                    lt(firstRow, sub(tileEnd, idx(1))));
+  auto masked = scf::IfOp::create(b, loc, TypeRange(ValueRange(s)), needMask,
+                                  true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(masked.thenBlock());
+    SmallVector<Value> out(s);
+    Value negInf = f32(-INFINITY);
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = 0; e < acc; ++e) {
+        auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+        Value key = add(tileStart, add(col, j * atom.n));
+        Value ok = lt(key, keyEnd);
+        if (pb.causal)
+          ok = andi(ok, arith::CmpIOp::create(b, loc,
+                                              arith::CmpIPredicate::sle, key,
+                                              add(firstRow, row)));
+        out[j * acc + e] = select(ok, out[j * acc + e], negInf);
+      }
+    scf::YieldOp::create(b, loc, out);
+    b.setInsertionPointToStart(masked.elseBlock());
+    scf::YieldOp::create(b, loc, s);
+  }
+  s.assign(masked.getResults().begin(), masked.getResults().end());
+
+  // Online softmax per row slot.
+  SmallVector<Value> alpha(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value localMax = f32(-INFINITY);
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
+        localMax = fmax(localMax, s[j * acc + e]);
+    Value mOld = state[sl];
+    Value mNew = fmax(mOld, rowReduce(localMax, /*isMax=*/true));
+    Value mSafe = finiteOrZero(mNew);
+    alpha[sl] = exp2(fsub(mOld, mSafe));
+    Value sum = zero;
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
+        Value &v = s[j * acc + e];
+        v = exp2(fsub(v, mSafe));
+        sum = fadd(sum, v);
+      }
+    state[sl] = mNew;
+    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
+  }
+  for (int64_t j = 0; j < outAtoms; ++j)
+    for (int64_t e = 0; e < acc; ++e) {
+      Value &o = state[2 * nSlots + j * acc + e];
+      o = fmul(o, alpha[e / r]);
+    }
+
+  // P (16-bit) as the A operand of O += P V: from registers where the
+  // layouts agree, else through this warp's shared-memory slice.
+  SmallVector<Value> p16;
+  for (Value v : s)
+    p16.push_back(arith::TruncFOp::create(b, loc, elem, v));
+  int64_t atomsPerStep = atom.k / atom.n;
+  SmallVector<Fragment> pFrags;
+  if (target.hasAccumulatorsAsOperandA(atom)) {
+    for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks)
+      pFrags.push_back(*target.accumulatorsAsOperandA(
+          b, loc, atom,
+          ArrayRef<Value>(p16).slice(ks * atomsPerStep * acc,
+                                     atomsPerStep * acc)));
+  } else {
+    SharedTile pTile = tileOf(sharedP, warp, cfg.tileKeys, true);
+    auto runType = VectorType::get({r}, elem);
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = 0; e < acc; e += r) {
+        auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+        Value vec = vector::FromElementsOp::create(
+            b, loc, runType,
+            ArrayRef<Value>(p16).slice(j * acc + e, r));
+        vector::StoreOp::create(
+            b, loc, vec, sharedP,
+            swizzledIndices({warp}, row, add(col, j * atom.n), cfg.tileKeys));
+      }
+    // The slice is this warp's own, but lanes read what others wrote.
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
+      auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile,
+                                     idx(0), idx(ks * atom.k), lane, 1);
+      if (failed(fa))
+        return failure();
+      pFrags.push_back((*fa)[0]);
+    }
+  }
+  SharedTile vTile = tileOf(sharedV, stage, pb.valueDim, false);
+  int64_t group = std::min<int64_t>(outAtoms, 8);
+  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
+    for (int64_t j0 = 0; j0 < outAtoms; j0 += group) {
+      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
+                                     idx(j0 * atom.n), idx(ks * atom.k), lane,
+                                     group);
+      if (failed(fb))
+        return failure();
+      for (int64_t j = 0; j < group; ++j) {
+        MutableArrayRef<Value> slice(&state[2 * nSlots + (j0 + j) * acc],
+                                     acc);
+        auto d = target.mma(b, loc, atom, pFrags[ks], (*fb)[j], slice);
+        if (failed(d))
+          return failure();
+        llvm::copy(*d, slice.begin());
+      }
+    }
+  }
+  return success();
+}
+
+void PrefillBuilder::epilogue(ArrayRef<Value> state) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t outAtoms = pb.valueDim / atom.n;
+  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
+  Value firstRow = add(rowStart, mul(warp, atom.m));
+  SmallVector<Value> inv(nSlots), lse(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value total = rowReduce(state[nSlots + sl], /*isMax=*/false);
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        total, f32(0));
+    inv[sl] = select(empty, f32(0),
+                     arith::DivFOp::create(b, loc, f32(1), total));
+    Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
+                   f32(M_LN2));
+    lse[sl] = select(empty, f32(-INFINITY), l);
+  }
+  auto runType = VectorType::get({r}, outElem);
+  for (int64_t e = 0; e < acc; e += r) {
+    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+    Value token = add(firstRow, row);
+    ifThen(lt(token, rowEnd), [&] {
+      for (int64_t j = 0; j < outAtoms; ++j) {
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < r; ++v) {
+          Value o = fmul(state[2 * nSlots + j * acc + e + v], inv[e / r]);
+          if (outElem != o.getType())
+            o = arith::TruncFOp::create(b, loc, outElem, o);
+          values.push_back(o);
+        }
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+            pb.out, ValueRange{token, head, add(col, j * atom.n)}, false,
+            llvm::MaybeAlign(r * outElem.getIntOrFloatBitWidth() / 8));
+      }
+      if (pb.lse)
+        ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col,
+                                     idx(0)),
+               [&] {
+                 memref::StoreOp::create(b, loc, lse[e / r], pb.lse,
+                                         ValueRange{head, token});
+               });
+    });
+  }
+}
+
+LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
+                                   Value end) {
+  rowStart = first;
+  rowEnd = last;
+  keyStart = start;
+  // Causal: keys up to the tile's last row; else the whole request.
+  keyEnd = pb.causal ? last : end;
+  Value numTiles = arith::CeilDivUIOp::create(b, loc, sub(keyEnd, keyStart),
+                                              idx(cfg.tileKeys));
+
+  // Every warp is done with the previous tile's Q and rings.
+  gpu::BarrierOp::create(b, loc);
+  stageQuery(first, last);
+  gpu::BarrierOp::create(b, loc);
+  qFrags.clear();
+  if (cfg.qInRegisters) {
+    SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
+    for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+      auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
+                                     mul(warp, atom.m), idx(ks * atom.k),
+                                     lane, 1);
+      if (failed(fa))
+        return failure();
+      qFrags.push_back((*fa)[0]);
+    }
+  }
+
+  int64_t nSlots = slots();
+  SmallVector<Value> state(nSlots, f32(-INFINITY));
+  state.append(nSlots, f32(0));
+  state.append(pb.valueDim / atom.n * accCount(), f32(0));
+
+  TilePipeline pipeline;
+  pipeline.numTiles = numTiles;
+  pipeline.stages = cfg.stages;
+  auto chunkType = VectorType::get({kChunk}, elem);
+  pipeline.issue = [&](Value stage, Value t) {
+    forEachChunk(stage, t,
+                 [&](Value shared, SmallVector<Value> dst, Value src,
+                     SmallVector<Value> srcIdx, Value valid) {
+                   (void)target.asyncCopy(b, loc, shared, dst, src, srcIdx,
+                                          kChunk, valid);
+                 });
+  };
+  pipeline.fetch = [&](Value t) {
+    SmallVector<Value> chunks;
+    Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                            b.getZeroAttr(chunkType));
+    forEachChunk(idx(0), t,
+                 [&](Value, SmallVector<Value>, Value src,
+                     SmallVector<Value> srcIdx, Value valid) {
+                   auto ifOp = scf::IfOp::create(
+                       b, loc, chunkType,
+                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             valid, idx(0)),
+                       true);
+                   OpBuilder::InsertionGuard guard(b);
+                   b.setInsertionPointToStart(ifOp.thenBlock());
+                   scf::YieldOp::create(
+                       b, loc,
+                       vector::LoadOp::create(b, loc, chunkType, src, srcIdx,
+                                              false, kChunkAlign)
+                           .getResult());
+                   b.setInsertionPointToStart(ifOp.elseBlock());
+                   scf::YieldOp::create(b, loc, zeros);
+                   chunks.push_back(ifOp.getResult(0));
+                 });
+    return chunks;
+  };
+  pipeline.store = [&](Value stage, ValueRange chunks) {
+    size_t i = 0;
+    forEachChunk(stage, idx(0),
+                 [&](Value shared, SmallVector<Value> dst, Value,
+                     SmallVector<Value>, Value) {
+                   vector::StoreOp::create(b, loc, chunks[i++], shared, dst,
+                                           false, kChunkAlign);
+                 });
+  };
+  pipeline.chunks = cfg.tileKeys * (pb.headDim + pb.valueDim) / kChunk /
+                    (cfg.warps * warpSize);
+  pipeline.chunkType = chunkType;
+  pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
+    return computeTile(stage, t, st);
+  };
+  if (failed(runTilePipeline(pipeline, state)))
+    return failure();
+  epilogue(state);
+  return success();
+}
+
+LogicalResult PrefillBuilder::build() {
+  elem = cast<MemRefType>(pb.q.getType()).getElementType();
+  tid = threadId();
+  lane = remu(tid, warpSize);
+  warp = divu(tid, warpSize);
+  head = blockId(gpu::Dimension::y);
+  kvHead = divu(head, pb.qHeads / pb.kvHeads);
+
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  Value smem = dynamicSharedBytes();
+  int64_t offset = 0;
+  auto carve = [&](ArrayRef<int64_t> shape) {
+    Value view = sharedView(smem, offset, shape, elem);
+    int64_t n = bytes;
+    for (int64_t d : shape)
+      n *= d;
+    offset += n;
+    return view;
+  };
+  sharedQ = carve({tileRows(), pb.headDim});
+  sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
+  sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});
+  if (!target.hasAccumulatorsAsOperandA(atom))
+    sharedP = carve({cfg.warps, atom.m, cfg.tileKeys});
+
+  // The tiles of every request, walked with the grid's stride. Entry 0 of
+  // cu_seqlens ends the rows before the first request (normally none):
+  // group g >= 1 is request g - 1.
+  Value T = memref::DimOp::create(b, loc, pb.q, 0);
+  Value entries = memref::DimOp::create(b, loc, pb.cuSeqlens, 0);
+  Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Type indexType = b.getIndexType();
+  auto loop = scf::WhileOp::create(
+      b, loc, TypeRange{indexType, indexType, indexType, indexType},
+      ValueRange{blockId(gpu::Dimension::x)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, {indexType}, {loc});
+    Value t = before->getArgument(0);
+    RowTile found = findRowTile(
+        [&](Value g) {
+          return memref::LoadOp::create(b, loc, pb.cuSeqlens, g).getResult();
+        },
+        entries, T, t, tileRows(), /*tail=*/false);
+    scf::ConditionOp::create(
+        b, loc, found.found,
+        ValueRange{t, found.rowStart, found.rowEnd, found.group});
+  }
+  OpBuilder::InsertionGuard guard(b);
+  Block *after = b.createBlock(&loop.getAfter(), {},
+                               {indexType, indexType, indexType, indexType},
+                               {loc, loc, loc, loc});
+  Value t = after->getArgument(0), first = after->getArgument(1),
+        last = after->getArgument(2), group = after->getArgument(3);
+  // The request's rows: the group's [start, end) as the scan clamped them.
+  auto isRequest = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                         group, idx(0));
+  LogicalResult result = success();
+  ifThen(isRequest, [&] {
+    auto endOf = [&](Value g) {
+      return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
+    };
+    // [max(cu[0..g-1]), max(that, cu[g])) clamped to T, as findRowTile
+    // read them: the tile's own bounds already are; the request's start is
+    // at most its first row, and its end is at least its last.
+    Value start = arith::MaxSIOp::create(b, loc, endOf(sub(group, idx(1))),
+                                         idx(0));
+    start = minu(start, first);
+    Value end = arith::MaxSIOp::create(b, loc, endOf(group), last);
+    end = minu(end, T);
+    result = tile(first, last, start, end);
+  });
+  scf::YieldOp::create(b, loc, ValueRange{add(t, stride)});
+  return result;
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
+                                    KernelContext &ctx) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  auto kType = cast<MemRefType>(op.getK().getType());
+  auto outType = cast<MemRefType>(op.getOut().getType());
+  PrefillProblem pb;
+  pb.q = ctx.arg(op.getQ());
+  pb.k = ctx.arg(op.getK());
+  pb.v = ctx.arg(op.getV());
+  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
+  pb.out = ctx.arg(op.getOut());
+  pb.lse = ctx.arg(op.getLse());
+  pb.qHeads = qType.getDimSize(1);
+  pb.kvHeads = kType.getDimSize(1);
+  pb.headDim = qType.getDimSize(2);
+  pb.valueDim = outType.getDimSize(2);
+  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.causal = op.getCausal();
+
+  Type elem = qType.getElementType();
+  const TargetInfo &target = ctx.target;
+  SmallVector<MmaAtom> atoms =
+      target.getMmaAtoms(elem, Float32Type::get(op.getContext()));
+  if (atoms.empty())
+    return op.emitOpError() << "GPU template: " << target.getChip()
+                            << " has no MMA for " << elem
+                            << " operands with f32 accumulation";
+  MmaAtom atom = atoms.front();
+  for (const MmaAtom &a : atoms)
+    if (a.m < atom.m)
+      atom = a;
+  if (pb.headDim % 64 || pb.valueDim % 64)
+    return op.emitOpError()
+           << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
+           << " must be multiples of 64 (whole swizzled shared-memory rows)";
+
+  // 64-key tiles, Q in registers up to head dim 192; wider heads take
+  // 32-key tiles and read Q from shared memory (registers); smaller tiles
+  // where shared memory is short (gfx942's 64 KB).
+  bool async = target.getAsyncCopyBytes() > 0;
+  if (ctx.stages == 1 || (!async && ctx.stages > 0 && ctx.stages != 2))
+    return op.emitOpError()
+           << "GPU template: stages must be "
+           << (async ? "at least 2" : "2 (tiles go through registers)")
+           << ", got " << ctx.stages;
+  PrefillConfig cfg;
+  cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
+  cfg.qInRegisters = pb.headDim <= 192;
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  bool pInShared = !target.hasAccumulatorsAsOperandA(atom);
+  int64_t sharedBytes = 0;
+  bool fits = false;
+  for (int64_t keys : {64, 32, 16}) {
+    if (pb.headDim > 192 && keys > 32)
+      continue;
+    if (keys % atom.k || keys % atom.n)
+      continue;
+    cfg.tileKeys = keys;
+    int64_t rows = cfg.warps * atom.m;
+    int64_t threads = cfg.warps * target.getWarpSize();
+    if ((keys * pb.headDim / kChunk) % threads ||
+        (keys * pb.valueDim / kChunk) % threads)
+      continue;
+    sharedBytes = (rows * pb.headDim +
+                   cfg.stages * keys * (pb.headDim + pb.valueDim) +
+                   (pInShared ? rows * keys : 0)) *
+                  bytes;
+    if (sharedBytes <= target.getSharedMemoryBytes()) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits)
+    return op.emitOpError()
+           << "GPU template: no prefill tile of head dims " << pb.headDim
+           << "/" << pb.valueDim << " with " << cfg.stages
+           << " stages fits the " << target.getSharedMemoryBytes()
+           << " bytes of shared memory of " << target.getChip();
+
+  PrefillBuilder builder(b, op.getLoc(), target, atom, cfg, pb);
+  if (failed(builder.build()))
+    return failure();
+  LaunchGeometry geometry;
+  int64_t rows = cfg.warps * atom.m;
+  GridDim x = gridOver(ctx.dim(op.getQ(), 0), 1, rows);
+  x.add += kSlackTiles * rows;
+  geometry.grid[0] = x;
+  geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
+  geometry.grid[2] = GridDim{-1, 1, 1, 1};
+  geometry.block = {
+      static_cast<int32_t>(cfg.warps * target.getWarpSize()), 1, 1};
+  geometry.sharedBytes = sharedBytes;
+  return geometry;
+}
