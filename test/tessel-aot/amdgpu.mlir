@@ -12,8 +12,10 @@
 // The default set: every grouped matmul, LSE merge and reshape_and_cache
 // for both chips; kernels without a GPU template are skipped with a note
 // per chip.
-// DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
-// DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_prefill': 'tessel.prefill_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}gfx942
+// DEFAULT-DAG: llama3_8b_prefill_lse{{ +}}tessel.prefill_attention{{ +}}gfx950
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx942
 // DEFAULT-DAG: moe_ref_down_wgrad{{ +}}tessel.grouped_matmul_wgrad{{ +}}gfx942
 // DEFAULT-DAG: deepseek_v3_moe_gate_up_wgrad{{ +}}tessel.grouped_matmul_wgrad{{ +}}gfx942
@@ -30,7 +32,7 @@
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}gfx942
 // DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}gfx950
 // DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}gfx942
-// DEFAULT:     wrote 56 kernels for gfx942,gfx950 to {{.*}}.tsb
+// DEFAULT:     wrote 66 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -307,3 +307,16 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
           toIndex(loop.getResult(4)), toIndex(loop.getResult(5))};
 }
 
+
+void KernelBuilder::forEachRowChunk(
+    int64_t rows, int64_t width, int64_t threads,
+    function_ref<void(int64_t step, Value row, Value col)> fn) {
+  Value tid = threadId();
+  Value rowInStep = divu(tid, kChunk);
+  Value colInBlock = mul(remu(tid, kChunk), kChunk);
+  int64_t rowsPerStep = threads / kChunk;
+  for (int64_t block = 0; block < width / 64; ++block)
+    for (int64_t step = 0; step < rows / rowsPerStep; ++step)
+      fn(step, add(rowInStep, step * rowsPerStep),
+         add(colInBlock, block * 64));
+}

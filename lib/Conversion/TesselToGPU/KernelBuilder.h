@@ -116,6 +116,18 @@ protected:
   RowTile findRowTile(function_ref<Value(Value)> loadEnd, Value count,
                       Value T, Value tileIndex, int64_t tileRows, bool tail);
 
+  /// This thread's 16-byte chunks of a row-major [rows, width] tile (width a
+  /// multiple of 64), in 64-element column blocks: at step `step` (0, 1, ...
+  /// per block) the threads cover rows step * threads / 8 + tid / 8, each
+  /// thread the same 8-element column of the block. Row and column then
+  /// change by compile-time amounts between a thread's chunks (as does a
+  /// swizzled shared-memory address), so their addresses are one base plus
+  /// immediates rather than one register pair each. Needs rows * 8 to be a
+  /// multiple of `threads`.
+  void forEachRowChunk(int64_t rows, int64_t width, int64_t threads,
+                       function_ref<void(int64_t step, Value row, Value col)>
+                           fn);
+
   // --- staged tile loops ----------------------------------------------------
   /// A loop over `numTiles` tiles staged in a shared-memory ring, the
   /// protocol of every main loop. With async copies (cp.async): tile t lives

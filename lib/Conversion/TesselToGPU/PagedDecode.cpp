@@ -236,11 +236,9 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
   bool shuffled = pb.layout == KVLayout::Shuffled;
   // K: [tokens, D], one chunk per (token, 8 dims); whole chunks are valid
   // or not.
-  int64_t kChunks = pb.headDim / kChunk;
-  for (int64_t i = 0; i < tokens * kChunks / threads; ++i) {
-    Value id = add(tid, i * threads);
-    Value row = divu(id, kChunks), col = mul(remu(id, kChunks), kChunk);
-    auto [token, block, offset] = locateRow(i, kChunks, row);
+  forEachRowChunk(tokens, pb.headDim, threads,
+                  [&](int64_t i, Value row, Value col) {
+    auto [token, block, offset] = locateRow(i, kChunk, row);
     Value valid = select(lt(token, end), idx(kChunk), none);
     SmallVector<Value> src =
         shuffled ? SmallVector<Value>{block, kvHead, divu(col, kChunk), offset,
@@ -248,18 +246,20 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
                  : SmallVector<Value>{block, offset, kvHead, col};
     fn({sharedK, swizzledIndices({stage}, row, col, pb.headDim), pb.kCache,
         src, valid});
+  });
+  if (!shuffled) {
+    forEachRowChunk(tokens, pb.valueDim, threads,
+                    [&](int64_t i, Value row, Value col) {
+      auto [token, block, offset] = locateRow(i, kChunk, row);
+      Value valid = select(lt(token, end), idx(kChunk), none);
+      fn({sharedV, swizzledIndices({stage}, row, col, pb.valueDim), pb.vCache,
+          {block, offset, kvHead, col}, valid});
+    });
+    return;
   }
   int64_t vChunks = pb.valueDim / kChunk;
   for (int64_t i = 0; i < tokens * vChunks / threads; ++i) {
     Value id = add(tid, i * threads);
-    if (!shuffled) {
-      Value row = divu(id, vChunks), col = mul(remu(id, vChunks), kChunk);
-      auto [token, block, offset] = locateRow(i, vChunks, row);
-      Value valid = select(lt(token, end), idx(kChunk), none);
-      fn({sharedV, swizzledIndices({stage}, row, col, pb.valueDim), pb.vCache,
-          {block, offset, kvHead, col}, valid});
-      continue;
-    }
     // Shuffled V: [Dv, tokens], one chunk per (dim, 8 tokens); the window
     // may end inside a chunk (the tile starts at a multiple of 8).
     int64_t tokenChunks = tokens / kChunk;
@@ -658,9 +658,9 @@ FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
       int64_t merge = cfg.tokenGroups() * atom.m * (pb.valueDim + 2) * 4;
       int64_t total = std::max(ring, merge) + atom.m * pb.headDim * bytes +
                       warps * atom.m * cfg.tokensPerWarp * bytes;
-      // Whole 16-byte chunks per thread for K and V tiles.
+      // Whole steps of forEachRowChunk (and of the shuffled V's chunks).
       int64_t threads = warps * target.getWarpSize();
-      if ((tokens * pb.headDim / kChunk) % threads ||
+      if ((tokens * kChunk) % threads ||
           (tokens * pb.valueDim / kChunk) % threads)
         continue;
       if (total <= target.getSharedMemoryBytes()) {

@@ -18,7 +18,7 @@
 // the tile's last query with a causal mask) are staged in shared memory by
 // 16-byte copies (cp.async ring on sm80, registers on CDNA), zero-filled
 // past the request. Each warp keeps its Q fragments in registers (up to
-// head dim 192), computes S = Q K^T for its rows, masks (only tiles that
+// head dim 128), computes S = Q K^T for its rows, masks (only tiles that
 // reach the diagonal or the request's end pay for it), updates the online
 // softmax (row max m, partial row sums l), and accumulates O += P V with P
 // taken straight from the S accumulators where the target's C and A layouts
@@ -184,18 +184,15 @@ void PrefillBuilder::forEachChunk(
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   Value none = idx(0);
   auto tileChunks = [&](Value shared, Value src, int64_t width) {
-    int64_t chunksPerRow = width / kChunk;
-    for (int64_t i = 0; i < cfg.tileKeys * chunksPerRow / threads; ++i) {
-      Value id = add(tid, i * threads);
-      Value row = divu(id, chunksPerRow);
-      Value col = mul(remu(id, chunksPerRow), kChunk);
+    forEachRowChunk(cfg.tileKeys, width, threads,
+                    [&](int64_t, Value row, Value col) {
       Value token = add(tileStart, row);
       Value valid = lt(token, keyEnd);
       // Zero-filled copies still need an in-bounds source address.
       token = select(valid, token, keyStart);
       fn(shared, swizzledIndices({stage}, row, col, width), src,
          {token, kvHead, col}, select(valid, idx(kChunk), none));
-    }
+    });
   };
   tileChunks(sharedK, pb.k, pb.headDim);
   tileChunks(sharedV, pb.v, pb.valueDim);
@@ -525,7 +522,10 @@ LogicalResult PrefillBuilder::build() {
   // group g >= 1 is request g - 1.
   Value T = memref::DimOp::create(b, loc, pb.q, 0);
   Value entries = memref::DimOp::create(b, loc, pb.cuSeqlens, 0);
-  Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  // The grid width, as the launch computes it (gpu.grid_dim would need the
+  // ROCm device library on CDNA).
+  Value stride = arith::CeilDivUIOp::create(
+      b, loc, add(T, kSlackTiles * tileRows()), idx(tileRows()));
   Type indexType = b.getIndexType();
   auto loop = scf::WhileOp::create(
       b, loc, TypeRange{indexType, indexType, indexType, indexType},
@@ -610,9 +610,10 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
            << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
            << " must be multiples of 64 (whole swizzled shared-memory rows)";
 
-  // 64-key tiles, Q in registers up to head dim 192; wider heads take
-  // 32-key tiles and read Q from shared memory (registers); smaller tiles
-  // where shared memory is short (gfx942's 64 KB).
+  // 4 warps and 64-key tiles, Q in registers up to head dim 128; wider
+  // heads take 32-key tiles and read Q from shared memory (registers);
+  // smaller tiles, then 2 warps, where shared memory is short (gfx942's
+  // 64 KB).
   bool async = target.getAsyncCopyBytes() > 0;
   if (ctx.stages == 1 || (!async && ctx.stages > 0 && ctx.stages != 2))
     return op.emitOpError()
@@ -621,21 +622,22 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
            << ", got " << ctx.stages;
   PrefillConfig cfg;
   cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
-  cfg.qInRegisters = pb.headDim <= 192;
+  cfg.qInRegisters = pb.headDim <= 128;
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
   bool pInShared = !target.hasAccumulatorsAsOperandA(atom);
   int64_t sharedBytes = 0;
   bool fits = false;
-  for (int64_t keys : {64, 32, 16}) {
+  for (auto [warps, keys] : {std::pair<int64_t, int64_t>{4, 64}, {4, 32},
+                             {4, 16}, {2, 32}, {2, 16}}) {
     if (pb.headDim > 192 && keys > 32)
       continue;
     if (keys % atom.k || keys % atom.n)
       continue;
+    cfg.warps = warps;
     cfg.tileKeys = keys;
     int64_t rows = cfg.warps * atom.m;
     int64_t threads = cfg.warps * target.getWarpSize();
-    if ((keys * pb.headDim / kChunk) % threads ||
-        (keys * pb.valueDim / kChunk) % threads)
+    if ((keys * kChunk) % threads)
       continue;
     sharedBytes = (rows * pb.headDim +
                    cfg.stages * keys * (pb.headDim + pb.valueDim) +
