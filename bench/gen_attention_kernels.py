@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes bench/paged_decode_kernels.mlir and bench/prefill_kernels.mlir:
-the decode kernels that
+"""Writes bench/paged_decode_kernels.mlir, bench/prefill_kernels.mlir and
+bench/extend_kernels.mlir: the decode kernels that
 bench/paged_decode_check.py and the attention benchmark run, one per
 (heads, head dim, block size, layout, dtype, split, lse) case. The kernel
 name spells the case: dec[split]_q<Hq>_kv<Hkv>_d<D>_bs<BS>_<nhd|shuf>[_f16][_lse]."""
@@ -58,6 +58,56 @@ def prefill_kernel(Hq, Hkv, Dqk, Dv, dtype, causal, lse):
             f" {{{attrs}}}\n  return\n}}\n")
 
 
+# Extend, composed: causal prefill of the new tokens (f32 out + LSE),
+# the cached context in split-form chunks (paged_attention with
+# cu_seqlens), one N-way merge of all the partials.
+EXTEND = [
+    # (Hq, Hkv, D, BS, layout)
+    (32, 8, 128, 16, "nhd"),
+    (32, 8, 128, 16, "shuf"),
+    (64, 4, 128, 32, "nhd"),
+]
+
+
+def extend_kernels(Hq, Hkv, D, BS, layout):
+    tag = f"q{Hq}_kv{Hkv}_d{D}"
+    q, kv = f"memref<?x{Hq}x{D}xbf16>", f"memref<?x{Hkv}x{D}xbf16>"
+    part, plse = f"memref<?x{Hq}x{D}xf32>", f"memref<{Hq}x?xf32>"
+    parts, plses = f"memref<?x?x{Hq}x{D}xf32>", f"memref<?x{Hq}x?xf32>"
+    if layout == "nhd":
+        kc = vc = f"memref<?x{BS}x{Hkv}x{D}xbf16>"
+        lay = "nhd"
+    else:
+        kc = f"memref<?x{Hkv}x{D // 8}x{BS}x8xbf16>"
+        vc = f"memref<?x{Hkv}x{BS // 8}x{D}x8xbf16>"
+        lay = "shuffled"
+    scale = f"{D ** -0.5:.8f}"
+    out = []
+    if layout == "nhd":
+        out.append(
+            f"func.func @ext_prefill_{tag}(%q: {q}, %k: {kv}, %v: {kv}, "
+            f"%cu: memref<?xi32>, %out: {part}, %lse: {plse}) {{\n"
+            f"  tessel.prefill_attention q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
+            f"cu_seqlens(%cu : memref<?xi32>) out(%out : {part}) "
+            f"lse(%lse : {plse}) {{scale = {scale} : f32, causal}}\n"
+            f"  return\n}}\n")
+        out.append(
+            f"func.func @ext_merge_{tag}(%p: {parts}, %pl: {plses}, "
+            f"%out: {q}) {{\n"
+            f"  tessel.lse_merge_n partials(%p : {parts}, %pl : {plses}) "
+            f"out(%out : {q})\n  return\n}}\n")
+    out.append(
+        f"func.func @ext_ctx_{tag}_bs{BS}_{layout}(%q: {q}, %kc: {kc}, "
+        f"%vc: {vc}, %bt: memref<?x?xi32>, %cu: memref<?xi32>, "
+        f"%cl: memref<?xi32>, %out: {parts}, %lse: {plses}) {{\n"
+        f"  tessel.paged_attention q(%q : {q}) k_cache(%kc : {kc}) "
+        f"v_cache(%vc : {vc}) block_table(%bt : memref<?x?xi32>) "
+        f"cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) "
+        f"out(%out : {parts}) lse(%lse : {plses}) layout({lay}) "
+        f"{{scale = {scale} : f32}}\n  return\n}}\n")
+    return "".join(out)
+
+
 def name(Hq, Hkv, D, BS, layout, dtype, split, lse):
     return (f"dec{'split' if split else ''}_q{Hq}_kv{Hkv}_d{D}_bs{BS}_"
             f"{layout}{'_f16' if dtype == 'f16' else ''}{'_lse' if lse else ''}")
@@ -106,6 +156,10 @@ if __name__ == "__main__":
         f.write(header)
         for c in CASES:
             f.write(kernel(*c))
+    with open(f"{folder}/extend_kernels.mlir", "w") as f:
+        f.write(header)
+        for c in EXTEND:
+            f.write(extend_kernels(*c))
     with open(f"{folder}/prefill_kernels.mlir", "w") as f:
         f.write(header)
         for c in PREFILL:

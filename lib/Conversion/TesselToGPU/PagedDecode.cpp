@@ -762,9 +762,7 @@ FailureOr<LaunchGeometry> mlir::tessel::buildPagedDecode(OpBuilder &b,
                                                          PagedAttentionOp op,
                                                          KernelContext &ctx) {
   if (op.getCuSeqlens())
-    return op.emitOpError()
-           << "has no GPU kernel template with cu_seqlens yet (the decode "
-              "form, one query per request, has one)";
+    return buildPagedQueries(b, op, ctx);
   return buildDecode(b, op, ctx, op.getQ(), op.getKCache(), op.getVCache(),
                      op.getBlockTable(), op.getContextLens(), op.getOut(),
                      op.getLse(), op.getLayout(),

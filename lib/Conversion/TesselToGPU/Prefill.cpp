@@ -50,6 +50,16 @@ struct PrefillProblem {
   int64_t qHeads, kvHeads, headDim, valueDim;
   double scale;
   bool causal;
+  /// The keys are a request's cached context in a paged cache (k, v are
+  /// the caches; paged_attention with cu_seqlens) rather than its new
+  /// tokens.
+  bool paged = false;
+  Value blockTable, contextLens;
+  KVLayout layout = KVLayout::NHD;
+  int64_t blockSize = 0;
+  /// out [P, T, Hq, Dv] and lse [P, Hq, T]: partial p is the context
+  /// window [p W, (p + 1) W), W = ceil(MB / P) * BS.
+  bool split = false;
 };
 
 struct PrefillConfig {
@@ -82,6 +92,8 @@ private:
 
   /// One tile: query rows [first, last) of the request [start, end).
   LogicalResult tile(Value first, Value last, Value start, Value end);
+  /// The paged form's tile: rows [first, last) of request `request`.
+  LogicalResult pagedTile(Value first, Value last, Value request);
   void stageQuery(Value rowStart, Value rowEnd);
   void forEachChunk(Value stage, Value kvTile,
                     function_ref<void(Value shared, SmallVector<Value> dst,
@@ -128,6 +140,9 @@ private:
   Type elem;
   Value sharedQ, sharedK, sharedV, sharedP;
   Value tid, lane, warp, head, kvHead;
+  /// Paged form: the request, its split (0 unless split) and the cache's
+  /// block count and block-table width.
+  Value request, split, numBlocks, maxBlocks;
   // Per tile: the query rows [rowStart, rowEnd), the keys [keyStart,
   // keyEnd) they may see, and the Q fragments kept in registers.
   Value rowStart, rowEnd, keyStart, keyEnd;
@@ -183,19 +198,55 @@ void PrefillBuilder::forEachChunk(
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   Value none = idx(0);
-  auto tileChunks = [&](Value shared, Value src, int64_t width) {
+  // The cache block and offset of context token `token` (ids clamped into
+  // the cache: every address is valid even past the window).
+  auto locate = [&](Value token) {
+    Value logical = minu(divu(token, pb.blockSize), sub(maxBlocks, idx(1)));
+    Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
+                                              ValueRange{request, logical}));
+    return std::make_pair(minu(id, sub(numBlocks, idx(1))),
+                          remu(token, pb.blockSize));
+  };
+  bool shuffled = pb.layout == KVLayout::Shuffled;
+  auto tileChunks = [&](Value shared, Value src, int64_t width, bool isK) {
     forEachRowChunk(cfg.tileKeys, width, threads,
                     [&](int64_t, Value row, Value col) {
       Value token = add(tileStart, row);
       Value valid = lt(token, keyEnd);
       // Zero-filled copies still need an in-bounds source address.
       token = select(valid, token, keyStart);
-      fn(shared, swizzledIndices({stage}, row, col, width), src,
-         {token, kvHead, col}, select(valid, idx(kChunk), none));
+      SmallVector<Value> srcIdx = {token, kvHead, col};
+      if (pb.paged) {
+        auto [block, offset] = locate(token);
+        srcIdx = shuffled && isK
+                     ? SmallVector<Value>{block, kvHead, divu(col, kChunk),
+                                          offset, none}
+                     : SmallVector<Value>{block, offset, kvHead, col};
+      }
+      fn(shared, swizzledIndices({stage}, row, col, width), src, srcIdx,
+         select(valid, idx(kChunk), none));
     });
   };
-  tileChunks(sharedK, pb.k, pb.headDim);
-  tileChunks(sharedV, pb.v, pb.valueDim);
+  tileChunks(sharedK, pb.k, pb.headDim, /*isK=*/true);
+  if (!(pb.paged && shuffled)) {
+    tileChunks(sharedV, pb.v, pb.valueDim, /*isK=*/false);
+    return;
+  }
+  // Shuffled V ([.., BS/8, Dv, 8]): chunks of 8 tokens of one dim, staged
+  // [Dv, keys] (K-contiguous for P.V); a window may end inside a chunk.
+  int64_t tokenChunks = cfg.tileKeys / kChunk;
+  for (int64_t i = 0; i < pb.valueDim * tokenChunks / threads; ++i) {
+    Value id = add(tid, i * threads);
+    Value d = divu(id, tokenChunks), col = mul(remu(id, tokenChunks), kChunk);
+    Value token = add(tileStart, col);
+    Value left = arith::MaxSIOp::create(b, loc, sub(keyEnd, token), none);
+    auto [block, offset] = locate(minu(token, sub(keyEnd, idx(1))));
+    (void)offset;
+    Value chunkOffset = remu(token, pb.blockSize);
+    fn(sharedV, swizzledIndices({stage}, d, col, cfg.tileKeys), pb.v,
+       {block, kvHead, divu(chunkOffset, kChunk), d, none},
+       minu(left, idx(kChunk)));
+  }
 }
 
 /// State: [m (slots), l (slots), O (Dv / n atoms x accCount)].
@@ -335,7 +386,9 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
       pFrags.push_back((*fa)[0]);
     }
   }
-  SharedTile vTile = tileOf(sharedV, stage, pb.valueDim, false);
+  bool vDimMajor = pb.paged && pb.layout == KVLayout::Shuffled;
+  SharedTile vTile = tileOf(sharedV, stage,
+                            vDimMajor ? cfg.tileKeys : pb.valueDim, vDimMajor);
   int64_t group = std::min<int64_t>(outAtoms, 8);
   for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
     for (int64_t j0 = 0; j0 < outAtoms; j0 += group) {
@@ -386,17 +439,22 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
             o = arith::TruncFOp::create(b, loc, outElem, o);
           values.push_back(o);
         }
+        SmallVector<Value> outIdx = {token, head, add(col, j * atom.n)};
+        if (pb.split)
+          outIdx.insert(outIdx.begin(), split);
         vector::StoreOp::create(
             b, loc, vector::FromElementsOp::create(b, loc, runType, values),
-            pb.out, ValueRange{token, head, add(col, j * atom.n)}, false,
+            pb.out, outIdx, false,
             llvm::MaybeAlign(r * outElem.getIntOrFloatBitWidth() / 8));
       }
       if (pb.lse)
         ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col,
                                      idx(0)),
                [&] {
-                 memref::StoreOp::create(b, loc, lse[e / r], pb.lse,
-                                         ValueRange{head, token});
+                 SmallVector<Value> lseIdx = {head, token};
+                 if (pb.split)
+                   lseIdx.insert(lseIdx.begin(), split);
+                 memref::StoreOp::create(b, loc, lse[e / r], pb.lse, lseIdx);
                });
     });
   }
@@ -492,6 +550,25 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   return success();
 }
 
+LogicalResult PrefillBuilder::pagedTile(Value first, Value last,
+                                        Value requestIndex) {
+  request = requestIndex;
+  // The context window of this split, as paged_attention defines it.
+  Value capacity = mul(maxBlocks, pb.blockSize);
+  Value length =
+      toIndex(memref::LoadOp::create(b, loc, pb.contextLens, request));
+  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)), capacity);
+  Value start = idx(0), end = length;
+  if (pb.split) {
+    Value splits = memref::DimOp::create(b, loc, pb.out, 0);
+    Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, splits),
+                         pb.blockSize);
+    start = minu(mul(split, perSplit), length);
+    end = minu(add(start, perSplit), length);
+  }
+  return tile(first, last, start, end);
+}
+
 LogicalResult PrefillBuilder::build() {
   elem = cast<MemRefType>(pb.q.getType()).getElementType();
   tid = threadId();
@@ -513,7 +590,15 @@ LogicalResult PrefillBuilder::build() {
   };
   sharedQ = carve({tileRows(), pb.headDim});
   sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
-  sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});
+  if (pb.paged && pb.layout == KVLayout::Shuffled)
+    sharedV = carve({cfg.stages, pb.valueDim, cfg.tileKeys});
+  else
+    sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});
+  if (pb.paged) {
+    split = blockId(gpu::Dimension::z);
+    numBlocks = memref::DimOp::create(b, loc, pb.k, 0);
+    maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
+  }
   if (!target.hasAccumulatorsAsOperandA(atom))
     sharedP = carve({cfg.warps, atom.m, cfg.tileKeys});
 
@@ -554,6 +639,10 @@ LogicalResult PrefillBuilder::build() {
                                          group, idx(0));
   LogicalResult result = success();
   ifThen(isRequest, [&] {
+    if (pb.paged) {
+      result = pagedTile(first, last, sub(group, idx(1)));
+      return;
+    }
     auto endOf = [&](Value g) {
       return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
     };
@@ -571,34 +660,18 @@ LogicalResult PrefillBuilder::build() {
   return result;
 }
 
-} // namespace
-
-FailureOr<LaunchGeometry>
-mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
-                                    KernelContext &ctx) {
-  auto qType = cast<MemRefType>(op.getQ().getType());
-  auto kType = cast<MemRefType>(op.getK().getType());
-  auto outType = cast<MemRefType>(op.getOut().getType());
-  PrefillProblem pb;
-  pb.q = ctx.arg(op.getQ());
-  pb.k = ctx.arg(op.getK());
-  pb.v = ctx.arg(op.getV());
-  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
-  pb.out = ctx.arg(op.getOut());
-  pb.lse = ctx.arg(op.getLse());
-  pb.qHeads = qType.getDimSize(1);
-  pb.kvHeads = kType.getDimSize(1);
-  pb.headDim = qType.getDimSize(2);
-  pb.valueDim = outType.getDimSize(2);
-  pb.scale = op.getScaleAttr().getValueAsDouble();
-  pb.causal = op.getCausal();
-
-  Type elem = qType.getElementType();
+/// The tile configuration, the kernel body and the launch geometry of a
+/// flash-attention problem; `tokens` is q's token dimension, `splits` the
+/// split dimension of a split-form output.
+FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
+                                     KernelContext &ctx, PrefillProblem pb,
+                                     Type elem, const KernelDim &tokens,
+                                     const KernelDim *splits) {
   const TargetInfo &target = ctx.target;
   SmallVector<MmaAtom> atoms =
-      target.getMmaAtoms(elem, Float32Type::get(op.getContext()));
+      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
   if (atoms.empty())
-    return op.emitOpError() << "GPU template: " << target.getChip()
+    return op->emitOpError() << "GPU template: " << target.getChip()
                             << " has no MMA for " << elem
                             << " operands with f32 accumulation";
   MmaAtom atom = atoms.front();
@@ -606,7 +679,7 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
     if (a.m < atom.m)
       atom = a;
   if (pb.headDim % 64 || pb.valueDim % 64)
-    return op.emitOpError()
+    return op->emitOpError()
            << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
            << " must be multiples of 64 (whole swizzled shared-memory rows)";
 
@@ -616,7 +689,7 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
   // 64 KB).
   bool async = target.getAsyncCopyBytes() > 0;
   if (ctx.stages == 1 || (!async && ctx.stages > 0 && ctx.stages != 2))
-    return op.emitOpError()
+    return op->emitOpError()
            << "GPU template: stages must be "
            << (async ? "at least 2" : "2 (tiles go through registers)")
            << ", got " << ctx.stages;
@@ -649,24 +722,77 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
     }
   }
   if (!fits)
-    return op.emitOpError()
+    return op->emitOpError()
            << "GPU template: no prefill tile of head dims " << pb.headDim
            << "/" << pb.valueDim << " with " << cfg.stages
            << " stages fits the " << target.getSharedMemoryBytes()
            << " bytes of shared memory of " << target.getChip();
 
-  PrefillBuilder builder(b, op.getLoc(), target, atom, cfg, pb);
+  PrefillBuilder builder(b, op->getLoc(), target, atom, cfg, pb);
   if (failed(builder.build()))
     return failure();
   LaunchGeometry geometry;
   int64_t rows = cfg.warps * atom.m;
-  GridDim x = gridOver(ctx.dim(op.getQ(), 0), 1, rows);
+  GridDim x = gridOver(tokens, 1, rows);
   x.add += kSlackTiles * rows;
   geometry.grid[0] = x;
   geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
-  geometry.grid[2] = GridDim{-1, 1, 1, 1};
+  geometry.grid[2] = splits ? gridOver(*splits, 1, 1) : GridDim{-1, 1, 1, 1};
   geometry.block = {
       static_cast<int32_t>(cfg.warps * target.getWarpSize()), 1, 1};
   geometry.sharedBytes = sharedBytes;
   return geometry;
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
+                                    KernelContext &ctx) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  PrefillProblem pb;
+  pb.q = ctx.arg(op.getQ());
+  pb.k = ctx.arg(op.getK());
+  pb.v = ctx.arg(op.getV());
+  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
+  pb.out = ctx.arg(op.getOut());
+  pb.lse = ctx.arg(op.getLse());
+  pb.qHeads = qType.getDimSize(1);
+  pb.kvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
+  pb.headDim = qType.getDimSize(2);
+  pb.valueDim = cast<MemRefType>(op.getOut().getType()).getDimSize(2);
+  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.causal = op.getCausal();
+  return buildFlash(b, op, ctx, pb, qType.getElementType(),
+                    ctx.dim(op.getQ(), 0), nullptr);
+}
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
+                                KernelContext &ctx) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  auto kType = cast<MemRefType>(op.getKCache().getType());
+  auto outType = cast<MemRefType>(op.getOut().getType());
+  PrefillProblem pb;
+  pb.q = ctx.arg(op.getQ());
+  pb.k = ctx.arg(op.getKCache());
+  pb.v = ctx.arg(op.getVCache());
+  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
+  pb.out = ctx.arg(op.getOut());
+  pb.lse = ctx.arg(op.getLse());
+  pb.blockTable = ctx.arg(op.getBlockTable());
+  pb.contextLens = ctx.arg(op.getContextLens());
+  pb.paged = true;
+  pb.layout = op.getLayout();
+  pb.blockSize = getCacheBlockSize(kType, pb.layout);
+  pb.split = op.isSplit();
+  pb.qHeads = qType.getDimSize(1);
+  pb.kvHeads = getCacheKVHeads(kType, pb.layout);
+  pb.headDim = qType.getDimSize(2);
+  pb.valueDim = outType.getDimSize(outType.getRank() - 1);
+  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.causal = false;
+  return buildFlash(b, op, ctx, pb, qType.getElementType(),
+                    ctx.dim(op.getQ(), 0),
+                    pb.split ? &ctx.dim(op.getOut(), 0) : nullptr);
 }

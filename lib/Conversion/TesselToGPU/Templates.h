@@ -96,6 +96,12 @@ FailureOr<LaunchGeometry> buildPrefillAttention(OpBuilder &b,
                                                 PrefillAttentionOp op,
                                                 KernelContext &ctx);
 
+/// paged_attention with cu_seqlens (extend's context chunks): the prefill
+/// template with keys read from the paged cache, whole context or split-form
+/// windows, no causal mask.
+FailureOr<LaunchGeometry> buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
+                                            KernelContext &ctx);
+
 /// tessel.lse_merge: one lane per 16-byte chunk of each (token, head) row.
 FailureOr<LaunchGeometry> buildLseMerge(OpBuilder &b, LseMergeOp op,
                                         KernelContext &ctx);

@@ -428,7 +428,7 @@ LogicalResult host::lowerPagedAttention(PagedAttentionOp op, OpBuilder &b) {
   lb.forLoop(lb.idx(0), partials, [&](Value p) {
     lowerPagedQueries(lb, op.getQ(), lb.slice(out, p), lb.slice(lse, p),
                       cache, cache.valueDim, op.getScale(), op.getBlockTable(),
-                      /*cuSeqlens=*/nullptr, op.getContextLens(),
+                      op.getCuSeqlens(), op.getContextLens(),
                       lb.mul(p, perSplit), perSplit);
   });
   return success();

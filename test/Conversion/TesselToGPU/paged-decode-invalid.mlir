@@ -35,11 +35,3 @@ func.func @decode_f32(%q: memref<?x8x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: m
   tessel.decode_attention q(%q : memref<?x8x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x8x64xf32>) layout(nhd) {scale = 1.0 : f32}
   return
 }
-
-// -----
-
-func.func @paged_with_cu_seqlens(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xf32>) {
-  // expected-error @below {{has no GPU kernel template with cu_seqlens yet (the decode form, one query per request, has one)}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xf32>) layout(nhd) {scale = 1.0 : f32}
-  return
-}

@@ -369,16 +369,16 @@ func.func @paged_half_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xb
 
 // -----
 
-func.func @paged_split_with_cu_seqlens(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %l: memref<?x32x?xf32>) {
-  // expected-error @below {{the split form ('out' [P, B, Hq, Dv]) is the decode form: it takes no cu_seqlens and no window (partial p covers ceil(MB / P) blocks)}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) lse(%l : memref<?x32x?xf32>) layout(nhd) {scale = 1.0 : f32}
+func.func @paged_split_with_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %l: memref<?x32x?xf32>, %s: index, %n: index) {
+  // expected-error @below {{the split form ('out' [P, T, Hq, Dv]) takes no window: partial p covers ceil(MB / P) blocks}}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) lse(%l : memref<?x32x?xf32>) window(%s, %n) layout(nhd) {scale = 1.0 : f32}
   return
 }
 
 // -----
 
 func.func @paged_split_without_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>) {
-  // expected-error @below {{the split form ('out' [P, B, Hq, Dv]) needs 'lse' [P, Hq, B]: its partials are merged by it}}
+  // expected-error @below {{the split form ('out' [P, T, Hq, Dv]) needs 'lse' [P, Hq, T]: its partials are merged by it}}
   tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) layout(nhd) {scale = 1.0 : f32}
   return
 }

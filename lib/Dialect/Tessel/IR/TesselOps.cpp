@@ -383,13 +383,12 @@ LogicalResult ExtendAttentionOp::verify() {
 LogicalResult PagedAttentionOp::verify() {
   Checker c(*this);
   bool split = isSplit();
-  if (split && (getCuSeqlens() || getWindowStart()))
-    return emitOpError() << "the split form ('out' [P, B, Hq, Dv]) is the "
-                            "decode form: it takes no cu_seqlens and no "
-                            "window (partial p covers ceil(MB / P) blocks)";
+  if (split && getWindowStart())
+    return emitOpError() << "the split form ('out' [P, T, Hq, Dv]) takes no "
+                            "window: partial p covers ceil(MB / P) blocks";
   if (split && !getLse())
-    return emitOpError() << "the split form ('out' [P, B, Hq, Dv]) needs "
-                            "'lse' [P, Hq, B]: its partials are merged by it";
+    return emitOpError() << "the split form ('out' [P, T, Hq, Dv]) needs "
+                            "'lse' [P, Hq, T]: its partials are merged by it";
   auto cache = verifyCaches(c, getKCache(), getVCache(), getLayout());
   if (failed(cache) || failed(c.floatData(getQ(), "q")) ||
       failed(c.sameElem(getKCache(), "k_cache", getQ(), "q")) ||

@@ -174,13 +174,13 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
     A query that sees no key gets a zero output and an LSE of `-inf`, the
     identity of `tessel.lse_merge`.
 
-    Split form (split-KV decode, one kernel for every split): `out`
-    `[P, B, Hq, Dv]` and `lse` `[P, Hq, B]` hold P partials; partial `p`
-    covers the window `[p * W, (p + 1) * W)` with `W = ceil(MB / P) * BS`
-    (whole cache blocks), so the caller picks the split count through the
-    shape of its buffers and merges them with `tessel.lse_merge_n`. The
-    split form is the decode form: no `cu_seqlens`, no window; it needs
-    `lse`.
+    Split form (split-KV decode, context chunks of extend; one kernel for
+    every split): `out` `[P, T, Hq, Dv]` and `lse` `[P, Hq, T]` hold P
+    partials; partial `p` covers the window `[p * W, (p + 1) * W)` with
+    `W = ceil(MB / P) * BS` (whole cache blocks), so the caller picks the
+    split count through the shape of its buffers and merges them with
+    `tessel.lse_merge_n` (or folds them in with `tessel.lse_merge`). It
+    takes no window operands and needs `lse`.
 
     Shapes: q `[T, Hq, Dqk]`; caches in `layout`; block_table `[B, MB]`;
     cu_seqlens `[B + 1]`; context_lens `[B]`; out `[T, Hq, Dv]`;
