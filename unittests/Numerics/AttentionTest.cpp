@@ -323,6 +323,45 @@ TEST(Paged, F32NhdWithCuSeqlens) {
   EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
 }
 
+/// The split form with cu_seqlens (extend's context chunks): partial p of
+/// every query token is the window [p W, (p + 1) W), W = ceil(MB / P) * BS,
+/// of its request's context.
+TEST(Paged, SplitChunksWithCuSeqlens) {
+  Rng rng(303);
+  std::vector<int32_t> contexts = {463, 18, 100, 0};
+  PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, contexts, rng);
+  PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
+  PrefillInputs in(shape, {1, 17, 0, 5}, rng);
+  const int64_t splits = 4, tokens = in.q.dim(0);
+  Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
+  Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
+  Kernel kernel(defaultBundle().path, "paged_split_f32_nhd_h4kv2_d64_bs16_cu");
+  ASSERT_TRUE(kernel.run({{"q", &in.q},
+                          {"k_cache", &cache.kCache},
+                          {"v_cache", &cache.vCache},
+                          {"block_table", &cache.blockTable},
+                          {"cu_seqlens", &in.cuSeqlens},
+                          {"context_lens", &cache.lens},
+                          {"out", &out},
+                          {"lse", &lse}}));
+  std::vector<int64_t> owner = requestOfToken(in.cu);
+  const int64_t window = (cache.blockTable.dim(1) + splits - 1) / splits * 16;
+  for (int64_t p = 0; p < splits; ++p) {
+    AttentionRef r = attendAll(
+        tokenRows(in.q), 2, 64, kScale64,
+        [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+          int64_t end = std::min<int64_t>(contexts[owner[t]], (p + 1) * window);
+          for (int64_t j = p * window; j < end; ++j) {
+            keys.push_back(cache.keys[owner[t]].row(j, kvHead));
+            values.push_back(cache.values[owner[t]].row(j, kvHead));
+          }
+        });
+    SCOPED_TRACE("partial " + std::to_string(p));
+    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
+    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
+  }
+}
+
 TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
   Rng rng(302);
   std::vector<int32_t> contexts = {0, 18, 463, 33, 1};
