@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes bench/paged_decode_kernels.mlir, bench/prefill_kernels.mlir and
-bench/extend_kernels.mlir: the decode kernels that
+"""Writes bench/paged_decode_kernels.mlir, bench/prefill_kernels.mlir,
+bench/extend_kernels.mlir and bench/mla_decode_kernels.mlir: the kernels that
 bench/paged_decode_check.py and the attention benchmark run, one per
 (heads, head dim, block size, layout, dtype, split, lse) case. The kernel
 name spells the case: dec[split]_q<Hq>_kv<Hkv>_d<D>_bs<BS>_<nhd|shuf>[_f16][_lse]."""
@@ -108,6 +108,27 @@ def extend_kernels(Hq, Hkv, D, BS, layout):
     return "".join(out)
 
 
+# Absorbed MLA decode: (heads, block size, split).
+MLA = [(16, 64, False), (128, 64, False), (8, 16, False), (128, 64, True),
+       (16, 16, True)]
+
+
+def mla_kernel(H, BS, split):
+    q = f"memref<?x{H}x576xbf16>"
+    c = f"memref<?x{BS}x576xbf16>"
+    if split:
+        out, lse = f"memref<?x?x{H}x512xf32>", f"memref<?x{H}x?xf32>"
+    else:
+        out, lse = f"memref<?x{H}x512xbf16>", f"memref<{H}x?xf32>"
+    name = f"mla{'split' if split else ''}_h{H}_bs{BS}"
+    return (f"func.func @{name}(%q: {q}, %c: {c}, %bt: memref<?x?xi32>, "
+            f"%sl: memref<?xi32>, %out: {out}, %lse: {lse}) {{\n"
+            f"  tessel.mla_decode q(%q : {q}) kv_cache(%c : {c}) "
+            f"block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) "
+            f"out(%out : {out}) lse(%lse : {lse}) "
+            f"{{scale = {192 ** -0.5:.8f} : f32}}\n  return\n}}\n")
+
+
 def name(Hq, Hkv, D, BS, layout, dtype, split, lse):
     return (f"dec{'split' if split else ''}_q{Hq}_kv{Hkv}_d{D}_bs{BS}_"
             f"{layout}{'_f16' if dtype == 'f16' else ''}{'_lse' if lse else ''}")
@@ -156,6 +177,10 @@ if __name__ == "__main__":
         f.write(header)
         for c in CASES:
             f.write(kernel(*c))
+    with open(f"{folder}/mla_decode_kernels.mlir", "w") as f:
+        f.write(header)
+        for c in MLA:
+            f.write(mla_kernel(*c))
     with open(f"{folder}/extend_kernels.mlir", "w") as f:
         f.write(header)
         for c in EXTEND:

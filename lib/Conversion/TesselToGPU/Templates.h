@@ -102,6 +102,11 @@ FailureOr<LaunchGeometry> buildPrefillAttention(OpBuilder &b,
 FailureOr<LaunchGeometry> buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
                                             KernelContext &ctx);
 
+/// Absorbed MLA decode (whole context or split form): one block per group
+/// of 16 heads, request and split.
+FailureOr<LaunchGeometry> buildMlaDecode(OpBuilder &b, MLADecodeOp op,
+                                         KernelContext &ctx);
+
 /// tessel.lse_merge: one lane per 16-byte chunk of each (token, head) row.
 FailureOr<LaunchGeometry> buildLseMerge(OpBuilder &b, LseMergeOp op,
                                         KernelContext &ctx);

@@ -67,6 +67,8 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
               [&](auto op) { return buildGroupedMatmulWgrad(b, op, kc); })
           .Case<DecodeAttentionOp, PagedAttentionOp>(
               [&](auto op) { return buildPagedDecode(b, op, kc); })
+          .Case<MLADecodeOp>(
+              [&](auto op) { return buildMlaDecode(b, op, kc); })
           .Case<PrefillAttentionOp>(
               [&](auto op) { return buildPrefillAttention(b, op, kc); })
           .Case<LseMergeOp>([&](auto op) { return buildLseMerge(b, op, kc); })
@@ -79,7 +81,7 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
                    << "has no GPU kernel template yet (GPU templates: "
                       "tessel.grouped_matmul, tessel.grouped_matmul_wgrad, "
                       "tessel.prefill_attention, tessel.decode_attention, "
-                      "tessel.paged_attention, "
+                      "tessel.paged_attention, tessel.mla_decode, "
                       "tessel.lse_merge, tessel.lse_merge_n, "
                       "tessel.reshape_and_cache)";
           });

@@ -440,10 +440,25 @@ LogicalResult host::lowerMLADecode(MLADecodeOp op, OpBuilder &b) {
   // first L dims (the latent part), read from the same cache.
   Value latent = op.getKvCache();
   PagedCache cache(lb, latent, latent, KVLayout::NHD);
-  lowerPagedQueries(lb, op.getQ(), op.getOut(), op.getLse(), cache,
-                    /*vDim=*/staticDim(op.getOut(), 2), op.getScale(),
-                    op.getBlockTable(), /*cuSeqlens=*/nullptr, op.getSeqLens(),
-                    op.getWindowStart(), op.getWindowLen());
+  Value out = op.getOut(), lse = op.getLse();
+  int64_t latentDim = staticDim(out, op.isSplit() ? 3 : 2);
+  if (!op.isSplit()) {
+    lowerPagedQueries(lb, op.getQ(), out, lse, cache, latentDim,
+                      op.getScale(), op.getBlockTable(), /*cuSeqlens=*/nullptr,
+                      op.getSeqLens(), op.getWindowStart(), op.getWindowLen());
+    return success();
+  }
+  // Split form: partial p over the window [p W, (p + 1) W).
+  Value partials = lb.minDim({{out, 0}, {lse, 0}});
+  Value maxBlocks = lb.dim(op.getBlockTable(), 1);
+  Value perSplit = lb.mul(lb.ceilDiv(maxBlocks, lb.max(partials, lb.idx(1))),
+                          lb.idx(cache.blockSize));
+  lb.forLoop(lb.idx(0), partials, [&](Value p) {
+    lowerPagedQueries(lb, op.getQ(), lb.slice(out, p), lb.slice(lse, p), cache,
+                      latentDim, op.getScale(), op.getBlockTable(),
+                      /*cuSeqlens=*/nullptr, op.getSeqLens(),
+                      lb.mul(p, perSplit), perSplit);
+  });
   return success();
 }
 

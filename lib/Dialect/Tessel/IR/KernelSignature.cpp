@@ -159,11 +159,17 @@ void describe(MLADecodeOp op, SpecBuilder &b) {
   b.in(op.getKvCache(), "kv_cache", {"NB", "BS", "Dq"});
   b.in(op.getBlockTable(), "block_table", {"B", "MB"});
   b.in(op.getSeqLens(), "seq_lens", {"B"});
-  b.out(op.getOut(), "out", {"B", "H", "L"});
-  b.out(op.getLse(), "lse", {"H", "B"});
+  if (op.isSplit()) {
+    b.out(op.getOut(), "out", {"P", "B", "H", "L"});
+    b.out(op.getLse(), "lse", {"P", "H", "B"});
+  } else {
+    b.out(op.getOut(), "out", {"B", "H", "L"});
+    b.out(op.getLse(), "lse", {"H", "B"});
+  }
   b.param("num_heads", dimOf(op.getQ(), 1));
   b.param("head_dim", dimOf(op.getQ(), 2));
-  b.param("latent_dim", dimOf(op.getOut(), 2));
+  b.param("latent_dim", dimOf(op.getOut(), op.isSplit() ? 3 : 2));
+  b.param("split", op.isSplit() ? 1 : 0);
   b.param("block_size", dimOf(op.getKvCache(), 1));
   b.param("has_lse", op.getLse() ? 1 : 0);
 }

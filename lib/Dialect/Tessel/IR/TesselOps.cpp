@@ -428,17 +428,27 @@ LogicalResult ReshapeAndCacheOp::verify() {
 LogicalResult MLADecodeOp::verify() {
   Checker c(*this);
   Value q = getQ(), cache = getKvCache(), out = getOut();
+  // The split form has a leading partial dimension on out and lse.
+  bool split = isSplit();
+  unsigned s = split ? 1 : 0;
+  if (split && getWindowStart())
+    return emitOpError() << "the split form ('out' [P, B, H, L]) takes no "
+                            "window: partial p covers ceil(MB / P) blocks";
+  if (split && !getLse())
+    return emitOpError() << "the split form ('out' [P, B, H, L]) needs 'lse' "
+                            "[P, H, B]: its partials are merged by it";
   if (failed(c.rank(q, "q", 3)) || failed(c.floatData(q, "q")) ||
       failed(c.rank(cache, "kv_cache", 3)) ||
       failed(c.sameElem(cache, "kv_cache", q, "q")) ||
-      failed(c.rank(out, "out", 3)) || failed(c.outElem(out, "out", q, "q")) ||
+      failed(c.rank(out, "out", 3 + s)) ||
+      failed(c.outElem(out, "out", q, "q")) ||
       failed(verifyPaging(c, getBlockTable(), getSeqLens(), "seq_lens")) ||
       failed(verifyWindow(*this, getWindowStart(), getWindowLen())))
     return failure();
   auto heads = c.staticDim(q, "q", 1, "num_heads");
   auto qDim = c.staticDim(q, "q", 2, "latent + rope dim");
   auto bs = c.staticDim(cache, "kv_cache", 1, "block_size");
-  auto latent = c.staticDim(out, "out", 2, "latent dim");
+  auto latent = c.staticDim(out, "out", 2 + s, "latent dim");
   if (failed(heads) || failed(qDim) || failed(bs) || failed(latent) ||
       failed(c.blockSize(*bs)))
     return failure();
@@ -451,15 +461,17 @@ LogicalResult MLADecodeOp::verify() {
                             "the head dim of 'q' ("
                          << *qDim << ")";
   if (failed(c.dimIs(cache, "kv_cache", 2, *qDim, "latent + rope dim")) ||
-      failed(c.sameDim(out, "out", 0, q, "q", 0, "requests")) ||
-      failed(c.staticDimIs(out, "out", 1, *heads, "num_heads")) ||
+      failed(c.sameDim(out, "out", s, q, "q", 0, "requests")) ||
+      failed(c.staticDimIs(out, "out", 1 + s, *heads, "num_heads")) ||
       failed(c.sameDim(q, "q", 0, getSeqLens(), "seq_lens", 0, "requests")))
     return failure();
   if (Value lse = getLse())
-    return failure(failed(c.rank(lse, "lse", 2)) ||
-                   failed(c.f32Elem(lse, "lse")) ||
-                   failed(c.staticDimIs(lse, "lse", 0, *heads, "num_heads")) ||
-                   failed(c.sameDim(lse, "lse", 1, q, "q", 0, "requests")));
+    return failure(
+        failed(c.rank(lse, "lse", 2 + s)) || failed(c.f32Elem(lse, "lse")) ||
+        failed(c.staticDimIs(lse, "lse", s, *heads, "num_heads")) ||
+        failed(c.sameDim(lse, "lse", 1 + s, q, "q", 0, "requests")) ||
+        (split &&
+         failed(c.sameDim(lse, "lse", 0, out, "out", 0, "partials"))));
   return success();
 }
 

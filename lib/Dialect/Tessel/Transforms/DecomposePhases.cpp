@@ -220,7 +220,8 @@ struct DecomposePhasesPass
                decode && splitKvTokens > 0)
         decomposeDecode(decode, splitKvTokens);
       else if (auto mla = dyn_cast<MLADecodeOp>(op);
-               mla && splitKvTokens > 0 && !mla.getWindowStart())
+               mla && splitKvTokens > 0 && !mla.getWindowStart() &&
+               !mla.isSplit())
         decomposeMLADecode(mla, splitKvTokens);
     }
   }

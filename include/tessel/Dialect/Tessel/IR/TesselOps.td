@@ -267,6 +267,10 @@ def Tessel_MLADecodeOp : Tessel_Op<"mla_decode", [AttrSizedOperandSegments]> {
     `[NB, BS, L+R]`. Keys are the whole 576-wide rows; values are their first
     `L` dims; out is `[B, H, L]`; lse `[H, B]`. With a window, only cached
     tokens `[window_start, window_start + window_len)` are read (split-KV).
+    Split form (split-KV in one kernel): out `[P, B, H, L]` and lse
+    `[P, H, B]` hold P partials, partial `p` over the window `[p * W,
+    (p + 1) * W)`, `W = ceil(MB / P) * BS`, as in `tessel.paged_attention`;
+    it takes no window and needs lse.
 
     Example (DeepSeek-V3):
 
@@ -290,6 +294,12 @@ def Tessel_MLADecodeOp : Tessel_Op<"mla_decode", [AttrSizedOperandSegments]> {
     `out` `(` $out `:` type($out) `)`
     (`lse` `(` $lse^ `:` type($lse) `)`)?
     (`window` `(` $window_start^ `,` $window_len `)`)? attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// `out` [P, B, H, L] and `lse` [P, H, B]: split-KV partials.
+    bool isSplit() {
+      return ::llvm::cast<::mlir::MemRefType>(getOut().getType()).getRank() == 4;
+    }
   }];
 }
 

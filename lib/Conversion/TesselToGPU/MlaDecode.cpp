@@ -1,0 +1,564 @@
+//===- MlaDecode.cpp - Absorbed MLA decode kernel template -----------------===//
+//
+// mla_decode on tensor cores: q [B, H, L+R] against one latent KV head
+// [NB, BS, L+R] whose first L dims are also the values (DeepSeek-V3: 576 =
+// 512 + 64).
+//
+// Work decomposition. Block (g, b, p) computes a group of 16 heads (the MMA
+// rows) of request b over split p of its context (windows of whole cache
+// blocks, as paged_attention's split form). Head groups are the fastest
+// grid dimension, so the groups of one request run side by side and read
+// its cache rows once from memory and then from L2.
+//
+// Tile loop. A tile is W x n tokens (n: the MMA's N, 8 on sm80); their
+// 576-wide rows are staged once
+// in shared memory (cp.async ring on sm80, registers on CDNA) and serve as
+// K and, their first L columns, as V. Warp w scores its own n tokens (S =
+// Q K^T over all 576 dims), the warps agree on each row's running max
+// through shared memory, write P = exp2(S - m) for their tokens to a shared
+// [16, tile] slice, and then each warp accumulates O[:, w L / W ...] += P V
+// over all the tile's tokens: the 16 x 512 output of a head group is split
+// by columns over the warps (a warp could not hold it), the scores by
+// tokens (no warp recomputes another's). Partial row sums stay per warp
+// (every warp rescales by the same max) and are added up at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+const llvm::MaybeAlign kChunkAlign(16);
+
+struct MlaProblem {
+  Value q, cache, blockTable, lens, out, lse;
+  int64_t heads, headDim, latentDim, blockSize;
+  double scale;
+  bool split;
+};
+
+struct MlaConfig {
+  int64_t warps = 4;
+  int64_t stages = 2;
+  /// Tokens each warp scores per tile.
+  int64_t tokensPerWarp = 16;
+  int64_t tileTokens() const { return warps * tokensPerWarp; }
+};
+
+class MlaDecodeBuilder : public KernelBuilder {
+public:
+  MlaDecodeBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
+                   const MmaAtom &atom, const MlaConfig &cfg,
+                   const MlaProblem &pb)
+      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg), pb(pb) {}
+
+  LogicalResult build();
+
+private:
+  int64_t accCount() const { return target.getAccumulatorCount(atom); }
+  int64_t run() const { return target.getAccumulatorRun(atom); }
+  int64_t slots() const { return accCount() / run(); }
+  /// Output columns per warp.
+  int64_t warpCols() const { return pb.latentDim / cfg.warps; }
+
+  void stageQuery();
+  void forEachChunk(Value stage, Value tile,
+                    function_ref<void(Value shared, SmallVector<Value> dst,
+                                      SmallVector<Value> src, Value valid)>
+                        fn);
+  LogicalResult computeTile(Value stage, Value tile, SmallVector<Value> &state);
+  void epilogue(ArrayRef<Value> state);
+
+  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value exp2(Value x) { return target.exp2(b, loc, x); }
+  Value finiteOrZero(Value x) {
+    Value negInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
+                                         f32(-INFINITY));
+    return select(negInf, f32(0), x);
+  }
+  Value rowReduce(Value x, bool isMax) {
+    return warpReduce(
+        x,
+        [&](Value u, Value w) -> Value {
+          return isMax ? fmax(u, w) : fadd(u, w);
+        },
+        target.getAccumulatorRowLanes(atom));
+  }
+  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig) {
+    return SharedTile{memref,
+                      [this, outer, width](OpBuilder &, Location, Value row,
+                                           Value col) {
+                        return swizzledIndices(
+                            outer ? ValueRange{outer} : ValueRange{}, row, col,
+                            width);
+                      },
+                      kContig};
+  }
+
+  MmaAtom atom;
+  MlaConfig cfg;
+  MlaProblem pb;
+  Type elem;
+  Value sharedQ, sharedKV, sharedP, sharedStats;
+  Value tid, lane, warp, group, request, split;
+  Value start, end, numTiles, numBlocks, maxBlocks;
+};
+
+void MlaDecodeBuilder::stageQuery() {
+  // Rows r < 16 are heads 16 g + r (zeros past H).
+  int64_t chunksPerRow = pb.headDim / kChunk;
+  int64_t threads = cfg.warps * warpSize;
+  int64_t total = atom.m * chunksPerRow;
+  auto chunkType = VectorType::get({kChunk}, elem);
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                          b.getZeroAttr(chunkType));
+  for (int64_t i = 0; i * threads < total; ++i) {
+    Value id = add(tid, i * threads);
+    Value row = divu(id, chunksPerRow);
+    Value col = mul(remu(id, chunksPerRow), kChunk);
+    Value head = add(mul(group, atom.m), row);
+    Value inside = andi(lt(head, idx(pb.heads)), lt(id, idx(total)));
+    auto ifOp = scf::IfOp::create(b, loc, chunkType, inside, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(
+          b, loc,
+          vector::LoadOp::create(b, loc, chunkType, pb.q,
+                                 ValueRange{request, head, col}, false,
+                                 kChunkAlign)
+              .getResult());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, zeros);
+    }
+    Value chunk = ifOp.getResult(0);
+    ifThen(lt(id, idx(total)), [&] {
+      vector::StoreOp::create(b, loc, chunk, sharedQ,
+                              swizzledIndices({}, row, col, pb.headDim), false,
+                              kChunkAlign);
+    });
+  }
+}
+
+void MlaDecodeBuilder::forEachChunk(
+    Value stage, Value tile,
+    function_ref<void(Value, SmallVector<Value>, SmallVector<Value>, Value)>
+        fn) {
+  int64_t threads = cfg.warps * warpSize;
+  Value tileStart = add(start, mul(tile, cfg.tileTokens()));
+  forEachRowChunk(cfg.tileTokens(), pb.headDim, threads,
+                  [&](int64_t, Value row, Value col) {
+    Value token = add(tileStart, row);
+    Value logical = minu(divu(token, pb.blockSize), sub(maxBlocks, idx(1)));
+    Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
+                                              ValueRange{request, logical}));
+    Value block = minu(id, sub(numBlocks, idx(1)));
+    fn(sharedKV, swizzledIndices({stage}, row, col, pb.headDim),
+       {block, remu(token, pb.blockSize), col},
+       select(lt(token, end), idx(kChunk), idx(0)));
+  });
+}
+
+/// State: [m (slots), l (slots; this warp's tokens), O (warpCols / n atoms
+/// x accCount)].
+LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
+                                            SmallVector<Value> &state) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t tw = cfg.tokensPerWarp, tokens = cfg.tileTokens();
+  int64_t scoreAtoms = tw / atom.n, outAtoms = warpCols() / atom.n;
+  Value warpTokens = mul(warp, tw);
+
+  // S = Q K^T for this warp's tokens.
+  SmallVector<Value> s(scoreAtoms * acc, f32(0));
+  SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
+  SharedTile kTile = tileOf(sharedKV, stage, pb.headDim, true);
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    Value k0 = idx(ks * atom.k);
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
+                                   k0, lane, 1);
+    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, kTile,
+                                   warpTokens, k0, lane, scoreAtoms);
+    if (failed(fa) || failed(fb))
+      return failure();
+    for (int64_t j = 0; j < scoreAtoms; ++j) {
+      MutableArrayRef<Value> slice(&s[j * acc], acc);
+      auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
+      if (failed(d))
+        return failure();
+      llvm::copy(*d, slice.begin());
+    }
+  }
+  Value scaleLog2 = f32(pb.scale * M_LOG2E);
+  Value tileStart = add(start, mul(tile, tokens));
+  for (int64_t j = 0; j < scoreAtoms; ++j)
+    for (int64_t e = 0; e < acc; ++e) {
+      auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+      (void)row;
+      Value token = add(add(tileStart, warpTokens), add(col, j * atom.n));
+      Value &v = s[j * acc + e];
+      v = select(lt(token, end), fmul(v, scaleLog2), f32(-INFINITY));
+    }
+
+  // The tile's row max, agreed through shared memory [W, 16].
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value localMax = f32(-INFINITY);
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
+        localMax = fmax(localMax, s[j * acc + e]);
+    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+    (void)col;
+    memref::StoreOp::create(b, loc, rowReduce(localMax, true), sharedStats,
+                            ValueRange{warp, row});
+  }
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> alpha(nSlots), mSafe(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+    (void)col;
+    Value mNew = state[sl];
+    for (int64_t w = 0; w < cfg.warps; ++w)
+      mNew = fmax(mNew, memref::LoadOp::create(b, loc, sharedStats,
+                                               ValueRange{idx(w), row}));
+    mSafe[sl] = finiteOrZero(mNew);
+    alpha[sl] = exp2(fsub(state[sl], mSafe[sl]));
+    state[sl] = mNew;
+  }
+  // P for this warp's tokens into the shared [16, tile] slice.
+  auto runType = VectorType::get({r}, elem);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value sum = f32(0);
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
+        Value &v = s[j * acc + e];
+        v = exp2(fsub(v, mSafe[sl]));
+        sum = fadd(sum, v);
+      }
+    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
+  }
+  for (int64_t j = 0; j < scoreAtoms; ++j)
+    for (int64_t e = 0; e < acc; e += r) {
+      auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+      SmallVector<Value> values;
+      for (int64_t v = 0; v < r; ++v)
+        values.push_back(
+            arith::TruncFOp::create(b, loc, elem, s[j * acc + e + v]));
+      vector::StoreOp::create(
+          b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+          sharedP,
+          swizzledIndices({}, row, add(warpTokens, add(col, j * atom.n)),
+                          tokens));
+    }
+  for (int64_t j = 0; j < outAtoms; ++j)
+    for (int64_t e = 0; e < acc; ++e) {
+      Value &o = state[2 * nSlots + j * acc + e];
+      o = fmul(o, alpha[e / r]);
+    }
+  gpu::BarrierOp::create(b, loc);
+
+  // O[:, this warp's columns] += P V over all the tile's tokens; V is the
+  // first L columns of the staged rows (token-major: a K-rows B operand).
+  SharedTile pTile = tileOf(sharedP, Value(), tokens, true);
+  SharedTile vTile = tileOf(sharedKV, stage, pb.headDim, false);
+  Value colBase = mul(warp, warpCols());
+  int64_t groupAtoms = std::min<int64_t>(outAtoms, 8);
+  for (int64_t ks = 0; ks < tokens / atom.k; ++ks) {
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile, idx(0),
+                                   idx(ks * atom.k), lane, 1);
+    if (failed(fa))
+      return failure();
+    for (int64_t j0 = 0; j0 < outAtoms; j0 += groupAtoms) {
+      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
+                                     add(colBase, j0 * atom.n),
+                                     idx(ks * atom.k), lane, groupAtoms);
+      if (failed(fb))
+        return failure();
+      for (int64_t j = 0; j < groupAtoms; ++j) {
+        MutableArrayRef<Value> slice(&state[2 * nSlots + (j0 + j) * acc], acc);
+        auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
+        if (failed(d))
+          return failure();
+        llvm::copy(*d, slice.begin());
+      }
+    }
+  }
+  return success();
+}
+
+void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t outAtoms = warpCols() / atom.n;
+  // Row sums: each warp's tokens, added up through shared memory.
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+    (void)col;
+    memref::StoreOp::create(b, loc, rowReduce(state[nSlots + sl], false),
+                            sharedStats, ValueRange{warp, row});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
+  auto runType = VectorType::get({r}, outElem);
+  Value colBase = mul(warp, warpCols());
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    auto [row, col0] =
+        target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+    (void)col0;
+    Value total = f32(0);
+    for (int64_t w = 0; w < cfg.warps; ++w)
+      total = fadd(total, memref::LoadOp::create(b, loc, sharedStats,
+                                                 ValueRange{idx(w), row}));
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        total, f32(0));
+    Value inv = select(empty, f32(0),
+                       arith::DivFOp::create(b, loc, f32(1), total));
+    Value head = add(mul(group, atom.m), row);
+    ifThen(lt(head, idx(pb.heads)), [&] {
+      for (int64_t j = 0; j < outAtoms; ++j) {
+        for (int64_t e = sl * r; e < (sl + 1) * r; e += r) {
+          auto [row2, col] =
+              target.getAccumulatorPosition(b, loc, atom, lane, e);
+          (void)row2;
+          SmallVector<Value> values;
+          for (int64_t v = 0; v < r; ++v) {
+            Value o = fmul(state[2 * nSlots + j * acc + e + v], inv);
+            if (outElem != o.getType())
+              o = arith::TruncFOp::create(b, loc, outElem, o);
+            values.push_back(o);
+          }
+          SmallVector<Value> idxs = {request, head,
+                                     add(colBase, add(col, j * atom.n))};
+          if (pb.split)
+            idxs.insert(idxs.begin(), split);
+          vector::StoreOp::create(
+              b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+              pb.out, idxs, false,
+              llvm::MaybeAlign(r * outElem.getIntOrFloatBitWidth() / 8));
+        }
+      }
+      if (!pb.lse)
+        return;
+      // The warp-0 lane at column 0 of the row writes the LSE.
+      auto [row3, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+      (void)row3;
+      Value first = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                               col, idx(0)),
+                         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                               warp, idx(0)));
+      ifThen(first, [&] {
+        Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
+                       f32(M_LN2));
+        SmallVector<Value> idxs = {head, request};
+        if (pb.split)
+          idxs.insert(idxs.begin(), split);
+        memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), l),
+                                pb.lse, idxs);
+      });
+    });
+  }
+}
+
+LogicalResult MlaDecodeBuilder::build() {
+  elem = cast<MemRefType>(pb.q.getType()).getElementType();
+  tid = threadId();
+  lane = remu(tid, warpSize);
+  warp = divu(tid, warpSize);
+  group = blockId(gpu::Dimension::x);
+  request = blockId(gpu::Dimension::y);
+  split = blockId(gpu::Dimension::z);
+
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t tokens = cfg.tileTokens();
+  Value smem = dynamicSharedBytes();
+  int64_t offset = 0;
+  auto carve = [&](ArrayRef<int64_t> shape, Type type) {
+    Value view = sharedView(smem, offset, shape, type);
+    int64_t n = type.getIntOrFloatBitWidth() / 8;
+    for (int64_t d : shape)
+      n *= d;
+    offset += n;
+    return view;
+  };
+  sharedKV = carve({cfg.stages, tokens, pb.headDim}, elem);
+  sharedQ = carve({atom.m, pb.headDim}, elem);
+  sharedP = carve({atom.m, tokens}, elem);
+  sharedStats = carve({cfg.warps, atom.m}, b.getF32Type());
+  (void)bytes;
+
+  numBlocks = memref::DimOp::create(b, loc, pb.cache, 0);
+  maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
+  Value numSplits =
+      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
+  Value length = toIndex(memref::LoadOp::create(b, loc, pb.lens, request));
+  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)),
+                mul(maxBlocks, pb.blockSize));
+  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, numSplits),
+                       pb.blockSize);
+  start = minu(mul(split, perSplit), length);
+  end = minu(add(start, perSplit), length);
+  numTiles = arith::CeilDivUIOp::create(b, loc, sub(end, start), idx(tokens));
+
+  stageQuery();
+  gpu::BarrierOp::create(b, loc);
+
+  int64_t nSlots = slots();
+  SmallVector<Value> state(nSlots, f32(-INFINITY));
+  state.append(nSlots, f32(0));
+  state.append(warpCols() / atom.n * accCount(), f32(0));
+
+  TilePipeline pipeline;
+  pipeline.numTiles = numTiles;
+  pipeline.stages = cfg.stages;
+  auto chunkType = VectorType::get({kChunk}, elem);
+  pipeline.issue = [&](Value stage, Value t) {
+    forEachChunk(stage, t,
+                 [&](Value shared, SmallVector<Value> dst,
+                     SmallVector<Value> src, Value valid) {
+                   (void)target.asyncCopy(b, loc, shared, dst, pb.cache, src,
+                                          kChunk, valid);
+                 });
+  };
+  pipeline.fetch = [&](Value t) {
+    SmallVector<Value> chunks;
+    Value zeros = arith::ConstantOp::create(b, loc, chunkType,
+                                            b.getZeroAttr(chunkType));
+    forEachChunk(idx(0), t,
+                 [&](Value, SmallVector<Value>, SmallVector<Value> src,
+                     Value valid) {
+                   auto ifOp = scf::IfOp::create(
+                       b, loc, chunkType,
+                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             valid, idx(0)),
+                       true);
+                   OpBuilder::InsertionGuard guard(b);
+                   b.setInsertionPointToStart(ifOp.thenBlock());
+                   scf::YieldOp::create(
+                       b, loc,
+                       vector::LoadOp::create(b, loc, chunkType, pb.cache, src,
+                                              false, kChunkAlign)
+                           .getResult());
+                   b.setInsertionPointToStart(ifOp.elseBlock());
+                   scf::YieldOp::create(b, loc, zeros);
+                   chunks.push_back(ifOp.getResult(0));
+                 });
+    return chunks;
+  };
+  pipeline.store = [&](Value stage, ValueRange chunks) {
+    size_t i = 0;
+    forEachChunk(stage, idx(0),
+                 [&](Value shared, SmallVector<Value> dst, SmallVector<Value>,
+                     Value) {
+                   vector::StoreOp::create(b, loc, chunks[i++], shared, dst,
+                                           false, kChunkAlign);
+                 });
+  };
+  pipeline.chunks = tokens * pb.headDim / kChunk / (cfg.warps * warpSize);
+  pipeline.chunkType = chunkType;
+  pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
+    return computeTile(stage, t, st);
+  };
+  if (failed(runTilePipeline(pipeline, state)))
+    return failure();
+  epilogue(state);
+  return success();
+}
+
+} // namespace
+
+FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
+                                                       MLADecodeOp op,
+                                                       KernelContext &ctx) {
+  if (op.getWindowStart())
+    return op.emitOpError() << "GPU template: a windowed mla_decode is not "
+                               "a kernel; use the split form";
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  auto outType = cast<MemRefType>(op.getOut().getType());
+  MlaProblem pb;
+  pb.q = ctx.arg(op.getQ());
+  pb.cache = ctx.arg(op.getKvCache());
+  pb.blockTable = ctx.arg(op.getBlockTable());
+  pb.lens = ctx.arg(op.getSeqLens());
+  pb.out = ctx.arg(op.getOut());
+  pb.lse = ctx.arg(op.getLse());
+  pb.heads = qType.getDimSize(1);
+  pb.headDim = qType.getDimSize(2);
+  pb.latentDim = outType.getDimSize(outType.getRank() - 1);
+  pb.blockSize = cast<MemRefType>(op.getKvCache().getType()).getDimSize(1);
+  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.split = op.isSplit();
+
+  const TargetInfo &target = ctx.target;
+  Type elem = qType.getElementType();
+  SmallVector<MmaAtom> atoms =
+      target.getMmaAtoms(elem, Float32Type::get(op.getContext()));
+  if (atoms.empty())
+    return op.emitOpError() << "GPU template: " << target.getChip()
+                            << " has no MMA for " << elem
+                            << " operands with f32 accumulation";
+  MmaAtom atom = atoms.front();
+  for (const MmaAtom &a : atoms)
+    if (a.m < atom.m)
+      atom = a;
+  if (pb.headDim % 64)
+    return op.emitOpError() << "GPU template: the MLA head dim " << pb.headDim
+                            << " must be a multiple of 64 (whole swizzled "
+                               "shared-memory rows)";
+  bool async = target.getAsyncCopyBytes() > 0;
+  if (ctx.stages == 1 || (!async && ctx.stages > 0 && ctx.stages != 2))
+    return op.emitOpError()
+           << "GPU template: stages must be "
+           << (async ? "at least 2" : "2 (tiles go through registers)")
+           << ", got " << ctx.stages;
+  MlaConfig cfg;
+  cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
+  // One score atom of tokens per warp (8 on sm80: a 32-token tile of
+  // 576-wide rows double-buffered fits with 4 warps).
+  cfg.tokensPerWarp = atom.n;
+  int64_t sharedBytes = 0;
+  bool fits = false;
+  for (int64_t warps : {4, 2, 1}) {
+    cfg.warps = warps;
+    int64_t threads = warps * target.getWarpSize();
+    int64_t tokens = cfg.tileTokens();
+    if (pb.latentDim % (warps * atom.n) || (tokens * kChunk) % threads ||
+        tokens % atom.k || tokens % 16)
+      continue;
+    sharedBytes = (cfg.stages * tokens * pb.headDim + atom.m * pb.headDim +
+                   atom.m * tokens) *
+                      2 +
+                  warps * atom.m * 4;
+    if (sharedBytes <= target.getSharedMemoryBytes()) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits)
+    return op.emitOpError()
+           << "GPU template: no MLA decode tile of head dim " << pb.headDim
+           << " with " << cfg.stages << " stages fits the "
+           << target.getSharedMemoryBytes() << " bytes of shared memory of "
+           << target.getChip();
+  MlaDecodeBuilder builder(b, op.getLoc(), target, atom, cfg, pb);
+  if (failed(builder.build()))
+    return failure();
+  LaunchGeometry geometry;
+  geometry.grid[0] = GridDim{-1, 1, pb.heads, atom.m};
+  geometry.grid[1] = gridOver(ctx.dim(op.getQ(), 0), 1, 1);
+  geometry.grid[2] =
+      pb.split ? gridOver(ctx.dim(op.getOut(), 0), 1, 1) : GridDim{-1, 1, 1, 1};
+  geometry.block = {static_cast<int32_t>(cfg.warps * target.getWarpSize()), 1,
+                    1};
+  geometry.sharedBytes = sharedBytes;
+  return geometry;
+}
