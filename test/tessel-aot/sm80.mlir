@@ -14,6 +14,7 @@
 // DEFAULT-DAG: llama3_8b_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_extend_context{{ +}}tessel.paged_attention{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_mla_decode_split{{ +}}tessel.mla_decode{{ +}}sm80
 // Every grouped matmul has one: stacked or pointer-table b, with or
 // without trans_b.
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}sm80
@@ -38,7 +39,7 @@
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
-// DEFAULT:     wrote 37 kernels for sm80 to {{.*}}.tsb
+// DEFAULT:     wrote 40 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -115,6 +115,15 @@ func.func @deepseek_v3_mla_decode(%q: memref<?x128x576xbf16>, %c: memref<?x64x57
   tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x128x512xbf16>) {scale = 0.072168784 : f32}
   return
 }
+// Split-KV partials of the MLA decode (P from the shape of out), merged N-way.
+func.func @deepseek_v3_mla_decode_split(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>) {
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x128x512xf32>) lse(%lse : memref<?x128x?xf32>) {scale = 0.072168784 : f32}
+  return
+}
+func.func @deepseek_v3_mla_merge_n(%p: memref<?x?x128x512xf32>, %pl: memref<?x128x?xf32>, %out: memref<?x128x512xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x128x512xf32>, %pl : memref<?x128x?xf32>) out(%out : memref<?x128x512xbf16>)
+  return
+}
 func.func @deepseek_v3_mla_prefill(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xbf16>) {
   tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xbf16>) {scale = 0.072168784 : f32, causal}
   return

@@ -202,6 +202,44 @@ TEST_P(MlaDecode, F32Heads8Dim96Latent64NoLse) {
   checkMla(kMlaF32Small, {463, 0, 18, 250}, GetParam(), 503);
 }
 
+/// The split form: partial p is the window [p W, (p + 1) W) of each
+/// request's latent context.
+TEST_P(MlaDecode, SplitPartialsCoverWholeBlocks) {
+  Rng rng(504);
+  const std::vector<int32_t> contexts = {463, 0, 18, 100};
+  const int64_t splits = 3, heads = 16, blockSize = 16;
+  PagedKV cache({BF16, ref::Layout::NHD, blockSize, 1, 576, 512,
+                 /*mla=*/true},
+                contexts, rng);
+  const int64_t requests = static_cast<int64_t>(contexts.size());
+  Tensor q = randomTensor(BF16, {requests, heads, 576}, rng, -2, 2);
+  Tensor out = Tensor::poisoned(F32, {splits, requests, heads, 512});
+  Tensor lse = Tensor::poisoned(F32, {splits, heads, requests});
+  Kernel kernel(GetParam().path, "mla_split_bf16_h16_d576_l512_bs16");
+  ASSERT_TRUE(kernel.run({{"q", &q},
+                          {"kv_cache", &cache.kCache},
+                          {"block_table", &cache.blockTable},
+                          {"seq_lens", &cache.lens},
+                          {"out", &out},
+                          {"lse", &lse}}));
+  const int64_t maxBlocks = cache.blockTable.dim(1);
+  const int64_t window = (maxBlocks + splits - 1) / splits * blockSize;
+  for (int64_t p = 0; p < splits; ++p) {
+    AttentionRef r = attendAll(
+        tokenRows(q), 1, 512, 0.0416666679,
+        [&](int64_t b, int64_t kvHead, auto &keys, auto &values) {
+          int64_t end = std::min<int64_t>(contexts[b], (p + 1) * window);
+          for (int64_t j = p * window; j < end; ++j) {
+            keys.push_back(cache.keys[b].row(j, kvHead));
+            values.push_back(cache.values[b].row(j, kvHead));
+          }
+        });
+    SCOPED_TRACE("partial " + std::to_string(p));
+    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
+    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
+  }
+}
+
 auto bundleName = [](const auto &info) { return std::string(info.param.name); };
 INSTANTIATE_TEST_SUITE_P(Bundles, Decode, ::testing::ValuesIn(allBundles()),
                          bundleName);

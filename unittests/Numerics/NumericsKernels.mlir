@@ -57,6 +57,11 @@ func.func @paged_split_bf16_shuf_h8kv2_d64_bs16(%q: memref<?x8x64xbf16>, %kc: me
   tessel.paged_attention q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x2x8x16x8xbf16>) v_cache(%vc : memref<?x2x2x64x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x8x64xf32>) lse(%lse : memref<?x8x?xf32>) layout(shuffled) {scale = 0.125 : f32}
   return
 }
+// MLA split-KV partials in one kernel: out [P, B, H, L], lse [P, H, B].
+func.func @mla_split_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x16x512xf32>, %lse: memref<?x16x?xf32>) {
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x16x512xf32>) lse(%lse : memref<?x16x?xf32>) {scale = 0.0416666679 : f32}
+  return
+}
 func.func @decode_f32_nhd_h8kv2_d128_bs16(%q: memref<?x8x128xf32>, %kc: memref<?x16x2x128xf32>, %vc: memref<?x16x2x128xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>) {
   tessel.decode_attention q(%q : memref<?x8x128xf32>) k_cache(%kc : memref<?x16x2x128xf32>) v_cache(%vc : memref<?x16x2x128xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) layout(nhd) {scale = 0.0883883476 : f32}
   return

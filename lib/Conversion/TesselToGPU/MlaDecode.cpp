@@ -51,7 +51,12 @@ struct MlaConfig {
   int64_t stages = 2;
   /// Tokens each warp scores per tile.
   int64_t tokensPerWarp = 16;
-  int64_t tileTokens() const { return warps * tokensPerWarp; }
+  /// Distinct token slices of a tile: warp w scores slice w % tokenGroups
+  /// (fewer slices than warps where shared memory is short: gfx942's 64 KB
+  /// holds 16 rows of 576 twice, so the warps score them redundantly and
+  /// still split P.V by column).
+  int64_t tokenGroups = 4;
+  int64_t tileTokens() const { return tokenGroups * tokensPerWarp; }
 };
 
 class MlaDecodeBuilder : public KernelBuilder {
@@ -178,7 +183,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   int64_t nSlots = slots(), acc = accCount(), r = run();
   int64_t tw = cfg.tokensPerWarp, tokens = cfg.tileTokens();
   int64_t scoreAtoms = tw / atom.n, outAtoms = warpCols() / atom.n;
-  Value warpTokens = mul(warp, tw);
+  Value warpTokens = mul(remu(warp, cfg.tokenGroups), tw);
 
   // S = Q K^T for this warp's tokens.
   SmallVector<Value> s(scoreAtoms * acc, f32(0));
@@ -315,8 +320,9 @@ void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
     auto [row, col0] =
         target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
     (void)col0;
+    // Warps w >= tokenGroups repeat the sums of w % tokenGroups.
     Value total = f32(0);
-    for (int64_t w = 0; w < cfg.warps; ++w)
+    for (int64_t w = 0; w < cfg.tokenGroups; ++w)
       total = fadd(total, memref::LoadOp::create(b, loc, sharedStats,
                                                  ValueRange{idx(w), row}));
     Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
@@ -527,8 +533,12 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
   cfg.tokensPerWarp = atom.n;
   int64_t sharedBytes = 0;
   bool fits = false;
-  for (int64_t warps : {4, 2, 1}) {
+  // Candidates (warps, token slices), the least redundant first.
+  for (auto [warps, groups] :
+       {std::pair<int64_t, int64_t>{4, 4}, {2, 2}, {4, 2}, {2, 1}, {4, 1},
+        {1, 1}}) {
     cfg.warps = warps;
+    cfg.tokenGroups = groups;
     int64_t threads = warps * target.getWarpSize();
     int64_t tokens = cfg.tileTokens();
     if (pb.latentDim % (warps * atom.n) || (tokens * kChunk) % threads ||

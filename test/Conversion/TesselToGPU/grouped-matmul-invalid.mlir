@@ -54,7 +54,7 @@ func.func @dynamic_groups(%a: memref<?x64xbf16>, %b: memref<?x64x64xbf16>,
 
 func.func @no_template(%ids: memref<?x8xi32>, %n: memref<128xi32>,
                        %g: memref<128xi32>) {
-  // expected-error@+1 {{'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.prefill_attention, tessel.decode_attention, tessel.paged_attention, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache)}}
+  // expected-error@+1 {{'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.prefill_attention, tessel.decode_attention, tessel.paged_attention, tessel.mla_decode, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache)}}
   tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>)
       counts(%n : memref<128xi32>) group_offsets(%g : memref<128xi32>)
   return

@@ -1021,3 +1021,19 @@ func.func @unpermute_dynamic_topk(%y: memref<?x64xf32>, %p: memref<?x?xi32>, %w:
   tessel.moe_unpermute y(%y : memref<?x64xf32>) row_positions(%p : memref<?x?xi32>) weights(%w : memref<?x?xf32>) out(%o : memref<?x64xf32>)
   return
 }
+
+// -----
+
+func.func @mla_split_with_window(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x16x512xf32>, %l: memref<?x16x?xf32>, %s: index, %n: index) {
+  // expected-error @below {{the split form ('out' [P, B, H, L]) takes no window: partial p covers ceil(MB / P) blocks}}
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) lse(%l : memref<?x16x?xf32>) window(%s, %n) {scale = 0.07 : f32}
+  return
+}
+
+// -----
+
+func.func @mla_split_without_lse(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x16x512xf32>) {
+  // expected-error @below {{the split form ('out' [P, B, H, L]) needs 'lse' [P, H, B]: its partials are merged by it}}
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) {scale = 0.07 : f32}
+  return
+}
