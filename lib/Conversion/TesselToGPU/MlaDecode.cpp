@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "AttentionBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -36,8 +36,6 @@ using namespace mlir;
 using namespace mlir::tessel;
 
 namespace {
-
-const llvm::MaybeAlign kChunkAlign(16);
 
 struct MlaProblem {
   Value q, cache, blockTable, lens, out, lse;
@@ -59,19 +57,16 @@ struct MlaConfig {
   int64_t tileTokens() const { return tokenGroups * tokensPerWarp; }
 };
 
-class MlaDecodeBuilder : public KernelBuilder {
+class MlaDecodeBuilder : public AttentionBuilder {
 public:
   MlaDecodeBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
                    const MmaAtom &atom, const MlaConfig &cfg,
                    const MlaProblem &pb)
-      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg), pb(pb) {}
+      : AttentionBuilder(b, loc, target, atom), cfg(cfg), pb(pb) {}
 
   LogicalResult build();
 
 private:
-  int64_t accCount() const { return target.getAccumulatorCount(atom); }
-  int64_t run() const { return target.getAccumulatorRun(atom); }
-  int64_t slots() const { return accCount() / run(); }
   /// Output columns per warp.
   int64_t warpCols() const { return pb.latentDim / cfg.warps; }
 
@@ -83,36 +78,6 @@ private:
   LogicalResult computeTile(Value stage, Value tile, SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
 
-  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value exp2(Value x) { return target.exp2(b, loc, x); }
-  Value finiteOrZero(Value x) {
-    Value negInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
-                                         f32(-INFINITY));
-    return select(negInf, f32(0), x);
-  }
-  Value rowReduce(Value x, bool isMax) {
-    return warpReduce(
-        x,
-        [&](Value u, Value w) -> Value {
-          return isMax ? fmax(u, w) : fadd(u, w);
-        },
-        target.getAccumulatorRowLanes(atom));
-  }
-  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig) {
-    return SharedTile{memref,
-                      [this, outer, width](OpBuilder &, Location, Value row,
-                                           Value col) {
-                        return swizzledIndices(
-                            outer ? ValueRange{outer} : ValueRange{}, row, col,
-                            width);
-                      },
-                      kContig};
-  }
-
-  MmaAtom atom;
   MlaConfig cfg;
   MlaProblem pb;
   Type elem;
@@ -123,38 +88,12 @@ private:
 
 void MlaDecodeBuilder::stageQuery() {
   // Rows r < 16 are heads 16 g + r (zeros past H).
-  int64_t chunksPerRow = pb.headDim / kChunk;
-  int64_t threads = cfg.warps * warpSize;
-  int64_t total = atom.m * chunksPerRow;
-  auto chunkType = VectorType::get({kChunk}, elem);
-  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                          b.getZeroAttr(chunkType));
-  for (int64_t i = 0; i * threads < total; ++i) {
-    Value id = add(tid, i * threads);
-    Value row = divu(id, chunksPerRow);
-    Value col = mul(remu(id, chunksPerRow), kChunk);
-    Value head = add(mul(group, atom.m), row);
-    Value inside = andi(lt(head, idx(pb.heads)), lt(id, idx(total)));
-    auto ifOp = scf::IfOp::create(b, loc, chunkType, inside, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(
-          b, loc,
-          vector::LoadOp::create(b, loc, chunkType, pb.q,
-                                 ValueRange{request, head, col}, false,
-                                 kChunkAlign)
-              .getResult());
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, loc, zeros);
-    }
-    Value chunk = ifOp.getResult(0);
-    ifThen(lt(id, idx(total)), [&] {
-      vector::StoreOp::create(b, loc, chunk, sharedQ,
-                              swizzledIndices({}, row, col, pb.headDim), false,
-                              kChunkAlign);
-    });
-  }
+  stageRows(sharedQ, pb.q, atom.m, pb.headDim, cfg.warps * warpSize,
+            [&](Value row) {
+              Value head = add(mul(group, atom.m), row);
+              return std::make_pair(lt(head, idx(pb.heads)),
+                                    SmallVector<Value>{request, head});
+            });
 }
 
 void MlaDecodeBuilder::forEachChunk(
@@ -189,22 +128,17 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   SmallVector<Value> s(scoreAtoms * acc, f32(0));
   SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
   SharedTile kTile = tileOf(sharedKV, stage, pb.headDim, true);
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    Value k0 = idx(ks * atom.k);
+  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
-                                   k0, lane, 1);
-    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, kTile,
-                                   warpTokens, k0, lane, scoreAtoms);
-    if (failed(fa) || failed(fb))
+                                   idx(ks * atom.k), lane, 1);
+    if (failed(fa))
       return failure();
-    for (int64_t j = 0; j < scoreAtoms; ++j) {
-      MutableArrayRef<Value> slice(&s[j * acc], acc);
-      auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
-      if (failed(d))
-        return failure();
-      llvm::copy(*d, slice.begin());
-    }
-  }
+    return (*fa)[0];
+  };
+  if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, warpTokens,
+                      [&](int64_t ks) { return idx(ks * atom.k); },
+                      scoreAtoms, scoreAtoms)))
+    return failure();
   Value scaleLog2 = f32(pb.scale * M_LOG2E);
   Value tileStart = add(start, mul(tile, tokens));
   for (int64_t j = 0; j < scoreAtoms; ++j)
@@ -228,30 +162,17 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
                             ValueRange{warp, row});
   }
   gpu::BarrierOp::create(b, loc);
-  SmallVector<Value> alpha(nSlots), mSafe(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
+  softmaxStep(s, scoreAtoms, state, outAtoms, [&](int64_t sl, Value) {
     auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
     (void)col;
-    Value mNew = state[sl];
+    Value tileMax = f32(-INFINITY);
     for (int64_t w = 0; w < cfg.warps; ++w)
-      mNew = fmax(mNew, memref::LoadOp::create(b, loc, sharedStats,
-                                               ValueRange{idx(w), row}));
-    mSafe[sl] = finiteOrZero(mNew);
-    alpha[sl] = exp2(fsub(state[sl], mSafe[sl]));
-    state[sl] = mNew;
-  }
+      tileMax = fmax(tileMax, memref::LoadOp::create(b, loc, sharedStats,
+                                                     ValueRange{idx(w), row}));
+    return tileMax;
+  });
   // P for this warp's tokens into the shared [16, tile] slice.
   auto runType = VectorType::get({r}, elem);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value sum = f32(0);
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
-        Value &v = s[j * acc + e];
-        v = exp2(fsub(v, mSafe[sl]));
-        sum = fadd(sum, v);
-      }
-    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
-  }
   for (int64_t j = 0; j < scoreAtoms; ++j)
     for (int64_t e = 0; e < acc; e += r) {
       auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
@@ -265,11 +186,6 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
           swizzledIndices({}, row, add(warpTokens, add(col, j * atom.n)),
                           tokens));
     }
-  for (int64_t j = 0; j < outAtoms; ++j)
-    for (int64_t e = 0; e < acc; ++e) {
-      Value &o = state[2 * nSlots + j * acc + e];
-      o = fmul(o, alpha[e / r]);
-    }
   gpu::BarrierOp::create(b, loc);
 
   // O[:, this warp's columns] += P V over all the tile's tokens; V is the
@@ -277,28 +193,17 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   SharedTile pTile = tileOf(sharedP, Value(), tokens, true);
   SharedTile vTile = tileOf(sharedKV, stage, pb.headDim, false);
   Value colBase = mul(warp, warpCols());
-  int64_t groupAtoms = std::min<int64_t>(outAtoms, 8);
-  for (int64_t ks = 0; ks < tokens / atom.k; ++ks) {
+  auto pFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile, idx(0),
                                    idx(ks * atom.k), lane, 1);
     if (failed(fa))
       return failure();
-    for (int64_t j0 = 0; j0 < outAtoms; j0 += groupAtoms) {
-      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
-                                     add(colBase, j0 * atom.n),
-                                     idx(ks * atom.k), lane, groupAtoms);
-      if (failed(fb))
-        return failure();
-      for (int64_t j = 0; j < groupAtoms; ++j) {
-        MutableArrayRef<Value> slice(&state[2 * nSlots + (j0 + j) * acc], acc);
-        auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
-        if (failed(d))
-          return failure();
-        llvm::copy(*d, slice.begin());
-      }
-    }
-  }
-  return success();
+    return (*fa)[0];
+  };
+  return mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
+                  tokens / atom.k, pFrag, vTile, colBase,
+                  [&](int64_t ks) { return idx(ks * atom.k); }, outAtoms,
+                  std::min<int64_t>(outAtoms, 8));
 }
 
 void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
@@ -437,26 +342,10 @@ LogicalResult MlaDecodeBuilder::build() {
   };
   pipeline.fetch = [&](Value t) {
     SmallVector<Value> chunks;
-    Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                            b.getZeroAttr(chunkType));
     forEachChunk(idx(0), t,
                  [&](Value, SmallVector<Value>, SmallVector<Value> src,
                      Value valid) {
-                   auto ifOp = scf::IfOp::create(
-                       b, loc, chunkType,
-                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                             valid, idx(0)),
-                       true);
-                   OpBuilder::InsertionGuard guard(b);
-                   b.setInsertionPointToStart(ifOp.thenBlock());
-                   scf::YieldOp::create(
-                       b, loc,
-                       vector::LoadOp::create(b, loc, chunkType, pb.cache, src,
-                                              false, kChunkAlign)
-                           .getResult());
-                   b.setInsertionPointToStart(ifOp.elseBlock());
-                   scf::YieldOp::create(b, loc, zeros);
-                   chunks.push_back(ifOp.getResult(0));
+                   chunks.push_back(loadChunk(pb.cache, src, valid));
                  });
     return chunks;
   };

@@ -36,7 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "AttentionBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -48,11 +48,6 @@ using namespace mlir;
 using namespace mlir::tessel;
 
 namespace {
-
-/// Rows of q, out and the caches start 16-byte aligned (head dims are
-/// multiples of 64, buffers are 16-byte aligned: the runtime checks it), so
-/// every chunk of 8 elements at a multiple of 8 is.
-const llvm::MaybeAlign kChunkAlign(16);
 
 /// What one decode kernel computes (everything static but the buffers).
 struct DecodeProblem {
@@ -78,22 +73,18 @@ struct DecodeConfig {
   int64_t tileTokens() const { return tokenGroups() * tokensPerWarp; }
 };
 
-class PagedDecodeBuilder : public KernelBuilder {
+class PagedDecodeBuilder : public AttentionBuilder {
 public:
   PagedDecodeBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
                      const MmaAtom &atom, const DecodeConfig &cfg,
                      const DecodeProblem &pb)
-      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg), pb(pb) {}
+      : AttentionBuilder(b, loc, target, atom), cfg(cfg), pb(pb) {}
 
   LogicalResult build();
 
 private:
   /// The tile rows: G heads padded to the atom's M.
   int64_t rows() const { return atom.m; }
-  int64_t accCount() const { return target.getAccumulatorCount(atom); }
-  int64_t run() const { return target.getAccumulatorRun(atom); }
-  /// Row slots of one atom per lane (each a run of elements of one row).
-  int64_t slots() const { return accCount() / run(); }
 
   void stageQuery();
   /// One 16-byte chunk of a K or V tile (validElements of it are read).
@@ -113,30 +104,6 @@ private:
                             SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
 
-  Value rowMax(Value x) {
-    return warpReduce(x, [&](Value u, Value v) -> Value {
-      return LLVM::MaxNumOp::create(b, loc, u, v);
-    }, target.getAccumulatorRowLanes(atom));
-  }
-  Value rowSum(Value x) {
-    return warpReduce(x, [&](Value u, Value v) -> Value {
-      return arith::AddFOp::create(b, loc, u, v);
-    }, target.getAccumulatorRowLanes(atom));
-  }
-  Value exp2(Value x) { return target.exp2(b, loc, x); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
-  Value isNegInf(Value x) {
-    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
-                                 f32(-INFINITY));
-  }
-  /// x, or 0 where x is -inf (a row that has seen no key yet), so that
-  /// exp2(s - m) never computes -inf - -inf.
-  Value finiteOrZero(Value x) { return select(isNegInf(x), f32(0), x); }
-
-  MmaAtom atom;
   DecodeConfig cfg;
   DecodeProblem pb;
 
@@ -152,38 +119,13 @@ private:
 void PagedDecodeBuilder::stageQuery() {
   // Q rows r < G are heads g G + r of the request; the padding rows are
   // zeros (their scores are computed and never stored).
-  int64_t chunksPerRow = pb.headDim / kChunk;
-  int64_t threads = cfg.warps * warpSize;
-  auto chunkType = VectorType::get({kChunk}, elem);
-  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                          b.getZeroAttr(chunkType));
-  for (int64_t i = 0; i * threads < rows() * chunksPerRow; ++i) {
-    Value id = add(tid, i * threads);
-    Value row = divu(id, chunksPerRow);
-    Value col = mul(remu(id, chunksPerRow), kChunk);
-    Value inside = lt(row, idx(pb.groupSize));
-    if ((i + 1) * threads > rows() * chunksPerRow)
-      inside = andi(inside, lt(id, idx(rows() * chunksPerRow)));
-    auto ifOp = scf::IfOp::create(b, loc, chunkType, inside, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      Value head = add(mul(kvHead, pb.groupSize), row);
-      Value chunk = vector::LoadOp::create(b, loc, chunkType, pb.q,
-                                           ValueRange{request, head, col},
-                                           false, kChunkAlign);
-      scf::YieldOp::create(b, loc, chunk);
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, loc, zeros);
-    }
-    Value store = lt(id, idx(rows() * chunksPerRow));
-    auto ifStore = scf::IfOp::create(b, loc, store, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifStore.thenBlock());
-    vector::StoreOp::create(b, loc, ifOp.getResult(0), sharedQ,
-                            swizzledIndices({}, row, col, pb.headDim), false,
-                            kChunkAlign);
-  }
+  stageRows(sharedQ, pb.q, rows(), pb.headDim, cfg.warps * warpSize,
+            [&](Value row) {
+              return std::make_pair(
+                  lt(row, idx(pb.groupSize)),
+                  SmallVector<Value>{request,
+                                     add(mul(kvHead, pb.groupSize), row)});
+            });
 }
 
 void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
@@ -279,37 +221,10 @@ void PagedDecodeBuilder::issueAsync(Value stage, Value tile) {
 
 SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
   SmallVector<Value> chunks;
-  auto chunkType = VectorType::get({kChunk}, elem);
-  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                          b.getZeroAttr(chunkType));
+  // A chunk the window ends inside (shuffled V) is read whole, it lies in
+  // its cache block, and its tail zeroed.
   forEachChunk(idx(0), tile, [&](const Chunk &c) {
-    // Chunks wholly past the window are not read; a partial one is read
-    // whole (it lies inside its cache block) and its tail zeroed, so stale
-    // cache contents (even NaN) never reach the MMAs.
-    auto ifAny = scf::IfOp::create(
-        b, loc, chunkType,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                              c.validElements, idx(0)),
-        true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifAny.thenBlock());
-    Value chunk =
-        vector::LoadOp::create(b, loc, chunkType, c.src, c.srcIndices, false,
-                               kChunkAlign);
-    // Lane element e < validElements (vector.create_mask has no lowering
-    // in the ROCDL conversion).
-    auto laneType = VectorType::get({kChunk}, b.getI32Type());
-    Value laneIds = arith::ConstantOp::create(
-        b, loc, laneType,
-        DenseElementsAttr::get(laneType,
-                               ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
-    Value mask = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::slt, laneIds,
-        vector::BroadcastOp::create(b, loc, laneType, toI32(c.validElements)));
-    scf::YieldOp::create(b, loc, select(mask, chunk, zeros));
-    b.setInsertionPointToStart(ifAny.elseBlock());
-    scf::YieldOp::create(b, loc, zeros);
-    chunks.push_back(ifAny.getResult(0));
+    chunks.push_back(loadChunk(c.src, c.srcIndices, c.validElements));
   });
   return chunks;
 }
@@ -348,22 +263,17 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
   SmallVector<Value> s(scoreAtoms * acc, zero);
   SharedTile qTile{sharedQ, plainLayout(pb.headDim, Value()), true};
   SharedTile kTile{sharedK, tileLayout(pb.headDim), true};
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    Value k0 = idx(ks * atom.k);
+  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
-                                   k0, lane, 1);
-    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, kTile,
-                                   warpTokens, k0, lane, scoreAtoms);
-    if (failed(fa) || failed(fb))
+                                   idx(ks * atom.k), lane, 1);
+    if (failed(fa))
       return failure();
-    for (int64_t j = 0; j < scoreAtoms; ++j) {
-      MutableArrayRef<Value> slice(&s[j * acc], acc);
-      auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
-      if (failed(d))
-        return failure();
-      llvm::copy(*d, slice.begin());
-    }
-  }
+    return (*fa)[0];
+  };
+  if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, warpTokens,
+                      [&](int64_t ks) { return idx(ks * atom.k); },
+                      scoreAtoms, scoreAtoms)))
+    return failure();
 
   // Scale, mask tokens past the window, and update the row state.
   Value scaleLog2 = f32(pb.scale * M_LOG2E);
@@ -378,31 +288,9 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
       v = select(lt(token, end), fmul(v, scaleLog2), negInf);
     }
   }
-  SmallVector<Value> alpha(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value localMax = negInf;
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
-        localMax = fmax(localMax, s[j * acc + e]);
-    Value mOld = state[sl];
-    Value mNew = fmax(mOld, rowMax(localMax));
-    Value mSafe = finiteOrZero(mNew);
-    alpha[sl] = exp2(fsub(mOld, mSafe));
-    Value sum = zero;
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
-        Value &v = s[j * acc + e];
-        v = exp2(fsub(v, mSafe));
-        sum = fadd(sum, v);
-      }
-    state[sl] = mNew;
-    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
-  }
-  for (int64_t j = 0; j < outAtoms; ++j)
-    for (int64_t e = 0; e < acc; ++e) {
-      Value &o = state[2 * nSlots + j * acc + e];
-      o = fmul(o, alpha[e / r]);
-    }
+  softmaxStep(s, scoreAtoms, state, outAtoms, [&](int64_t, Value localMax) {
+    return rowReduce(localMax, /*isMax=*/true);
+  });
 
   // P to this warp's slice of shared memory, 16-bit, then O += P V.
   auto runType = VectorType::get({r}, elem);
@@ -424,28 +312,18 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
                    shuffled};
   // B fragments of a few output atoms at a time keep registers in check.
   int64_t group = std::min<int64_t>(outAtoms, 8);
-  for (int64_t ks = 0; ks < tw / atom.k; ++ks) {
-    Value k0 = idx(ks * atom.k);
+  auto pFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile, idx(0),
-                                   k0, lane, 1);
+                                   idx(ks * atom.k), lane, 1);
     if (failed(fa))
       return failure();
-    for (int64_t j0 = 0; j0 < outAtoms; j0 += group) {
-      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
-                                     add(colBase, j0 * atom.n),
-                                     add(warpTokens, ks * atom.k),
-                                     lane, group);
-      if (failed(fb))
-        return failure();
-      for (int64_t j = 0; j < group; ++j) {
-        MutableArrayRef<Value> slice(&state[2 * nSlots + (j0 + j) * acc], acc);
-        auto d = target.mma(b, loc, atom, (*fa)[0], (*fb)[j], slice);
-        if (failed(d))
-          return failure();
-        llvm::copy(*d, slice.begin());
-      }
-    }
-  }
+    return (*fa)[0];
+  };
+  if (failed(mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
+                      tw / atom.k, pFrag, vTile, colBase,
+                      [&](int64_t ks) { return add(warpTokens, ks * atom.k); },
+                      outAtoms, group)))
+    return failure();
   return success();
 }
 
@@ -472,7 +350,7 @@ void PagedDecodeBuilder::epilogue(ArrayRef<Value> state) {
     // Every lane of the row holds the same m and, after the sum, the same
     // l; the identical stores are harmless.
     memref::StoreOp::create(b, loc, state[sl], mW, ValueRange{group, row});
-    memref::StoreOp::create(b, loc, rowSum(state[nSlots + sl]), lW,
+    memref::StoreOp::create(b, loc, rowReduce(state[nSlots + sl], /*isMax=*/false), lW,
                             ValueRange{group, row});
   }
   auto runType = VectorType::get({r}, f32Type);

@@ -30,7 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "AttentionBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -42,8 +42,6 @@ using namespace mlir;
 using namespace mlir::tessel;
 
 namespace {
-
-const llvm::MaybeAlign kChunkAlign(16);
 
 struct PrefillProblem {
   Value q, k, v, cuSeqlens, out, lse;
@@ -75,20 +73,17 @@ struct PrefillConfig {
 /// requests before blocks take a second tile.
 constexpr int64_t kSlackTiles = 16;
 
-class PrefillBuilder : public KernelBuilder {
+class PrefillBuilder : public AttentionBuilder {
 public:
   PrefillBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
                  const MmaAtom &atom, const PrefillConfig &cfg,
                  const PrefillProblem &pb)
-      : KernelBuilder(b, loc, target), atom(atom), cfg(cfg), pb(pb) {}
+      : AttentionBuilder(b, loc, target, atom), cfg(cfg), pb(pb) {}
 
   LogicalResult build();
 
 private:
   int64_t tileRows() const { return cfg.warps * atom.m; }
-  int64_t accCount() const { return target.getAccumulatorCount(atom); }
-  int64_t run() const { return target.getAccumulatorRun(atom); }
-  int64_t slots() const { return accCount() / run(); }
 
   /// One tile: query rows [first, last) of the request [start, end).
   LogicalResult tile(Value first, Value last, Value start, Value end);
@@ -104,36 +99,6 @@ private:
                             SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
 
-  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value exp2(Value x) { return target.exp2(b, loc, x); }
-  Value finiteOrZero(Value x) {
-    Value negInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
-                                         f32(-INFINITY));
-    return select(negInf, f32(0), x);
-  }
-  Value rowReduce(Value x, bool isMax) {
-    return warpReduce(
-        x,
-        [&](Value u, Value w) -> Value {
-          return isMax ? fmax(u, w) : fadd(u, w);
-        },
-        target.getAccumulatorRowLanes(atom));
-  }
-  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig) {
-    return SharedTile{memref,
-                      [this, outer, width](OpBuilder &, Location, Value row,
-                                           Value col) {
-                        return swizzledIndices(
-                            outer ? ValueRange{outer} : ValueRange{}, row, col,
-                            width);
-                      },
-                      kContig};
-  }
-
-  MmaAtom atom;
   PrefillConfig cfg;
   PrefillProblem pb;
 
@@ -150,44 +115,12 @@ private:
 };
 
 void PrefillBuilder::stageQuery(Value first, Value last) {
-  int64_t chunksPerRow = pb.headDim / kChunk;
-  int64_t threads = cfg.warps * warpSize;
-  int64_t total = tileRows() * chunksPerRow;
-  auto chunkType = VectorType::get({kChunk}, elem);
-  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                          b.getZeroAttr(chunkType));
-  for (int64_t i = 0; i * threads < total; ++i) {
-    Value id = add(tid, i * threads);
-    Value row = divu(id, chunksPerRow);
-    Value col = mul(remu(id, chunksPerRow), kChunk);
-    Value token = add(first, row);
-    Value inside = lt(token, last);
-    if ((i + 1) * threads > total)
-      inside = andi(inside, lt(id, idx(total)));
-    auto ifOp = scf::IfOp::create(b, loc, chunkType, inside, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(
-          b, loc,
-          vector::LoadOp::create(b, loc, chunkType, pb.q,
-                                 ValueRange{token, head, col}, false,
-                                 kChunkAlign)
-              .getResult());
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, loc, zeros);
-    }
-    Value result = ifOp.getResult(0);
-    auto storeChunk = [&] {
-      vector::StoreOp::create(b, loc, result, sharedQ,
-                              swizzledIndices({}, row, col, pb.headDim), false,
-                              kChunkAlign);
-    };
-    if ((i + 1) * threads > total)
-      ifThen(lt(id, idx(total)), storeChunk);
-    else
-      storeChunk();
-  }
+  stageRows(sharedQ, pb.q, tileRows(), pb.headDim, cfg.warps * warpSize,
+            [&](Value row) {
+              Value token = add(first, row);
+              return std::make_pair(lt(token, last),
+                                    SmallVector<Value>{token, head});
+            });
 }
 
 void PrefillBuilder::forEachChunk(
@@ -262,30 +195,19 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
   SmallVector<Value> s(scoreAtoms * acc, zero);
   SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
   SharedTile kTile = tileOf(sharedK, stage, pb.headDim, true);
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    Value k0 = idx(ks * atom.k);
-    Fragment a;
-    if (cfg.qInRegisters) {
-      a = qFrags[ks];
-    } else {
-      auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
-                                     warpRow, k0, lane, 1);
-      if (failed(fa))
-        return failure();
-      a = (*fa)[0];
-    }
-    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, kTile, idx(0),
-                                   k0, lane, scoreAtoms);
-    if (failed(fb))
+  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
+    if (cfg.qInRegisters)
+      return qFrags[ks];
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
+                                   warpRow, idx(ks * atom.k), lane, 1);
+    if (failed(fa))
       return failure();
-    for (int64_t j = 0; j < scoreAtoms; ++j) {
-      MutableArrayRef<Value> slice(&s[j * acc], acc);
-      auto d = target.mma(b, loc, atom, a, (*fb)[j], slice);
-      if (failed(d))
-        return failure();
-      llvm::copy(*d, slice.begin());
-    }
-  }
+    return (*fa)[0];
+  };
+  if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, idx(0),
+                      [&](int64_t ks) { return idx(ks * atom.k); },
+                      scoreAtoms, scoreAtoms)))
+    return failure();
 
   // Scale; mask keys past the request and, with causal, past the row, but
   // only on tiles that reach the request's end or the diagonal.
@@ -323,32 +245,9 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
   }
   s.assign(masked.getResults().begin(), masked.getResults().end());
 
-  // Online softmax per row slot.
-  SmallVector<Value> alpha(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value localMax = f32(-INFINITY);
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
-        localMax = fmax(localMax, s[j * acc + e]);
-    Value mOld = state[sl];
-    Value mNew = fmax(mOld, rowReduce(localMax, /*isMax=*/true));
-    Value mSafe = finiteOrZero(mNew);
-    alpha[sl] = exp2(fsub(mOld, mSafe));
-    Value sum = zero;
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
-        Value &v = s[j * acc + e];
-        v = exp2(fsub(v, mSafe));
-        sum = fadd(sum, v);
-      }
-    state[sl] = mNew;
-    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
-  }
-  for (int64_t j = 0; j < outAtoms; ++j)
-    for (int64_t e = 0; e < acc; ++e) {
-      Value &o = state[2 * nSlots + j * acc + e];
-      o = fmul(o, alpha[e / r]);
-    }
+  softmaxStep(s, scoreAtoms, state, outAtoms, [&](int64_t, Value localMax) {
+    return rowReduce(localMax, /*isMax=*/true);
+  });
 
   // P (16-bit) as the A operand of O += P V: from registers where the
   // layouts agree, else through this warp's shared-memory slice.
@@ -389,25 +288,11 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
   bool vDimMajor = pb.paged && pb.layout == KVLayout::Shuffled;
   SharedTile vTile = tileOf(sharedV, stage,
                             vDimMajor ? cfg.tileKeys : pb.valueDim, vDimMajor);
-  int64_t group = std::min<int64_t>(outAtoms, 8);
-  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-    for (int64_t j0 = 0; j0 < outAtoms; j0 += group) {
-      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, vTile,
-                                     idx(j0 * atom.n), idx(ks * atom.k), lane,
-                                     group);
-      if (failed(fb))
-        return failure();
-      for (int64_t j = 0; j < group; ++j) {
-        MutableArrayRef<Value> slice(&state[2 * nSlots + (j0 + j) * acc],
-                                     acc);
-        auto d = target.mma(b, loc, atom, pFrags[ks], (*fb)[j], slice);
-        if (failed(d))
-          return failure();
-        llvm::copy(*d, slice.begin());
-      }
-    }
-  }
-  return success();
+  return mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
+                  cfg.tileKeys / atom.k,
+                  [&](int64_t ks) -> FailureOr<Fragment> { return pFrags[ks]; },
+                  vTile, idx(0), [&](int64_t ks) { return idx(ks * atom.k); },
+                  outAtoms, std::min<int64_t>(outAtoms, 8));
 }
 
 void PrefillBuilder::epilogue(ArrayRef<Value> state) {
@@ -506,26 +391,10 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   };
   pipeline.fetch = [&](Value t) {
     SmallVector<Value> chunks;
-    Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                            b.getZeroAttr(chunkType));
     forEachChunk(idx(0), t,
                  [&](Value, SmallVector<Value>, Value src,
                      SmallVector<Value> srcIdx, Value valid) {
-                   auto ifOp = scf::IfOp::create(
-                       b, loc, chunkType,
-                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                             valid, idx(0)),
-                       true);
-                   OpBuilder::InsertionGuard guard(b);
-                   b.setInsertionPointToStart(ifOp.thenBlock());
-                   scf::YieldOp::create(
-                       b, loc,
-                       vector::LoadOp::create(b, loc, chunkType, src, srcIdx,
-                                              false, kChunkAlign)
-                           .getResult());
-                   b.setInsertionPointToStart(ifOp.elseBlock());
-                   scf::YieldOp::create(b, loc, zeros);
-                   chunks.push_back(ifOp.getResult(0));
+                   chunks.push_back(loadChunk(src, srcIdx, valid));
                  });
     return chunks;
   };

@@ -1,0 +1,171 @@
+//===- AttentionBuilder.cpp - What the attention templates share ----------===//
+
+#include "AttentionBuilder.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+Value AttentionBuilder::finiteOrZero(Value x) {
+  Value negInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
+                                       f32(-INFINITY));
+  return select(negInf, f32(0), x);
+}
+
+Value AttentionBuilder::rowReduce(Value x, bool isMax) {
+  return warpReduce(
+      x,
+      [&](Value u, Value w) -> Value { return isMax ? fmax(u, w) : fadd(u, w); },
+      target.getAccumulatorRowLanes(atom));
+}
+
+SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
+                                    bool kContig) {
+  return SharedTile{memref,
+                    [this, outer, width](OpBuilder &, Location, Value row,
+                                         Value col) {
+                      return swizzledIndices(
+                          outer ? ValueRange{outer} : ValueRange{}, row, col,
+                          width);
+                    },
+                    kContig};
+}
+
+void AttentionBuilder::softmaxStep(
+    SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
+    int64_t outAtoms,
+    function_ref<Value(int64_t slot, Value localMax)> tileMax) {
+  int64_t nSlots = slots(), acc = accCount(), r = run();
+  SmallVector<Value> alpha(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value localMax = f32(-INFINITY);
+    for (int64_t j = 0; j < atoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
+        localMax = fmax(localMax, s[j * acc + e]);
+    Value mOld = state[sl];
+    Value mNew = fmax(mOld, tileMax(sl, localMax));
+    Value mSafe = finiteOrZero(mNew);
+    alpha[sl] = exp2(fsub(mOld, mSafe));
+    Value sum = f32(0);
+    for (int64_t j = 0; j < atoms; ++j)
+      for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
+        Value &v = s[j * acc + e];
+        v = exp2(fsub(v, mSafe));
+        sum = fadd(sum, v);
+      }
+    state[sl] = mNew;
+    state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
+  }
+  for (int64_t j = 0; j < outAtoms; ++j)
+    for (int64_t e = 0; e < acc; ++e) {
+      Value &o = state[2 * nSlots + j * acc + e];
+      o = fmul(o, alpha[e / r]);
+    }
+}
+
+Value AttentionBuilder::loadChunk(Value src, ValueRange indices,
+                                  Value validElements) {
+  Type elem = cast<MemRefType>(src.getType()).getElementType();
+  auto chunkType = VectorType::get({kChunk}, elem);
+  Value zeros =
+      arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
+  auto ifAny = scf::IfOp::create(
+      b, loc, chunkType,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, validElements,
+                            idx(0)),
+      true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifAny.thenBlock());
+  Value chunk = vector::LoadOp::create(b, loc, chunkType, src, indices, false,
+                                       kChunkAlign);
+  // Element e is kept when e < validElements (vector.create_mask has no
+  // lowering in the ROCDL conversion).
+  auto laneType = VectorType::get({kChunk}, b.getI32Type());
+  Value laneIds = arith::ConstantOp::create(
+      b, loc, laneType,
+      DenseElementsAttr::get(laneType,
+                             ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
+  Value mask = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::slt, laneIds,
+      vector::BroadcastOp::create(b, loc, laneType, toI32(validElements)));
+  scf::YieldOp::create(b, loc, select(mask, chunk, zeros));
+  b.setInsertionPointToStart(ifAny.elseBlock());
+  scf::YieldOp::create(b, loc, zeros);
+  return ifAny.getResult(0);
+}
+
+void AttentionBuilder::stageRows(
+    Value shared, Value q, int64_t rows, int64_t width, int64_t threads,
+    function_ref<std::pair<Value, SmallVector<Value>>(Value row)> source) {
+  int64_t chunksPerRow = width / kChunk, total = rows * chunksPerRow;
+  Type elem = cast<MemRefType>(q.getType()).getElementType();
+  auto chunkType = VectorType::get({kChunk}, elem);
+  Value zeros =
+      arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
+  Value tid = threadId();
+  for (int64_t i = 0; i * threads < total; ++i) {
+    Value id = add(tid, i * threads);
+    Value row = divu(id, chunksPerRow);
+    Value col = mul(remu(id, chunksPerRow), kChunk);
+    // The last step may have more threads than chunks.
+    bool partial = (i + 1) * threads > total;
+    auto [exists, indices] = source(row);
+    if (partial)
+      exists = andi(exists, lt(id, idx(total)));
+    indices.push_back(col);
+    auto ifOp = scf::IfOp::create(b, loc, chunkType, exists, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, loc,
+                           vector::LoadOp::create(b, loc, chunkType, q,
+                                                  indices, false, kChunkAlign)
+                               .getResult());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, zeros);
+    }
+    Value chunk = ifOp.getResult(0);
+    auto store = [&] {
+      vector::StoreOp::create(b, loc, chunk, shared,
+                              swizzledIndices({}, row, col, width), false,
+                              kChunkAlign);
+    };
+    if (partial)
+      ifThen(lt(id, idx(total)), store);
+    else
+      store();
+  }
+}
+
+LogicalResult AttentionBuilder::mmaSteps(
+    MutableArrayRef<Value> acc, int64_t kSteps,
+    function_ref<FailureOr<Fragment>(int64_t ks)> a, const SharedTile &bTile,
+    Value bRow, function_ref<Value(int64_t ks)> bK, int64_t atoms,
+    int64_t group) {
+  int64_t count = accCount();
+  Value lane = remu(threadId(), warpSize);
+  for (int64_t ks = 0; ks < kSteps; ++ks) {
+    FailureOr<Fragment> fa = a(ks);
+    if (failed(fa))
+      return failure();
+    for (int64_t j0 = 0; j0 < atoms; j0 += group) {
+      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, bTile,
+                                     add(bRow, j0 * atom.n), bK(ks), lane,
+                                     group);
+      if (failed(fb))
+        return failure();
+      for (int64_t j = 0; j < group; ++j) {
+        MutableArrayRef<Value> slice = acc.slice((j0 + j) * count, count);
+        auto d = target.mma(b, loc, atom, *fa, (*fb)[j], slice);
+        if (failed(d))
+          return failure();
+        llvm::copy(*d, slice.begin());
+      }
+    }
+  }
+  return success();
+}

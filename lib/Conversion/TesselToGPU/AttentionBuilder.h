@@ -1,0 +1,94 @@
+//===- AttentionBuilder.h - What the attention templates share -*- C++ -*-===//
+//
+// Prefill, paged decode and MLA decode all keep an fp32 online softmax in
+// MMA accumulators: this base adds to KernelBuilder the float helpers, the
+// per-row reductions of the accumulator layout, the online-softmax update,
+// shared-memory operand tiles and the register-staged chunk load.
+//
+// Online-softmax state, per lane: state[0, slots) the running row maxima m
+// (log2 units: scores are pre-scaled by scale * log2(e)), state[slots,
+// 2 slots) this lane's partial row sums l, then the O accumulators. A slot
+// is one run of accumulator elements of one row (TargetInfo::
+// getAccumulatorRun); every atom of a row has the same slots.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_LIB_CONVERSION_TESSELTOGPU_ATTENTIONBUILDER_H
+#define TESSEL_LIB_CONVERSION_TESSELTOGPU_ATTENTIONBUILDER_H
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+namespace mlir::tessel {
+
+/// Row starts of q, out and the caches are 16-byte aligned (head dims are
+/// multiples of 64 and the runtime checks buffer alignment), so every chunk
+/// of 8 elements at a multiple of 8 is.
+inline const llvm::MaybeAlign kChunkAlign(16);
+
+class AttentionBuilder : public KernelBuilder {
+public:
+  AttentionBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
+                   const MmaAtom &atom)
+      : KernelBuilder(b, loc, target), atom(atom) {}
+
+protected:
+  int64_t accCount() const { return target.getAccumulatorCount(atom); }
+  int64_t run() const { return target.getAccumulatorRun(atom); }
+  int64_t slots() const { return accCount() / run(); }
+
+  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value exp2(Value x) { return target.exp2(b, loc, x); }
+  /// x, or 0 where x is -inf (a row that has seen no key), so that exp2(s -
+  /// m) never computes -inf - -inf.
+  Value finiteOrZero(Value x);
+  /// Max or sum of `x` over the lanes that hold one accumulator row.
+  Value rowReduce(Value x, bool isMax);
+  /// A swizzled shared-memory operand tile of rows of `width` elements
+  /// (`outer`, if any, indexes a stage or a warp's slice).
+  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig);
+
+  /// One online-softmax step over the scores `s` (`atoms` atoms along N,
+  /// already scaled and masked): m := max(m, tile max), l := l 2^(m_old -
+  /// m) + sum 2^(s - m), the `outAtoms` O accumulators rescaled by 2^(m_old
+  /// - m); `s` becomes P = 2^(s - m). `tileMax(slot, localMax)` turns this
+  /// lane's maximum of a slot over its elements into the tile's row
+  /// maximum (a row reduction, or one across warps).
+  void softmaxStep(SmallVector<Value> &s, int64_t atoms,
+                   SmallVector<Value> &state, int64_t outAtoms,
+                   function_ref<Value(int64_t slot, Value localMax)> tileMax);
+
+  /// 16 bytes of `src` at `indices`, of which the first `validElements`
+  /// are kept and the rest zeroed; zeros without a load when none is
+  /// valid. (A tile past the end of its keys must be zeros: stale memory,
+  /// even NaN, must not reach the MMAs.)
+  Value loadChunk(Value src, ValueRange indices, Value validElements);
+
+  /// Stages the query tile [rows, width] into the swizzled `shared` tile,
+  /// all `threads` threads a 16-byte chunk at a time: `source(row)` gives
+  /// whether tile row `row` exists and the indices of its first element in
+  /// `q` (rows that do not exist are zeros).
+  void stageRows(Value shared, Value q, int64_t rows, int64_t width,
+                 int64_t threads,
+                 function_ref<std::pair<Value, SmallVector<Value>>(Value row)>
+                     source);
+
+  /// acc[j] += A(ks) . B_j(ks) over `kSteps` k-steps, for the `atoms` B
+  /// atoms stacked along N from tile row `bRow`, their fragments loaded
+  /// `group` atoms at a time at K offset `bK(ks)`; acc holds `atoms`
+  /// accumulator sets.
+  LogicalResult
+  mmaSteps(MutableArrayRef<Value> acc, int64_t kSteps,
+           function_ref<FailureOr<Fragment>(int64_t ks)> a,
+           const SharedTile &bTile, Value bRow,
+           function_ref<Value(int64_t ks)> bK, int64_t atoms, int64_t group);
+
+  MmaAtom atom;
+};
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_ATTENTIONBUILDER_H
