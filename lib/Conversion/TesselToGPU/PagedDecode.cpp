@@ -246,23 +246,12 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
   int64_t outAtoms = pb.valueDim / cfg.colSplit / atom.n;
   Value warpTokens = mul(divu(warp, cfg.colSplit), tw);
   Value colBase = mul(remu(warp, cfg.colSplit), pb.valueDim / cfg.colSplit);
-  auto tileLayout = [this, stage](int64_t width) {
-    return [this, stage, width](OpBuilder &, Location, Value row, Value col) {
-      return swizzledIndices({stage}, row, col, width);
-    };
-  };
-  auto plainLayout = [this](int64_t width, Value outer) {
-    return [this, width, outer](OpBuilder &, Location, Value row, Value col) {
-      return swizzledIndices(outer ? ValueRange{outer} : ValueRange{}, row,
-                             col, width);
-    };
-  };
 
   // S = Q K^T over this warp's tokens.
   Value zero = f32(0);
   SmallVector<Value> s(scoreAtoms * acc, zero);
-  SharedTile qTile{sharedQ, plainLayout(pb.headDim, Value()), true};
-  SharedTile kTile{sharedK, tileLayout(pb.headDim), true};
+  SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
+  SharedTile kTile = tileOf(sharedK, stage, pb.headDim, true);
   auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
                                    idx(ks * atom.k), lane, 1);
@@ -306,10 +295,10 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
           swizzledIndices({warp}, row, add(col, j * atom.n), tw));
     }
   gpu::BarrierOp::create(b, loc);
-  SharedTile pTile{sharedP, plainLayout(tw, warp), true};
+  SharedTile pTile = tileOf(sharedP, warp, tw, true);
   bool shuffled = pb.layout == KVLayout::Shuffled;
-  SharedTile vTile{sharedV, tileLayout(shuffled ? tokens : pb.valueDim),
-                   shuffled};
+  SharedTile vTile =
+      tileOf(sharedV, stage, shuffled ? tokens : pb.valueDim, shuffled);
   // B fragments of a few output atoms at a time keep registers in check.
   int64_t group = std::min<int64_t>(outAtoms, 8);
   auto pFrag = [&](int64_t ks) -> FailureOr<Fragment> {
