@@ -289,7 +289,6 @@ LogicalResult MlaDecodeBuilder::build() {
   request = blockId(gpu::Dimension::y);
   split = blockId(gpu::Dimension::z);
 
-  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t tokens = cfg.tileTokens();
   Value smem = dynamicSharedBytes();
   int64_t offset = 0;
@@ -305,7 +304,6 @@ LogicalResult MlaDecodeBuilder::build() {
   sharedQ = carve({atom.m, pb.headDim}, elem);
   sharedP = carve({atom.m, tokens}, elem);
   sharedStats = carve({cfg.warps, atom.m}, b.getF32Type());
-  (void)bytes;
 
   numBlocks = memref::DimOp::create(b, loc, pb.cache, 0);
   maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);

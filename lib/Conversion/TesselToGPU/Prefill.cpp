@@ -10,9 +10,9 @@
 // flat list of equal-sized work items. The grid is (ceil(T / tile) + slack,
 // Hq), a function of shapes only; a block walks the list with a stride of
 // the grid width until it runs out, so requests' partial tiles (at most one
-// per request) never need more blocks than the grid has. Tiles are walked
-// from the end of the list: with a causal mask the last tiles of a request
-// see the most keys, and they start first.
+// per request) never need more blocks than the grid has. (Causal tiles late
+// in a long request see the most keys; walking the list from its end, as
+// FlashAttention-2 does, would start them first: a next step.)
 //
 // Tile loop. K and V tiles (N keys of the request, from its first key up to
 // the tile's last query with a causal mask) are staged in shared memory by
@@ -27,6 +27,12 @@
 //
 // Epilogue: O / l per row, stored as runs of the accumulator layout; the
 // LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
+//
+// Paged keys (paged_attention with cu_seqlens: extend's cached context): the
+// same kernel with K/V rows found through the block table (NHD, or the
+// shuffled layout whose V chunks are staged dim-major), no causal mask, and
+// in the split form partial p of every query over the context window [p W,
+// (p + 1) W), W = ceil(MB / P) * BS.
 //
 //===----------------------------------------------------------------------===//
 
