@@ -27,3 +27,7 @@ func.func @ext_ctx_q64_kv4_d128_bs32_nhd(%q: memref<?x64x128xbf16>, %kc: memref<
   tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x32x4x128xbf16>) v_cache(%vc : memref<?x32x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) {scale = 0.08838835 : f32}
   return
 }
+func.func @ext_ctx_q32_kv8_d128_bs48_shuf(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x48x8xbf16>, %vc: memref<?x8x6x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x48x8xbf16>) v_cache(%vc : memref<?x8x6x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(shuffled) {scale = 0.08838835 : f32}
+  return
+}

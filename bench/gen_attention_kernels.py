@@ -21,6 +21,9 @@ CASES = [
     (32, 8, 128, 16, "shuf", "bf16", True, True),
     (64, 4, 128, 16, "nhd", "bf16", True, True),
     (16, 2, 256, 64, "nhd", "bf16", True, True),
+    # Block sizes that are multiples of 16 but not of the tile or of 32.
+    (32, 8, 128, 48, "nhd", "bf16", False, True),
+    (8, 2, 64, 128, "shuf", "bf16", True, True),
 ]
 
 
@@ -66,6 +69,7 @@ EXTEND = [
     (32, 8, 128, 16, "nhd"),
     (32, 8, 128, 16, "shuf"),
     (64, 4, 128, 32, "nhd"),
+    (32, 8, 128, 48, "shuf"),
 ]
 
 

@@ -51,3 +51,11 @@ func.func @decsplit_q16_kv2_d256_bs64_nhd_lse(%q: memref<?x16x256xbf16>, %kc: me
   tessel.paged_attention q(%q : memref<?x16x256xbf16>) k_cache(%kc : memref<?x64x2x256xbf16>) v_cache(%vc : memref<?x64x2x256xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x16x256xf32>) lse(%lse : memref<?x16x?xf32>) layout(nhd) {scale = 0.06250000 : f32}
   return
 }
+func.func @dec_q32_kv8_d128_bs48_nhd_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x48x8x128xbf16>, %vc: memref<?x48x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x48x8x128xbf16>) v_cache(%vc : memref<?x48x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) layout(nhd) {scale = 0.08838835 : f32}
+  return
+}
+func.func @decsplit_q8_kv2_d64_bs128_shuf_lse(%q: memref<?x8x64xbf16>, %kc: memref<?x2x8x128x8xbf16>, %vc: memref<?x2x16x64x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x8x64xf32>, %lse: memref<?x8x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x2x8x128x8xbf16>) v_cache(%vc : memref<?x2x16x64x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x8x64xf32>) lse(%lse : memref<?x8x?xf32>) layout(shuffled) {scale = 0.12500000 : f32}
+  return
+}
