@@ -77,6 +77,17 @@ class Runtime:
                                                       ctypes.byref(k)))
         return k
 
+    def kernels(self, paths, keep):
+        """{name: kernel} of the bundles at `paths` whose names `keep`
+        accepts (the first bundle holding a name wins)."""
+        found = {}
+        for path in paths:
+            bundle = self.bundle(path)
+            for r in read_bundle(path):
+                if keep(r["name"]) and r["name"] not in found:
+                    found[r["name"]] = self.kernel(bundle, r["name"])
+        return found
+
     def launch(self, kernel, tensors):
         args = (TesselTensor * len(tensors))()
         for i, t in enumerate(tensors):

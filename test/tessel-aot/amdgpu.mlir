@@ -9,9 +9,9 @@
 // SPEC-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}host{{ +}}bf16
 // SPEC-NEXT: wrote 3 kernels for gfx942,gfx950,host to {{.*}}.tsb
 
-// The default set: every grouped matmul, LSE merge and reshape_and_cache
-// for both chips; kernels without a GPU template are skipped with a note
-// per chip.
+// The default set: every grouped matmul, LSE merge, reshape_and_cache and
+// MoE glue kernel for both chips; kernels without a GPU template are
+// skipped with a note per chip.
 // DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
 // DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
 // DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}gfx942
@@ -32,7 +32,16 @@
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}gfx942
 // DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}gfx950
 // DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}gfx942
-// DEFAULT:     wrote 80 kernels for gfx942,gfx950 to {{.*}}.tsb
+// The MoE routing glue of both MoE shapes, for both chips.
+// DEFAULT-DAG: moe_ref_histogram{{ +}}tessel.expert_histogram{{ +}}gfx942
+// DEFAULT-DAG: moe_ref_sort{{ +}}tessel.expert_sort{{ +}}gfx950
+// DEFAULT-DAG: moe_ref_permute{{ +}}tessel.moe_permute{{ +}}gfx942
+// DEFAULT-DAG: moe_ref_unpermute{{ +}}tessel.moe_unpermute{{ +}}gfx950
+// DEFAULT-DAG: deepseek_v3_moe_histogram{{ +}}tessel.expert_histogram{{ +}}gfx950
+// DEFAULT-DAG: deepseek_v3_moe_sort{{ +}}tessel.expert_sort{{ +}}gfx942
+// DEFAULT-DAG: deepseek_v3_moe_permute{{ +}}tessel.moe_permute{{ +}}gfx950
+// DEFAULT-DAG: deepseek_v3_moe_unpermute{{ +}}tessel.moe_unpermute{{ +}}gfx942
+// DEFAULT:     wrote 96 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

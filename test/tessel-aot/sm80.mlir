@@ -39,7 +39,17 @@
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
-// DEFAULT:     wrote 40 kernels for sm80 to {{.*}}.tsb
+// The MoE routing glue: histogram, sort, permute and unpermute of both
+// MoE shapes.
+// DEFAULT-DAG: moe_ref_histogram{{ +}}tessel.expert_histogram{{ +}}sm80
+// DEFAULT-DAG: moe_ref_sort{{ +}}tessel.expert_sort{{ +}}sm80
+// DEFAULT-DAG: moe_ref_permute{{ +}}tessel.moe_permute{{ +}}sm80
+// DEFAULT-DAG: moe_ref_unpermute{{ +}}tessel.moe_unpermute{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_histogram{{ +}}tessel.expert_histogram{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_sort{{ +}}tessel.expert_sort{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_permute{{ +}}tessel.moe_permute{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_moe_unpermute{{ +}}tessel.moe_unpermute{{ +}}sm80
+// DEFAULT:     wrote 48 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -148,6 +148,12 @@ public:
   virtual Value exp2(OpBuilder &b, Location loc, Value x) const = 0;
   virtual Value log2(OpBuilder &b, Location loc, Value x) const = 0;
 
+  /// The lanes of the warp whose i1 `pred` is true, bit l for lane l, in
+  /// every lane (an i32 on NVIDIA, an i64 on CDNA: the warp's width). Every
+  /// lane of the warp must execute it (vote.sync with a full mask; on CDNA
+  /// inactive lanes would read as false).
+  virtual Value ballot(OpBuilder &b, Location loc, Value pred) const = 0;
+
   /// Starts copying `elements` contiguous elements (getAsyncCopyBytes()
   /// bytes) from `src[srcIndices...]` to `dst[dstIndices...]` in shared
   /// memory; only the first `validElements` are read, the rest written as

@@ -122,6 +122,13 @@ FailureOr<LaunchGeometry> buildReshapeAndCache(OpBuilder &b,
                                                ReshapeAndCacheOp op,
                                                KernelContext &ctx);
 
+/// The MoE routing glue: tessel.expert_histogram and tessel.expert_sort as
+/// one block of 1024 threads (E static, at most 1024; the sort stable and
+/// deterministic), tessel.moe_permute and tessel.moe_unpermute as one lane
+/// per 16-byte chunk of each row (MoEGlue.cpp says more).
+FailureOr<LaunchGeometry> buildMoEGlue(OpBuilder &b, Operation *op,
+                                       KernelContext &ctx);
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H

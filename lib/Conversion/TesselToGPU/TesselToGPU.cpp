@@ -76,6 +76,9 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
               [&](auto op) { return buildLseMergeN(b, op, kc); })
           .Case<ReshapeAndCacheOp>(
               [&](auto op) { return buildReshapeAndCache(b, op, kc); })
+          .Case<ExpertHistogramOp, ExpertSortOp, MoePermuteOp,
+                MoeUnpermuteOp>(
+              [&](Operation *op) { return buildMoEGlue(b, op, kc); })
           .Default([&](Operation *op) {
             return op->emitOpError()
                    << "has no GPU kernel template yet (GPU templates: "
@@ -83,7 +86,9 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
                       "tessel.prefill_attention, tessel.decode_attention, "
                       "tessel.paged_attention, tessel.mla_decode, "
                       "tessel.lse_merge, tessel.lse_merge_n, "
-                      "tessel.reshape_and_cache)";
+                      "tessel.reshape_and_cache, tessel.expert_histogram, "
+                      "tessel.expert_sort, tessel.moe_permute, "
+                      "tessel.moe_unpermute)";
           });
   if (failed(geometry))
     return failure();

@@ -63,6 +63,11 @@ public:
     return ROCDL::ROCDLLog::create(b, loc, x.getType(), x);
   }
 
+  // llvm.amdgcn.ballot.i64: an SGPR pair, uniform over the wave.
+  Value ballot(OpBuilder &b, Location loc, Value pred) const override {
+    return ROCDL::BallotOp::create(b, loc, b.getI64Type(), pred);
+  }
+
   int64_t getAccumulatorRun(const MmaAtom &) const override { return 1; }
   int64_t getAccumulatorRowLanes(const MmaAtom &atom) const override {
     return atom.n;

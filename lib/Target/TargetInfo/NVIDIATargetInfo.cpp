@@ -214,6 +214,13 @@ public:
     return intrinsic(b, loc, "llvm.nvvm.lg2.approx.ftz.f", x);
   }
 
+  Value ballot(OpBuilder &b, Location loc, Value pred) const override {
+    Type i32 = b.getI32Type();
+    Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
+    return NVVM::VoteSyncOp::create(b, loc, i32, all, pred,
+                                    NVVM::VoteSyncKind::ballot);
+  }
+
   LogicalResult asyncCommit(OpBuilder &b, Location loc) const override {
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     return success();

@@ -52,11 +52,17 @@ func.func @dynamic_groups(%a: memref<?x64xbf16>, %b: memref<?x64x64xbf16>,
 
 // -----
 
-func.func @no_template(%ids: memref<?x8xi32>, %n: memref<128xi32>,
-                       %g: memref<128xi32>) {
-  // expected-error@+1 {{'tessel.expert_histogram' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.prefill_attention, tessel.decode_attention, tessel.paged_attention, tessel.mla_decode, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache)}}
-  tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>)
-      counts(%n : memref<128xi32>) group_offsets(%g : memref<128xi32>)
+func.func @no_template(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
+                       %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>,
+                       %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>,
+                       %cu: memref<?xi32>, %cl: memref<?xi32>,
+                       %out: memref<?x32x128xbf16>) {
+  // expected-error@+1 {{'tessel.extend_attention' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.prefill_attention, tessel.decode_attention, tessel.paged_attention, tessel.mla_decode, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache, tessel.expert_histogram, tessel.expert_sort, tessel.moe_permute, tessel.moe_unpermute)}}
+  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>)
+      v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>)
+      v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>)
+      cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>)
+      out(%out : memref<?x32x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
 
