@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures the build folder (default: build/) with clang-22 + lld against
-# Debian's LLVM/MLIR 22. Re-running it is cheap.
+# Debian's LLVM/MLIR 22, and the Python package for $PYTHON (default: Debian's
+# /usr/bin/python3, which has numpy, pytest and torch). Arguments are passed
+# on to cmake. Re-running it is cheap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${TESSEL_BUILD_DIR:-build}
@@ -13,4 +15,5 @@ cmake -S . -B "$build" -G Ninja \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
   -DTESSEL_REQUIRE_TESTS=ON -DTESSEL_RUNTIME_TESTS=ON \
-  "${launcher[@]}" >/dev/null
+  -DPython_EXECUTABLE="${PYTHON:-/usr/bin/python3}" \
+  "${launcher[@]}" "$@" >/dev/null

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev                              # C++ tests
   libamdhip64-5                             # HIP 5.2: HIP backend test, no GPU
   python3
+  python3-dev pybind11-dev                  # the Python module
+  python3-numpy python3-pytest python3-torch  # its tests (CPU torch)
 )
 
 missing=()

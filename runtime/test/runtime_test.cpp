@@ -479,12 +479,24 @@ TEST(Lookup, Introspection) {
   EXPECT_STREQ(tessel_kernel_arg_name(k, 0), "x");
   EXPECT_STREQ(tessel_kernel_arg_name(k, 1), "y");
   EXPECT_EQ(tessel_kernel_arg_name(k, 2), nullptr);
+  EXPECT_EQ(tessel_kernel_arg_is_output(k, 0), 0);
+  EXPECT_EQ(tessel_kernel_arg_is_output(k, 1), 1);
+  EXPECT_EQ(tessel_kernel_arg_is_output(k, 2), 0);
   int64_t value = 0;
   EXPECT_EQ(tessel_kernel_param(k, "cols", &value), 0);
   EXPECT_EQ(value, 4);
   EXPECT_NE(tessel_kernel_param(k, "rows", &value), 0);
+  EXPECT_EQ(tessel_kernel_num_params(k), 1u);
+  value = 0;
+  EXPECT_STREQ(tessel_kernel_param_at(k, 0, &value), "cols");
+  EXPECT_EQ(value, 4);
+  EXPECT_STREQ(tessel_kernel_param_at(k, 0, nullptr), "cols");
+  EXPECT_EQ(tessel_kernel_param_at(k, 1, &value), nullptr);
   EXPECT_STREQ(tessel_kernel_name(nullptr), "");
   EXPECT_EQ(tessel_kernel_num_args(nullptr), 0u);
+  EXPECT_EQ(tessel_kernel_num_params(nullptr), 0u);
+  EXPECT_EQ(tessel_kernel_param_at(nullptr, 0, &value), nullptr);
+  EXPECT_EQ(tessel_kernel_arg_is_output(nullptr, 0), 0);
 }
 
 TEST(Lookup, FindKernelByParams) {

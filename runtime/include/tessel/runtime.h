@@ -110,8 +110,16 @@ const char *tessel_kernel_target(tessel_kernel kernel);
 tessel_dtype tessel_kernel_dtype(tessel_kernel kernel);
 size_t tessel_kernel_num_args(tessel_kernel kernel);
 const char *tessel_kernel_arg_name(tessel_kernel kernel, size_t index);
+/* 1 if the kernel writes argument `index`, 0 if it only reads it (or there is
+ * no such argument). */
+int tessel_kernel_arg_is_output(tessel_kernel kernel, size_t index);
 /* Returns 0 and sets *value if the kernel has this shape parameter. */
 int tessel_kernel_param(tessel_kernel kernel, const char *key, int64_t *value);
+/* The shape parameters in bundle order: the key of parameter `index`, with
+ * its value in *value (if value is not NULL); NULL past the last. */
+size_t tessel_kernel_num_params(tessel_kernel kernel);
+const char *tessel_kernel_param_at(tessel_kernel kernel, size_t index,
+                                   int64_t *value);
 
 /*===-- Launch -------------------------------------------------------------===*/
 

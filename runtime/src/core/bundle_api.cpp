@@ -403,6 +403,12 @@ const char *tessel_kernel_arg_name(tessel_kernel kernel, size_t index) {
   return kernel->meta.args[index].name.c_str();
 }
 
+int tessel_kernel_arg_is_output(tessel_kernel kernel, size_t index) {
+  if (!kernel || index >= kernel->meta.args.size())
+    return 0;
+  return kernel->meta.args[index].isOutput ? 1 : 0;
+}
+
 int tessel_kernel_param(tessel_kernel kernel, const char *key, int64_t *value) {
   if (!kernel || !key)
     return -1;
@@ -413,6 +419,20 @@ int tessel_kernel_param(tessel_kernel kernel, const char *key, int64_t *value) {
       return 0;
     }
   return -1;
+}
+
+size_t tessel_kernel_num_params(tessel_kernel kernel) {
+  return kernel ? kernel->meta.params.size() : 0;
+}
+
+const char *tessel_kernel_param_at(tessel_kernel kernel, size_t index,
+                                   int64_t *value) {
+  if (!kernel || index >= kernel->meta.params.size())
+    return nullptr;
+  const auto &param = kernel->meta.params[index];
+  if (value)
+    *value = param.second;
+  return param.first.c_str();
 }
 
 } // extern "C"

@@ -1,0 +1,22 @@
+"""Tessel from Python: load kernel bundles made by tessel-aot and launch their
+kernels on torch tensors, numpy arrays or DLPack objects; compile kernel specs
+where the compiler is installed.
+
+    import tessel
+    dev = tessel.Device("host")                      # "cuda" / "hip", ordinal
+    bundle = tessel.Bundle(dev, "kernels.tsb")       # or bytes
+    kernel = bundle["prefill_f32_h4kv2_d64"]         # or bundle.find(op, ...)
+    kernel(q, k, v, cu_seqlens, out, lse)            # arguments in kernel.args order
+
+    data = tessel.compile(spec_text, targets=["host"])   # needs tessel-aot
+
+Errors of the runtime are tessel.Error, with the runtime's `code`
+(tessel.StatusCode) and `message`.
+"""
+
+from ._tessel import Device, Error, StatusCode
+from .compiler import CompileError, compile
+from .runtime import Bundle, Kernel
+
+__all__ = ["Bundle", "CompileError", "Device", "Error", "Kernel", "StatusCode",
+           "compile"]
