@@ -9,8 +9,9 @@ scripts/configure.sh
 build=${TESSEL_BUILD_DIR:-build}
 ninja -C "$build" tessel-opt tessel-aot tessel_runtime
 # host, sm80 (PTX) and gfx942/gfx950 (hsaco) need nothing beyond LLVM; sm90
-# cubins need ptxas (CUDA). Kernels of the default set without a GPU template
-# yet are listed as skipped for the GPU targets.
+# cubins need ptxas (CUDA). The default set's composite extend kernels are
+# listed as skipped for the GPU targets: there, extend is composed from the
+# <model>_extend_new / _extend_context / _lse_merge_n kernels.
 targets=host,sm80,gfx942,gfx950
 if command -v ptxas >/dev/null || [ -x /usr/local/cuda/bin/ptxas ]; then
   targets=$targets,sm90

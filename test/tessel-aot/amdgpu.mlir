@@ -12,8 +12,8 @@
 // The default set: every grouped matmul, LSE merge, reshape_and_cache and
 // MoE glue kernel for both chips; kernels without a GPU template are
 // skipped with a note per chip.
-// DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
-// DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
+// DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
 // DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}gfx942
 // DEFAULT-DAG: llama3_8b_prefill_lse{{ +}}tessel.prefill_attention{{ +}}gfx950
 // DEFAULT-DAG: moe_ref_gate_up{{ +}}tessel.grouped_matmul{{ +}}gfx942

@@ -8,9 +8,9 @@
 // SM80-NEXT: moe_gate{{ +}}tessel.grouped_matmul{{ +}}host{{ +}}bf16
 // SM80-NEXT: wrote 2 kernels for sm80,host to {{.*}}.tsb
 
-// The default set: kernels without a GPU template are skipped, each with a
+// The default set: kernels that are not one GPU kernel are skipped, each with a
 // note saying why.
-// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'llama3_8b_extend': 'tessel.extend_attention' op has no GPU kernel template yet
+// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
 // DEFAULT-DAG: llama3_8b_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_extend_context{{ +}}tessel.paged_attention{{ +}}sm80

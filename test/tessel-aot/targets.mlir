@@ -1,14 +1,14 @@
 // Targets: host, NVIDIA (sm80, sm90) and AMD (gfx942, gfx950); anything else
-// is unknown. A kernel of a given spec that has
-// no GPU template is an error (the embedded default set skips it instead).
+// is unknown. A kernel of a given spec that cannot be one GPU kernel is an
+// error (the embedded default set skips it instead).
 // RUN: not tessel-aot %s --targets=sm80 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not tessel-aot %s --targets=host,gfx950 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=GFX950
 // RUN: not tessel-aot %s --targets=tpu -o %t.tsb 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not tessel-aot %s --targets= -o %t.tsb 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: tessel-aot %s --targets=host -o %t.tsb | FileCheck %s --check-prefix=HOST
 
-// SM80: error: 'tessel.extend_attention' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul,
-// GFX950: error: 'tessel.extend_attention' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul,
+// SM80: error: 'tessel.extend_attention' op is not one GPU kernel: on a GPU, extend is the new tokens' prefill_attention
+// GFX950: error: 'tessel.extend_attention' op is not one GPU kernel: on a GPU, extend is the new tokens' prefill_attention
 // UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, sm90, gfx942, gfx950
 // EMPTY: error: --targets is empty
 

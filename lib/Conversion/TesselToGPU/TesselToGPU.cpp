@@ -79,16 +79,16 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
           .Case<ExpertHistogramOp, ExpertSortOp, MoePermuteOp,
                 MoeUnpermuteOp>(
               [&](Operation *op) { return buildMoEGlue(b, op, kc); })
-          .Default([&](Operation *op) {
-            return op->emitOpError()
-                   << "has no GPU kernel template yet (GPU templates: "
-                      "tessel.grouped_matmul, tessel.grouped_matmul_wgrad, "
-                      "tessel.prefill_attention, tessel.decode_attention, "
-                      "tessel.paged_attention, tessel.mla_decode, "
-                      "tessel.lse_merge, tessel.lse_merge_n, "
-                      "tessel.reshape_and_cache, tessel.expert_histogram, "
-                      "tessel.expert_sort, tessel.moe_permute, "
-                      "tessel.moe_unpermute)";
+          .Case<ExtendAttentionOp>([&](ExtendAttentionOp op) {
+            return op.emitOpError()
+                   << "is not one GPU kernel: on a GPU, extend is the new "
+                      "tokens' prefill_attention and the cached context's "
+                      "paged_attention (split form, with cu_seqlens), merged "
+                      "by lse_merge_n (kernels <model>_extend_new and "
+                      "_extend_context of the default set)";
+          })
+          .Default([&](Operation *) -> FailureOr<LaunchGeometry> {
+            llvm_unreachable("every tessel op has a GPU template case");
           });
   if (failed(geometry))
     return failure();

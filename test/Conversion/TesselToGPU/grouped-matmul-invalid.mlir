@@ -57,7 +57,7 @@ func.func @no_template(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
                        %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>,
                        %cu: memref<?xi32>, %cl: memref<?xi32>,
                        %out: memref<?x32x128xbf16>) {
-  // expected-error@+1 {{'tessel.extend_attention' op has no GPU kernel template yet (GPU templates: tessel.grouped_matmul, tessel.grouped_matmul_wgrad, tessel.prefill_attention, tessel.decode_attention, tessel.paged_attention, tessel.mla_decode, tessel.lse_merge, tessel.lse_merge_n, tessel.reshape_and_cache, tessel.expert_histogram, tessel.expert_sort, tessel.moe_permute, tessel.moe_unpermute)}}
+  // expected-error@+1 {{'tessel.extend_attention' op is not one GPU kernel: on a GPU, extend is the new tokens' prefill_attention and the cached context's paged_attention (split form, with cu_seqlens), merged by lse_merge_n (kernels <model>_extend_new and _extend_context of the default set)}}
   tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>)
       v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>)
       v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>)
