@@ -10,7 +10,7 @@
 // SPEC-NEXT: wrote 3 kernels for gfx942,gfx950,host to {{.*}}.tsb
 
 // The default set: every grouped matmul, LSE merge, reshape_and_cache and
-// MoE glue kernel for both chips; kernels without a GPU template are
+// MoE glue kernel for both chips; kernels that are not one GPU kernel are
 // skipped with a note per chip.
 // DEFAULT-DAG: tessel-aot: note: no gfx942 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
 // DEFAULT-DAG: tessel-aot: note: no gfx950 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
