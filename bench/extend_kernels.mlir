@@ -31,3 +31,15 @@ func.func @ext_ctx_q32_kv8_d128_bs48_shuf(%q: memref<?x32x128xbf16>, %kc: memref
   tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x48x8xbf16>) v_cache(%vc : memref<?x8x6x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(shuffled) {scale = 0.08838835 : f32}
   return
 }
+func.func @ext_prefill_q128_kv128_d192_v128(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xf32>, %lse: memref<128x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xf32>) lse(%lse : memref<128x?xf32>) {scale = 0.07216878 : f32, causal}
+  return
+}
+func.func @ext_merge_q128_kv128_d192_v128(%p: memref<?x?x128x128xf32>, %pl: memref<?x128x?xf32>, %out: memref<?x128x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x128x128xf32>, %pl : memref<?x128x?xf32>) out(%out : memref<?x128x128xbf16>)
+  return
+}
+func.func @ext_ctx_q128_kv128_d192_v128_bs16_nhd(%q: memref<?x128x192xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x128x128xf32>, %lse: memref<?x128x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x128x192xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x128x128xf32>) lse(%lse : memref<?x128x?xf32>) layout(nhd) {scale = 0.07216878 : f32}
+  return
+}

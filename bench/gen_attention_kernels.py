@@ -65,41 +65,45 @@ def prefill_kernel(Hq, Hkv, Dqk, Dv, dtype, causal, lse):
 # the cached context in split-form chunks (paged_attention with
 # cu_seqlens), one N-way merge of all the partials.
 EXTEND = [
-    # (Hq, Hkv, D, BS, layout)
-    (32, 8, 128, 16, "nhd"),
-    (32, 8, 128, 16, "shuf"),
-    (64, 4, 128, 32, "nhd"),
-    (32, 8, 128, 48, "shuf"),
+    # (Hq, Hkv, D, Dv, BS, layout)
+    (32, 8, 128, 128, 16, "nhd"),
+    (32, 8, 128, 128, 16, "shuf"),
+    (64, 4, 128, 128, 32, "nhd"),
+    (32, 8, 128, 128, 48, "shuf"),
+    # DeepSeek-V3 non-absorbed MLA extend: qk 192, v 128.
+    (128, 128, 192, 128, 16, "nhd"),
 ]
 
 
-def extend_kernels(Hq, Hkv, D, BS, layout):
-    tag = f"q{Hq}_kv{Hkv}_d{D}"
+def extend_kernels(Hq, Hkv, D, Dv, BS, layout):
+    tag = f"q{Hq}_kv{Hkv}_d{D}" + (f"_v{Dv}" if Dv != D else "")
     q, kv = f"memref<?x{Hq}x{D}xbf16>", f"memref<?x{Hkv}x{D}xbf16>"
-    part, plse = f"memref<?x{Hq}x{D}xf32>", f"memref<{Hq}x?xf32>"
-    parts, plses = f"memref<?x?x{Hq}x{D}xf32>", f"memref<?x{Hq}x?xf32>"
+    vv, o = f"memref<?x{Hkv}x{Dv}xbf16>", f"memref<?x{Hq}x{Dv}xbf16>"
+    part, plse = f"memref<?x{Hq}x{Dv}xf32>", f"memref<{Hq}x?xf32>"
+    parts, plses = f"memref<?x?x{Hq}x{Dv}xf32>", f"memref<?x{Hq}x?xf32>"
     if layout == "nhd":
-        kc = vc = f"memref<?x{BS}x{Hkv}x{D}xbf16>"
+        kc = f"memref<?x{BS}x{Hkv}x{D}xbf16>"
+        vc = f"memref<?x{BS}x{Hkv}x{Dv}xbf16>"
         lay = "nhd"
     else:
         kc = f"memref<?x{Hkv}x{D // 8}x{BS}x8xbf16>"
-        vc = f"memref<?x{Hkv}x{BS // 8}x{D}x8xbf16>"
+        vc = f"memref<?x{Hkv}x{BS // 8}x{Dv}x8xbf16>"
         lay = "shuffled"
     scale = f"{D ** -0.5:.8f}"
     out = []
     if layout == "nhd":
         out.append(
-            f"func.func @ext_prefill_{tag}(%q: {q}, %k: {kv}, %v: {kv}, "
+            f"func.func @ext_prefill_{tag}(%q: {q}, %k: {kv}, %v: {vv}, "
             f"%cu: memref<?xi32>, %out: {part}, %lse: {plse}) {{\n"
-            f"  tessel.prefill_attention q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
+            f"  tessel.prefill_attention q(%q : {q}) k(%k : {kv}) v(%v : {vv}) "
             f"cu_seqlens(%cu : memref<?xi32>) out(%out : {part}) "
             f"lse(%lse : {plse}) {{scale = {scale} : f32, causal}}\n"
             f"  return\n}}\n")
         out.append(
             f"func.func @ext_merge_{tag}(%p: {parts}, %pl: {plses}, "
-            f"%out: {q}) {{\n"
+            f"%out: {o}) {{\n"
             f"  tessel.lse_merge_n partials(%p : {parts}, %pl : {plses}) "
-            f"out(%out : {q})\n  return\n}}\n")
+            f"out(%out : {o})\n  return\n}}\n")
     out.append(
         f"func.func @ext_ctx_{tag}_bs{BS}_{layout}(%q: {q}, %kc: {kc}, "
         f"%vc: {vc}, %bt: memref<?x?xi32>, %cu: memref<?xi32>, "

@@ -14,6 +14,7 @@
 // DEFAULT-DAG: llama3_8b_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_extend_context{{ +}}tessel.paged_attention{{ +}}sm80
+// DEFAULT-DAG: deepseek_v3_mla_extend_context{{ +}}tessel.paged_attention{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_mla_decode_split{{ +}}tessel.mla_decode{{ +}}sm80
 // Every grouped matmul has one: stacked or pointer-table b, with or
 // without trans_b.
@@ -49,7 +50,7 @@
 // DEFAULT-DAG: deepseek_v3_moe_sort{{ +}}tessel.expert_sort{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_permute{{ +}}tessel.moe_permute{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_unpermute{{ +}}tessel.moe_unpermute{{ +}}sm80
-// DEFAULT:     wrote 48 kernels for sm80 to {{.*}}.tsb
+// DEFAULT:     wrote 51 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -128,6 +128,19 @@ func.func @deepseek_v3_mla_prefill(%q: memref<?x128x192xbf16>, %k: memref<?x128x
   tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xbf16>) {scale = 0.072168784 : f32, causal}
   return
 }
+// MLA extend on a GPU (see llama3_8b_extend_new): new tokens, context chunks, merge.
+func.func @deepseek_v3_mla_extend_new(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xf32>, %lse: memref<128x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xf32>) lse(%lse : memref<128x?xf32>) {scale = 0.072168784 : f32, causal}
+  return
+}
+func.func @deepseek_v3_mla_extend_context(%q: memref<?x128x192xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x128x128xf32>, %lse: memref<?x128x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x128x192xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x128x128xf32>) lse(%lse : memref<?x128x?xf32>) layout(nhd) {scale = 0.072168784 : f32}
+  return
+}
+func.func @deepseek_v3_mla_extend_merge_n(%p: memref<?x?x128x128xf32>, %pl: memref<?x128x?xf32>, %out: memref<?x128x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x128x128xf32>, %pl : memref<?x128x?xf32>) out(%out : memref<?x128x128xbf16>)
+  return
+}
 func.func @deepseek_v3_mla_extend(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x128x128xbf16>) {
   tessel.extend_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x128x128xbf16>) layout(nhd) {scale = 0.072168784 : f32}
   return
