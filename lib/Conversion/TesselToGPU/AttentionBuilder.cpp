@@ -169,3 +169,13 @@ LogicalResult AttentionBuilder::mmaSteps(
   }
   return success();
 }
+
+FailureOr<Fragment> AttentionBuilder::loadA(const SharedTile &tile, Value row0,
+                                            int64_t ks) {
+  auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, tile, row0,
+                                 idx(ks * atom.k), remu(threadId(), warpSize),
+                                 1);
+  if (failed(fa))
+    return failure();
+  return (*fa)[0];
+}

@@ -76,6 +76,9 @@ protected:
                  function_ref<std::pair<Value, SmallVector<Value>>(Value row)>
                      source);
 
+  /// The A fragment of one atom at k-step `ks` of `tile`, rows from `row0`.
+  FailureOr<Fragment> loadA(const SharedTile &tile, Value row0, int64_t ks);
+
   /// acc[j] += A(ks) . B_j(ks) over `kSteps` k-steps, for the `atoms` B
   /// atoms stacked along N from tile row `bRow`, their fragments loaded
   /// `group` atoms at a time at K offset `bK(ks)`; acc holds `atoms`

@@ -128,13 +128,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   SmallVector<Value> s(scoreAtoms * acc, f32(0));
   SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
   SharedTile kTile = tileOf(sharedKV, stage, pb.headDim, true);
-  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
-                                   idx(ks * atom.k), lane, 1);
-    if (failed(fa))
-      return failure();
-    return (*fa)[0];
-  };
+  auto qFrag = [&](int64_t ks) { return loadA(qTile, idx(0), ks); };
   if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, warpTokens,
                       [&](int64_t ks) { return idx(ks * atom.k); },
                       scoreAtoms, scoreAtoms)))
@@ -193,13 +187,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   SharedTile pTile = tileOf(sharedP, Value(), tokens, true);
   SharedTile vTile = tileOf(sharedKV, stage, pb.headDim, false);
   Value colBase = mul(warp, warpCols());
-  auto pFrag = [&](int64_t ks) -> FailureOr<Fragment> {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile, idx(0),
-                                   idx(ks * atom.k), lane, 1);
-    if (failed(fa))
-      return failure();
-    return (*fa)[0];
-  };
+  auto pFrag = [&](int64_t ks) { return loadA(pTile, idx(0), ks); };
   return mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
                   tokens / atom.k, pFrag, vTile, colBase,
                   [&](int64_t ks) { return idx(ks * atom.k); }, outAtoms,

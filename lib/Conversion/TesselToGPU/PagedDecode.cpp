@@ -252,13 +252,7 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
   SmallVector<Value> s(scoreAtoms * acc, zero);
   SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
   SharedTile kTile = tileOf(sharedK, stage, pb.headDim, true);
-  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
-                                   idx(ks * atom.k), lane, 1);
-    if (failed(fa))
-      return failure();
-    return (*fa)[0];
-  };
+  auto qFrag = [&](int64_t ks) { return loadA(qTile, idx(0), ks); };
   if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, warpTokens,
                       [&](int64_t ks) { return idx(ks * atom.k); },
                       scoreAtoms, scoreAtoms)))
@@ -301,13 +295,7 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
       tileOf(sharedV, stage, shuffled ? tokens : pb.valueDim, shuffled);
   // B fragments of a few output atoms at a time keep registers in check.
   int64_t group = std::min<int64_t>(outAtoms, 8);
-  auto pFrag = [&](int64_t ks) -> FailureOr<Fragment> {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile, idx(0),
-                                   idx(ks * atom.k), lane, 1);
-    if (failed(fa))
-      return failure();
-    return (*fa)[0];
-  };
+  auto pFrag = [&](int64_t ks) { return loadA(pTile, idx(0), ks); };
   if (failed(mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
                       tw / atom.k, pFrag, vTile, colBase,
                       [&](int64_t ks) { return add(warpTokens, ks * atom.k); },

@@ -204,11 +204,7 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
   auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     if (cfg.qInRegisters)
       return qFrags[ks];
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
-                                   warpRow, idx(ks * atom.k), lane, 1);
-    if (failed(fa))
-      return failure();
-    return (*fa)[0];
+    return loadA(qTile, warpRow, ks);
   };
   if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, idx(0),
                       [&](int64_t ks) { return idx(ks * atom.k); },

@@ -155,14 +155,10 @@ public:
     // a0 = (r, k 0-1) = atom 0 c0c1; a1 = (r+8, k 0-1) = atom 0 c2c3;
     // a2 = (r, k 8-9) = atom 1 c0c1; a3 = (r+8, k 8-9) = atom 1 c2c3.
     for (int64_t i = 0; i < 8; i += 2) {
-      Value pair = vector::FromElementsOp::create(
-          b, loc, pairType, ValueRange{acc[i], acc[i + 1]});
-      if (elem.isBF16()) {
-        Value word = vector::BitCastOp::create(
-            b, loc, VectorType::get({1}, b.getI32Type()), pair);
-        pair = vector::ExtractOp::create(b, loc, word, 0);
-      }
-      regs.push_back(pair);
+      regs.push_back(mmaPair(b, loc,
+                             vector::FromElementsOp::create(
+                                 b, loc, pairType,
+                                 ValueRange{acc[i], acc[i + 1]})));
     }
     return regs;
   }
@@ -233,6 +229,15 @@ public:
   }
 
 private:
+  /// A pair of 16-bit values in the form mma.sync takes: f16 pairs as
+  /// vector<2xf16>, bf16 pairs as i32.
+  static Value mmaPair(OpBuilder &b, Location loc, Value pair) {
+    if (!cast<VectorType>(pair.getType()).getElementType().isBF16())
+      return pair;
+    Value word = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, loc, word, 0);
+  }
   static Value intrinsic(OpBuilder &b, Location loc, StringRef name, Value x) {
     return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
                                          b.getStringAttr(name), ValueRange{x})
@@ -266,14 +271,7 @@ private:
                                         transpose, num);
     Fragment regs;
     for (int64_t i = 0; i < num; ++i) {
-      Value pair = vector::ExtractOp::create(b, loc, m, i);
-      // mma.sync takes f16 pairs as vector<2xf16> but bf16 pairs as i32.
-      if (elem.isBF16()) {
-        Value word = vector::BitCastOp::create(
-            b, loc, VectorType::get({1}, b.getI32Type()), pair);
-        pair = vector::ExtractOp::create(b, loc, word, 0);
-      }
-      regs.push_back(pair);
+      regs.push_back(mmaPair(b, loc, vector::ExtractOp::create(b, loc, m, i)));
     }
     return regs;
   }
