@@ -42,3 +42,19 @@ func.func @gmm_f32_ptr_tb_g4_k16_n20(%a: memref<?x16xf32>, %b: memref<4xi64>, %o
   tessel.grouped_matmul a(%a : memref<?x16xf32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x20xf32>) {trans_b, b_shape = array<i64: 20, 16>}
   return
 }
+
+// tessel.torch.grouped_mm: forward, dgrad and wgrad of b [3, 24, 16] f32
+// (grouped_mm_spec(3, 24, 16, "f32", True, "gmm_autograd"); test_torch.py
+// checks that this text is what it writes).
+func.func @gmm_autograd_fwd(%a: memref<?x16xf32>, %b: memref<3x24x16xf32>, %off: memref<3xi32>, %c: memref<?x24xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x16xf32>) b(%b : memref<3x24x16xf32>) group_offsets(%off : memref<3xi32>) c(%c : memref<?x24xf32>) {trans_b}
+  return
+}
+func.func @gmm_autograd_dgrad(%a: memref<?x24xf32>, %b: memref<3x24x16xf32>, %off: memref<3xi32>, %c: memref<?x16xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x24xf32>) b(%b : memref<3x24x16xf32>) group_offsets(%off : memref<3xi32>) c(%c : memref<?x16xf32>)
+  return
+}
+func.func @gmm_autograd_wgrad(%a: memref<?x24xf32>, %b: memref<?x16xf32>, %off: memref<3xi32>, %c: memref<3x24x16xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x24xf32>) b(%b : memref<?x16xf32>) group_offsets(%off : memref<3xi32>) c(%c : memref<3x24x16xf32>)
+  return
+}
