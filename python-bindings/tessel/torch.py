@@ -13,9 +13,9 @@ two more kernels of the bundle, on the device, with no host synchronisation:
   * da = grouped_mm(dc, b) with the other trans_b: the ragged-M dgrad,
     reading the same b (a [G, N, K] array is a [G, K', N'] one with
     K' = N, N' = K);
-  * db[g] = the ragged-K weight gradient of the group's rows, accumulated
-    in fp32 (tessel.grouped_matmul_wgrad) and cast to b's dtype; an empty
-    group's is zero.
+  * db[g] = the ragged-K weight gradient of the group's rows
+    (tessel.grouped_matmul_wgrad: fp32 accumulation over the group's rows in
+    one block, stored once in b's dtype); an empty group's is zero.
 
 The bundle must hold the three kernels for the shapes and dtype in use;
 `grouped_mm_spec` writes their kernel spec for tessel-aot (or
@@ -54,7 +54,7 @@ def grouped_mm_spec(groups: int, n: int, k: int, dtype: str = "bf16",
     # a = dc [T, n] and b = a [T, k]; [k, n] needs a = a, b = dc.
     m_cols, n_cols = (n, k) if trans_b else (k, n)
     wa, wb = f"memref<?x{m_cols}x{e}>", f"memref<?x{n_cols}x{e}>"
-    wc = f"memref<{groups}x{m_cols}x{n_cols}xf32>"
+    wc = f"memref<{groups}x{m_cols}x{n_cols}x{e}>"
     wgrad = (f"func.func @{name}_wgrad(%a: {wa}, %b: {wb}, %off: {off}, "
              f"%c: {wc}) {{\n  tessel.grouped_matmul_wgrad a(%a : {wa}) "
              f"b(%b : {wb}) group_offsets(%off : {off}) c(%c : {wc})\n"
@@ -102,14 +102,11 @@ class _GroupedMM(torch.autograd.Function):
             da = torch.empty_like(a)
             dgrad(dc, b, offsets, da)
         if ctx.needs_input_grad[1]:
-            m_cols, n_cols = b.shape[1], b.shape[2]
-            acc = torch.empty(b.shape[0], m_cols, n_cols, dtype=torch.float32,
-                              device=b.device)
+            db = torch.empty_like(b)
             if ctx.trans_b:
-                wgrad(dc, a, offsets, acc)
+                wgrad(dc, a, offsets, db)
             else:
-                wgrad(a, dc, offsets, acc)
-            db = acc.to(b.dtype)
+                wgrad(a, dc, offsets, db)
         return da, db, None, None, None
 
 
