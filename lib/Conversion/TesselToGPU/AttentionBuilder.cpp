@@ -67,36 +67,6 @@ void AttentionBuilder::softmaxStep(
     }
 }
 
-Value AttentionBuilder::loadChunk(Value src, ValueRange indices,
-                                  Value validElements) {
-  Type elem = cast<MemRefType>(src.getType()).getElementType();
-  auto chunkType = VectorType::get({kChunk}, elem);
-  Value zeros =
-      arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
-  auto ifAny = scf::IfOp::create(
-      b, loc, chunkType,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, validElements,
-                            idx(0)),
-      true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifAny.thenBlock());
-  Value chunk = vector::LoadOp::create(b, loc, chunkType, src, indices, false,
-                                       kChunkAlign);
-  // Element e is kept when e < validElements (vector.create_mask has no
-  // lowering in the ROCDL conversion).
-  auto laneType = VectorType::get({kChunk}, b.getI32Type());
-  Value laneIds = arith::ConstantOp::create(
-      b, loc, laneType,
-      DenseElementsAttr::get(laneType,
-                             ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
-  Value mask = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::slt, laneIds,
-      vector::BroadcastOp::create(b, loc, laneType, toI32(validElements)));
-  scf::YieldOp::create(b, loc, select(mask, chunk, zeros));
-  b.setInsertionPointToStart(ifAny.elseBlock());
-  scf::YieldOp::create(b, loc, zeros);
-  return ifAny.getResult(0);
-}
 
 void AttentionBuilder::stageRows(
     Value shared, Value q, int64_t rows, int64_t width, int64_t threads,

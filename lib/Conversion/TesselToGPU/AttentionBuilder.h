@@ -61,12 +61,6 @@ protected:
                    SmallVector<Value> &state, int64_t outAtoms,
                    function_ref<Value(int64_t slot, Value localMax)> tileMax);
 
-  /// 16 bytes of `src` at `indices`, of which the first `validElements`
-  /// are kept and the rest zeroed; zeros without a load when none is
-  /// valid. (A tile past the end of its keys must be zeros: stale memory,
-  /// even NaN, must not reach the MMAs.)
-  Value loadChunk(Value src, ValueRange indices, Value validElements);
-
   /// Stages the query tile [rows, width] into the swizzled `shared` tile,
   /// all `threads` threads a 16-byte chunk at a time: `source(row)` gives
   /// whether tile row `row` exists and the indices of its first element in

@@ -102,30 +102,14 @@ private:
   /// shared tile [stages, rows, width].
   SmallVector<Value> sharedIndices(Value stage, Value row, Value col,
                                    int64_t width);
-  /// One 16-byte chunk of a stage's tiles: `src[srcIndices]` (zeros when
-  /// !valid; the indices are then in bounds anyway) goes to
-  /// `shared[dstIndices]`.
-  struct ChunkCopy {
-    Value shared;
-    SmallVector<Value> dstIndices;
-    Value src;
-    SmallVector<Value> srcIndices;
-    Value valid;
-  };
   /// Calls `fn` for each chunk this thread moves for K-tile `kt` into stage
   /// `stage`, in a fixed order.
-  LogicalResult forEachChunk(Value stage, Value kt,
-                             function_ref<LogicalResult(const ChunkCopy &)> fn);
-  /// Issues the asynchronous copies of K-tile `kt` into stage `stage`.
-  LogicalResult loadStage(Value stage, Value kt);
-  /// Without async copies: loads this thread's chunks of K-tile `kt` into
-  /// registers, and later stores them into stage `stage`.
-  SmallVector<Value> fetchStage(Value kt);
-  void storeStage(Value stage, ValueRange chunks);
+  void forEachChunk(Value stage, Value kt,
+                    function_ref<void(const StagedChunk &)> fn);
   /// One K-tile of MMAs from stage `stage` into `acc`.
   LogicalResult computeStage(Value stage, SmallVector<Value> &acc);
+  /// The K loop: the staged tile loop over numK K-tiles.
   LogicalResult mainLoop(SmallVector<Value> &acc);
-  LogicalResult registerStagedLoop(SmallVector<Value> &acc);
   void epilogue(ArrayRef<Value> acc);
 
   MmaAtom atom;
@@ -163,8 +147,8 @@ SmallVector<Value> GroupedMatmulBuilder::sharedIndices(Value stage, Value row,
   return swizzledIndices(stage, row, col, width);
 }
 
-LogicalResult GroupedMatmulBuilder::forEachChunk(
-    Value stage, Value kt, function_ref<LogicalResult(const ChunkCopy &)> fn) {
+void GroupedMatmulBuilder::forEachChunk(
+    Value stage, Value kt, function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
   Value k0 = mul(kt, cfg.tileK);
   Value none = idx(0);
@@ -183,11 +167,9 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
       // Zero-filled copies still need an in-bounds source address.
       for (Value &index : srcIndices)
         index = select(valid, index, none);
-      if (failed(fn(ChunkCopy{shared, sharedIndices(stage, row, col, width),
-                              src, srcIndices, valid})))
-        return failure();
+      fn({shared, sharedIndices(stage, row, col, width), src, srcIndices,
+          select(valid, idx(kChunk), none)});
     }
-    return success();
   };
   // Whole chunks: K and N are multiples of 8.
   auto kInside = [&](Value valid, Value kIndex) {
@@ -227,54 +209,16 @@ LogicalResult GroupedMatmulBuilder::forEachChunk(
     Value kr = add(k0, row), nc = add(colStart, col);
     return std::make_pair(kInside(lt(nc, idx(n)), kr), bIndices(kr, nc));
   };
-  if (failed(raggedK ? copyTile(sharedA, cfg.tileK, cfg.tileM, a, fromA)
-                     : copyTile(sharedA, cfg.tileM, cfg.tileK, a, fromA)))
-    return failure();
+  if (raggedK)
+    copyTile(sharedA, cfg.tileK, cfg.tileM, a, fromA);
+  else
+    copyTile(sharedA, cfg.tileM, cfg.tileK, a, fromA);
   if (transB)
-    return copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, fromB);
-  return copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, fromB);
+    copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, fromB);
+  else
+    copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, fromB);
 }
 
-LogicalResult GroupedMatmulBuilder::loadStage(Value stage, Value kt) {
-  Value full = idx(kChunk), none = idx(0);
-  return forEachChunk(stage, kt, [&](const ChunkCopy &copy) {
-    return target.asyncCopy(b, loc, copy.shared, copy.dstIndices, copy.src,
-                            copy.srcIndices, kChunk,
-                            select(copy.valid, full, none));
-  });
-}
-
-SmallVector<Value> GroupedMatmulBuilder::fetchStage(Value kt) {
-  SmallVector<Value> chunks;
-  auto chunkType = VectorType::get({kChunk}, atom.operandType);
-  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                          b.getZeroAttr(chunkType));
-  // The destination (stage 0) is not used: storeStage recomputes it.
-  (void)forEachChunk(idx(0), kt, [&](const ChunkCopy &copy) {
-    // Lanes outside the matrix read nothing (the branch masks them off).
-    auto ifValid = scf::IfOp::create(b, loc, chunkType, copy.valid,
-                                     /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifValid.thenBlock());
-    Value chunk =
-        vector::LoadOp::create(b, loc, chunkType, copy.src, copy.srcIndices);
-    scf::YieldOp::create(b, loc, chunk);
-    b.setInsertionPointToStart(ifValid.elseBlock());
-    scf::YieldOp::create(b, loc, zeros);
-    chunks.push_back(ifValid.getResult(0));
-    return success();
-  });
-  return chunks;
-}
-
-void GroupedMatmulBuilder::storeStage(Value stage, ValueRange chunks) {
-  // Same order as fetchStage; the source side is dead code here.
-  size_t i = 0;
-  (void)forEachChunk(stage, idx(0), [&](const ChunkCopy &copy) {
-    vector::StoreOp::create(b, loc, chunks[i++], copy.shared, copy.dstIndices);
-    return success();
-  });
-}
 
 LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
                                                  SmallVector<Value> &acc) {
@@ -317,95 +261,17 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
 }
 
 LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
-  // Ring of `stages` buffers: K-tile kt lives in stage kt % stages; the
-  // prologue issues tiles 0 .. stages-2, one commit group each. Iteration kt
-  // waits until tile kt has landed (at most stages-2 groups in flight), then
-  // one barrier both publishes it to every warp and tells that every warp is
-  // done with tile kt-1, whose stage ((kt + stages - 1) % stages) is then
-  // refilled with tile kt + stages - 1 while tile kt is computed. Every
-  // iteration commits a group (possibly empty) so the count stays exact.
-  if (target.getAsyncCopyBytes() == 0)
-    return registerStagedLoop(acc);
-  // With a dynamic numK (ragged K), prologue tiles past the group's rows
-  // are all zero-filled, so they are issued unconditionally.
-  int64_t stages = cfg.stages;
-  std::optional<int64_t> staticNumK = getConstantIntValue(numK);
-  for (int64_t s = 0; s < stages - 1; ++s) {
-    if ((!staticNumK || s < *staticNumK) && failed(loadStage(idx(s), idx(s))))
-      return failure();
-    if (failed(target.asyncCommit(b, loc)))
-      return failure();
-  }
-  auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1), acc);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value kt = loop.getInductionVar();
-  if (failed(target.asyncWait(b, loc, stages - 2)))
-    return failure();
-  gpu::BarrierOp::create(b, loc);
-  Value next = add(kt, stages - 1);
-  auto ifNext = scf::IfOp::create(b, loc, lt(next, numK),
-                                  /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifNext.thenBlock());
-    if (failed(loadStage(remu(next, stages), next)))
-      return failure();
-  }
-  if (failed(target.asyncCommit(b, loc)))
-    return failure();
-  SmallVector<Value> carried(loop.getRegionIterArgs());
-  if (failed(computeStage(remu(kt, stages), carried)))
-    return failure();
-  scf::YieldOp::create(b, loc, carried);
-  acc.assign(loop.getResults().begin(), loop.getResults().end());
-  return success();
-}
-
-LogicalResult GroupedMatmulBuilder::registerStagedLoop(SmallVector<Value> &acc) {
-  // Two stages. Iteration kt: one barrier publishes tile kt (stored at the
-  // end of the previous iteration) and tells that every warp is done with
-  // tile kt-1, whose stage is then refilled with tile kt+1: its global loads
-  // are issued before tile kt's MMAs and land in registers while those run;
-  // the LDS stores come after them.
-  // Tile 0 is all zeros when numK == 0 (ragged K, empty group): harmless.
-  storeStage(idx(0), fetchStage(idx(0)));
-  auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1), acc);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value kt = loop.getInductionVar();
-  gpu::BarrierOp::create(b, loc);
-  Value next = add(kt, 1);
-  Value hasNext = lt(next, numK);
-  Value nextStage = remu(next, 2);
-  // scf.if yields the next tile's chunks (zeros after the last tile).
-  auto chunkType = VectorType::get({kChunk}, atom.operandType);
-  Value zeros = arith::ConstantOp::create(b, loc, chunkType,
-                                          b.getZeroAttr(chunkType));
+  // With a dynamic numK (ragged K), K-tiles past the group's rows are all
+  // zero-filled: the prologue may issue them.
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
-  int64_t perThread = (cfg.tileM + cfg.tileN) * cfg.tileK / kChunk / threads;
-  auto fetch = scf::IfOp::create(
-      b, loc, SmallVector<Type>(perThread, chunkType), hasNext,
-      /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(fetch.thenBlock());
-    scf::YieldOp::create(b, loc, fetchStage(next));
-    b.setInsertionPointToStart(fetch.elseBlock());
-    scf::YieldOp::create(b, loc, SmallVector<Value>(perThread, zeros));
-  }
-  SmallVector<Value> carried(loop.getRegionIterArgs());
-  if (failed(computeStage(remu(kt, 2), carried)))
-    return failure();
-  auto ifStore = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifStore.thenBlock());
-    storeStage(nextStage, fetch.getResults());
-  }
-  scf::YieldOp::create(b, loc, carried);
-  acc.assign(loop.getResults().begin(), loop.getResults().end());
-  return success();
+  TilePipeline pipeline = chunkPipeline(
+      numK, cfg.stages,
+      (cfg.tileM + cfg.tileN) * cfg.tileK / kChunk / threads, atom.operandType,
+      [this](Value stage, Value kt, auto fn) { forEachChunk(stage, kt, fn); });
+  pipeline.compute = [this](Value stage, Value, SmallVector<Value> &carried) {
+    return computeStage(stage, carried);
+  };
+  return runTilePipeline(pipeline, acc);
 }
 
 void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {

@@ -3,6 +3,7 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -173,8 +174,12 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   bool async = target.getAsyncCopyBytes() > 0;
   int64_t stages = async ? p.stages : 2;
   if (async) {
+    // A static tile count skips prologue tiles that do not exist; with a
+    // dynamic one they are issued anyway (zero-filled copies).
+    std::optional<int64_t> staticTiles = getConstantIntValue(p.numTiles);
     for (int64_t s = 0; s < stages - 1; ++s) {
-      p.issue(idx(s), idx(s));
+      if (!staticTiles || s < *staticTiles)
+        p.issue(idx(s), idx(s));
       if (failed(target.asyncCommit(b, loc)))
         return failure();
     }
@@ -319,4 +324,72 @@ void KernelBuilder::forEachRowChunk(
     for (int64_t step = 0; step < rows / rowsPerStep; ++step)
       fn(step, add(rowInStep, step * rowsPerStep),
          add(colInBlock, block * 64));
+}
+
+KernelBuilder::TilePipeline
+KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
+                             Type elem, ChunkEnumerator forEachChunk) {
+  TilePipeline p;
+  p.numTiles = numTiles;
+  p.stages = stages;
+  p.chunks = chunks;
+  p.chunkType = VectorType::get({kChunk}, elem);
+  p.issue = [this, forEachChunk](Value stage, Value tile) {
+    forEachChunk(stage, tile, [&](const StagedChunk &c) {
+      (void)target.asyncCopy(b, loc, c.shared, c.dst, c.src, c.srcIndices,
+                             kChunk, c.validElements);
+    });
+  };
+  p.fetch = [this, forEachChunk](Value tile) {
+    SmallVector<Value> loaded;
+    // The destination (stage 0) is not used: store recomputes it.
+    forEachChunk(idx(0), tile, [&](const StagedChunk &c) {
+      loaded.push_back(
+          loadChunk(c.src, c.srcIndices, c.validElements, c.partial));
+    });
+    return loaded;
+  };
+  p.store = [this, forEachChunk](Value stage, ValueRange loaded) {
+    // Same order as fetch; the source side is dead code here.
+    size_t i = 0;
+    forEachChunk(stage, idx(0), [&](const StagedChunk &c) {
+      vector::StoreOp::create(b, loc, loaded[i++], c.shared, c.dst, false,
+                              llvm::MaybeAlign(16));
+    });
+  };
+  return p;
+}
+
+Value KernelBuilder::loadChunk(Value src, ValueRange indices,
+                               Value validElements, bool partial) {
+  Type elem = cast<MemRefType>(src.getType()).getElementType();
+  auto chunkType = VectorType::get({kChunk}, elem);
+  Value zeros =
+      arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
+  auto ifAny = scf::IfOp::create(
+      b, loc, chunkType,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, validElements,
+                            idx(0)),
+      true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifAny.thenBlock());
+  Value chunk = vector::LoadOp::create(b, loc, chunkType, src, indices, false,
+                                       llvm::MaybeAlign(16));
+  if (partial) {
+    // Element e is kept when e < validElements (vector.create_mask has no
+    // lowering in the ROCDL conversion).
+    auto laneType = VectorType::get({kChunk}, b.getI32Type());
+    Value laneIds = arith::ConstantOp::create(
+        b, loc, laneType,
+        DenseElementsAttr::get(laneType,
+                               ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
+    Value mask = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt, laneIds,
+        vector::BroadcastOp::create(b, loc, laneType, toI32(validElements)));
+    chunk = select(mask, chunk, zeros);
+  }
+  scf::YieldOp::create(b, loc, chunk);
+  b.setInsertionPointToStart(ifAny.elseBlock());
+  scf::YieldOp::create(b, loc, zeros);
+  return ifAny.getResult(0);
 }

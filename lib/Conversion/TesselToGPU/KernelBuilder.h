@@ -156,6 +156,35 @@ protected:
   LogicalResult runTilePipeline(const TilePipeline &p,
                                 SmallVector<Value> &state);
 
+  /// One 16-byte chunk of a staged tile: the first `validElements` (index,
+  /// 0..8) elements of src[srcIndices] go to shared[dst], the rest are
+  /// zeros. The source indices are in bounds even when nothing is valid.
+  /// `partial`: validElements may lie strictly between 0 and 8 (else it is
+  /// 0 or 8, and a register-staged load needs no mask).
+  struct StagedChunk {
+    Value shared;
+    SmallVector<Value> dst;
+    Value src;
+    SmallVector<Value> srcIndices;
+    Value validElements;
+    bool partial = false;
+  };
+  /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
+  /// same chunks in the same order on every call.
+  using ChunkEnumerator = std::function<void(
+      Value stage, Value tile, function_ref<void(const StagedChunk &)> fn)>;
+  /// The TilePipeline that moves the chunks `forEachChunk` enumerates:
+  /// cp.async copies on async targets; else `chunks` 16-byte loads of
+  /// `elem` into registers (loadChunk) and 16-byte shared-memory stores.
+  TilePipeline chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
+                             Type elem, ChunkEnumerator forEachChunk);
+  /// 16 bytes of `src` at `indices`, of which the first `validElements` are
+  /// kept and the rest zeroed (only `partial` chunks need that mask); zeros
+  /// without a load when none is valid. (Tiles past the end of their data
+  /// must be zeros: stale memory, even NaN, must not reach the MMAs.)
+  Value loadChunk(Value src, ValueRange indices, Value validElements,
+                  bool partial);
+
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.
   Value dynamicSharedBytes();

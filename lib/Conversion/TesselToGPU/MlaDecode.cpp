@@ -72,9 +72,7 @@ private:
 
   void stageQuery();
   void forEachChunk(Value stage, Value tile,
-                    function_ref<void(Value shared, SmallVector<Value> dst,
-                                      SmallVector<Value> src, Value valid)>
-                        fn);
+                    function_ref<void(const StagedChunk &)> fn);
   LogicalResult computeTile(Value stage, Value tile, SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
 
@@ -97,9 +95,7 @@ void MlaDecodeBuilder::stageQuery() {
 }
 
 void MlaDecodeBuilder::forEachChunk(
-    Value stage, Value tile,
-    function_ref<void(Value, SmallVector<Value>, SmallVector<Value>, Value)>
-        fn) {
+    Value stage, Value tile, function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(start, mul(tile, cfg.tileTokens()));
   forEachRowChunk(cfg.tileTokens(), pb.headDim, threads,
@@ -109,9 +105,9 @@ void MlaDecodeBuilder::forEachChunk(
     Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
                                               ValueRange{request, logical}));
     Value block = minu(id, sub(numBlocks, idx(1)));
-    fn(sharedKV, swizzledIndices({stage}, row, col, pb.headDim),
-       {block, remu(token, pb.blockSize), col},
-       select(lt(token, end), idx(kChunk), idx(0)));
+    fn({sharedKV, swizzledIndices({stage}, row, col, pb.headDim), pb.cache,
+        {block, remu(token, pb.blockSize), col},
+        select(lt(token, end), idx(kChunk), idx(0))});
   });
 }
 
@@ -314,38 +310,10 @@ LogicalResult MlaDecodeBuilder::build() {
   state.append(nSlots, f32(0));
   state.append(warpCols() / atom.n * accCount(), f32(0));
 
-  TilePipeline pipeline;
-  pipeline.numTiles = numTiles;
-  pipeline.stages = cfg.stages;
-  auto chunkType = VectorType::get({kChunk}, elem);
-  pipeline.issue = [&](Value stage, Value t) {
-    forEachChunk(stage, t,
-                 [&](Value shared, SmallVector<Value> dst,
-                     SmallVector<Value> src, Value valid) {
-                   (void)target.asyncCopy(b, loc, shared, dst, pb.cache, src,
-                                          kChunk, valid);
-                 });
-  };
-  pipeline.fetch = [&](Value t) {
-    SmallVector<Value> chunks;
-    forEachChunk(idx(0), t,
-                 [&](Value, SmallVector<Value>, SmallVector<Value> src,
-                     Value valid) {
-                   chunks.push_back(loadChunk(pb.cache, src, valid));
-                 });
-    return chunks;
-  };
-  pipeline.store = [&](Value stage, ValueRange chunks) {
-    size_t i = 0;
-    forEachChunk(stage, idx(0),
-                 [&](Value shared, SmallVector<Value> dst, SmallVector<Value>,
-                     Value) {
-                   vector::StoreOp::create(b, loc, chunks[i++], shared, dst,
-                                           false, kChunkAlign);
-                 });
-  };
-  pipeline.chunks = tokens * pb.headDim / kChunk / (cfg.warps * warpSize);
-  pipeline.chunkType = chunkType;
+  TilePipeline pipeline = chunkPipeline(
+      numTiles, cfg.stages,
+      tokens * pb.headDim / kChunk / (cfg.warps * warpSize), elem,
+      [this](Value stage, Value t, auto fn) { forEachChunk(stage, t, fn); });
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     return computeTile(stage, t, st);
   };

@@ -87,19 +87,8 @@ private:
   int64_t rows() const { return atom.m; }
 
   void stageQuery();
-  /// One 16-byte chunk of a K or V tile (validElements of it are read).
-  struct Chunk {
-    Value shared;
-    SmallVector<Value> dst;
-    Value src;
-    SmallVector<Value> srcIndices;
-    Value validElements;
-  };
   void forEachChunk(Value stage, Value tile,
-                    function_ref<void(const Chunk &)> fn);
-  void issueAsync(Value stage, Value tile);
-  SmallVector<Value> fetch(Value tile);
-  void store(Value stage, ValueRange chunks);
+                    function_ref<void(const StagedChunk &)> fn);
   LogicalResult computeTile(Value stage, Value tile,
                             SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
@@ -129,7 +118,7 @@ void PagedDecodeBuilder::stageQuery() {
 }
 
 void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
-                                      function_ref<void(const Chunk &)> fn) {
+                                      function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
   int64_t tokens = cfg.tileTokens();
   Value tileStart = add(start, mul(tile, tokens));
@@ -208,33 +197,9 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
     Value d = divu(id, tokenChunks), col = mul(remu(id, tokenChunks), kChunk);
     auto [token, block, offset] = locate(col);
     fn({sharedV, swizzledIndices({stage}, d, col, tokens), pb.vCache,
-        {block, kvHead, divu(offset, kChunk), d, none}, validCount(token)});
+        {block, kvHead, divu(offset, kChunk), d, none}, validCount(token),
+        /*partial=*/true});
   }
-}
-
-void PagedDecodeBuilder::issueAsync(Value stage, Value tile) {
-  forEachChunk(stage, tile, [&](const Chunk &c) {
-    (void)target.asyncCopy(b, loc, c.shared, c.dst, c.src, c.srcIndices,
-                           kChunk, c.validElements);
-  });
-}
-
-SmallVector<Value> PagedDecodeBuilder::fetch(Value tile) {
-  SmallVector<Value> chunks;
-  // A chunk the window ends inside (shuffled V) is read whole, it lies in
-  // its cache block, and its tail zeroed.
-  forEachChunk(idx(0), tile, [&](const Chunk &c) {
-    chunks.push_back(loadChunk(c.src, c.srcIndices, c.validElements));
-  });
-  return chunks;
-}
-
-void PagedDecodeBuilder::store(Value stage, ValueRange chunks) {
-  size_t i = 0;
-  forEachChunk(stage, idx(0), [&](const Chunk &c) {
-    vector::StoreOp::create(b, loc, chunks[i++], c.shared, c.dst, false,
-                            kChunkAlign);
-  });
 }
 
 /// State layout: [m (slots), l (slots), O (Dv / n atoms x accCount)].
@@ -458,15 +423,12 @@ LogicalResult PagedDecodeBuilder::build() {
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
   state.append(pb.valueDim / cfg.colSplit / atom.n * accCount(), f32(0));
-  TilePipeline pipeline;
-  pipeline.numTiles = numTiles;
-  pipeline.stages = cfg.stages;
-  pipeline.issue = [&](Value stage, Value tile) { issueAsync(stage, tile); };
-  pipeline.fetch = [&](Value tile) { return fetch(tile); };
-  pipeline.store = [&](Value stage, ValueRange chunks) { store(stage, chunks); };
-  pipeline.chunks = tokens * (pb.headDim + pb.valueDim) / kChunk /
-                    (cfg.warps * warpSize);
-  pipeline.chunkType = VectorType::get({kChunk}, elem);
+  TilePipeline pipeline = chunkPipeline(
+      numTiles, cfg.stages,
+      tokens * (pb.headDim + pb.valueDim) / kChunk / (cfg.warps * warpSize),
+      elem, [this](Value stage, Value tile, auto fn) {
+        forEachChunk(stage, tile, fn);
+      });
   pipeline.compute = [&](Value stage, Value tile, SmallVector<Value> &st) {
     return computeTile(stage, tile, st);
   };

@@ -97,10 +97,7 @@ private:
   LogicalResult pagedTile(Value first, Value last, Value request);
   void stageQuery(Value rowStart, Value rowEnd);
   void forEachChunk(Value stage, Value kvTile,
-                    function_ref<void(Value shared, SmallVector<Value> dst,
-                                      Value src, SmallVector<Value> srcIdx,
-                                      Value valid)>
-                        fn);
+                    function_ref<void(const StagedChunk &)> fn);
   LogicalResult computeTile(Value stage, Value kvTile,
                             SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
@@ -130,10 +127,7 @@ void PrefillBuilder::stageQuery(Value first, Value last) {
 }
 
 void PrefillBuilder::forEachChunk(
-    Value stage, Value kvTile,
-    function_ref<void(Value, SmallVector<Value>, Value, SmallVector<Value>,
-                      Value)>
-        fn) {
+    Value stage, Value kvTile, function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   Value none = idx(0);
@@ -162,8 +156,8 @@ void PrefillBuilder::forEachChunk(
                                           offset, none}
                      : SmallVector<Value>{block, offset, kvHead, col};
       }
-      fn(shared, swizzledIndices({stage}, row, col, width), src, srcIdx,
-         select(valid, idx(kChunk), none));
+      fn({shared, swizzledIndices({stage}, row, col, width), src, srcIdx,
+          select(valid, idx(kChunk), none)});
     });
   };
   tileChunks(sharedK, pb.k, pb.headDim, /*isK=*/true);
@@ -182,9 +176,9 @@ void PrefillBuilder::forEachChunk(
     auto [block, offset] = locate(minu(token, sub(keyEnd, idx(1))));
     (void)offset;
     Value chunkOffset = remu(token, pb.blockSize);
-    fn(sharedV, swizzledIndices({stage}, d, col, cfg.tileKeys), pb.v,
-       {block, kvHead, divu(chunkOffset, kChunk), d, none},
-       minu(left, idx(kChunk)));
+    fn({sharedV, swizzledIndices({stage}, d, col, cfg.tileKeys), pb.v,
+        {block, kvHead, divu(chunkOffset, kChunk), d, none},
+        minu(left, idx(kChunk)), /*partial=*/true});
   }
 }
 
@@ -379,39 +373,11 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   state.append(nSlots, f32(0));
   state.append(pb.valueDim / atom.n * accCount(), f32(0));
 
-  TilePipeline pipeline;
-  pipeline.numTiles = numTiles;
-  pipeline.stages = cfg.stages;
-  auto chunkType = VectorType::get({kChunk}, elem);
-  pipeline.issue = [&](Value stage, Value t) {
-    forEachChunk(stage, t,
-                 [&](Value shared, SmallVector<Value> dst, Value src,
-                     SmallVector<Value> srcIdx, Value valid) {
-                   (void)target.asyncCopy(b, loc, shared, dst, src, srcIdx,
-                                          kChunk, valid);
-                 });
-  };
-  pipeline.fetch = [&](Value t) {
-    SmallVector<Value> chunks;
-    forEachChunk(idx(0), t,
-                 [&](Value, SmallVector<Value>, Value src,
-                     SmallVector<Value> srcIdx, Value valid) {
-                   chunks.push_back(loadChunk(src, srcIdx, valid));
-                 });
-    return chunks;
-  };
-  pipeline.store = [&](Value stage, ValueRange chunks) {
-    size_t i = 0;
-    forEachChunk(stage, idx(0),
-                 [&](Value shared, SmallVector<Value> dst, Value,
-                     SmallVector<Value>, Value) {
-                   vector::StoreOp::create(b, loc, chunks[i++], shared, dst,
-                                           false, kChunkAlign);
-                 });
-  };
-  pipeline.chunks = cfg.tileKeys * (pb.headDim + pb.valueDim) / kChunk /
-                    (cfg.warps * warpSize);
-  pipeline.chunkType = chunkType;
+  TilePipeline pipeline = chunkPipeline(
+      numTiles, cfg.stages,
+      cfg.tileKeys * (pb.headDim + pb.valueDim) / kChunk /
+          (cfg.warps * warpSize),
+      elem, [this](Value stage, Value t, auto fn) { forEachChunk(stage, t, fn); });
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     return computeTile(stage, t, st);
   };
