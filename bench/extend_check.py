@@ -33,8 +33,7 @@ import sys
 
 import torch
 
-from grouped_matmul_check import device_line, read_bundle
-from paged_decode_check import Runtime
+from paged_decode_check import session
 
 CTX = re.compile(r"ext_ctx_q(?P<hq>\d+)_kv(?P<hkv>\d+)_d(?P<d>\d+)"
                  r"(_v(?P<dv>\d+))?_bs(?P<bs>\d+)_(?P<layout>nhd|shuf)$")
@@ -124,22 +123,9 @@ def check(rt, kernels, name, new, ctx, gen):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bundles", nargs="+")
-    parser.add_argument("--runtime", required=True)
-    parser.add_argument("--seed", type=int, default=5)
-    args = parser.parse_args()
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(args.seed)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    print(device_line())
-    rt = Runtime(args.runtime)
-    kernels = {}
-    for path in args.bundles:
-        bundle = rt.bundle(path)
-        for r in read_bundle(path):
-            if r["name"].startswith("ext_"):
-                kernels.setdefault(r["name"], rt.kernel(bundle, r["name"]))
+    args, gen, rt = session(
+        argparse.ArgumentParser(description=__doc__.splitlines()[0]), 5)
+    kernels = rt.kernels(args.bundles, lambda n: n.startswith("ext_"))
     ok = True
     for name in sorted(n for n in kernels if CTX.match(n)):
         for new, ctx in BATCHES:

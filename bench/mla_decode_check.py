@@ -26,9 +26,8 @@ import sys
 
 import torch
 
-from grouped_matmul_check import device_line, read_bundle
 from paged_decode_bench import copy_ceiling, graphed, timed
-from paged_decode_check import Runtime, merge
+from paged_decode_check import merge, session
 
 NAME = re.compile(r"mla(?P<split>split)?_h(?P<h>\d+)_bs(?P<bs>\d+)$")
 CONTEXTS = [0, 1, 18, 463, 1328, 33000]
@@ -142,21 +141,9 @@ def bench(rt, kernels, gen):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bundles", nargs="+")
-    parser.add_argument("--runtime", required=True)
     parser.add_argument("--bench", action="store_true")
-    args = parser.parse_args()
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(17)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    print(device_line())
-    rt = Runtime(args.runtime)
-    kernels = {}
-    for path in args.bundles:
-        bundle = rt.bundle(path)
-        for r in read_bundle(path):
-            if NAME.match(r["name"]):
-                kernels.setdefault(r["name"], rt.kernel(bundle, r["name"]))
+    args, gen, rt = session(parser, 17)
+    kernels = rt.kernels(args.bundles, NAME.match)
     ok = True
     for name, k in sorted(kernels.items()):
         try:

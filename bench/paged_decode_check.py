@@ -99,6 +99,22 @@ class Runtime:
                                                  stream))
 
 
+def session(parser, seed):
+    """The start of every runtime-driven GPU check: the common arguments
+    (bundles, --runtime, --seed) parsed, a seeded CUDA generator, fp32
+    references without TF32, the device line printed, the runtime opened.
+    Returns (args, generator, runtime)."""
+    parser.add_argument("bundles", nargs="+")
+    parser.add_argument("--runtime", required=True)
+    parser.add_argument("--seed", type=int, default=seed)
+    args = parser.parse_args()
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(device_line())
+    return args, gen, Runtime(args.runtime)
+
+
 class Case:
     """One kernel's configuration, parsed from its name."""
 
@@ -300,39 +316,26 @@ def graph_check(rt, kernel, c, gen):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bundles", nargs="+")
-    parser.add_argument("--runtime", required=True)
-    parser.add_argument("--seed", type=int, default=1234)
-    args = parser.parse_args()
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(args.seed)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    print(device_line())
-    rt = Runtime(args.runtime)
+    args, gen, rt = session(
+        argparse.ArgumentParser(description=__doc__.splitlines()[0]), 1234)
     ok = True
-    for path in args.bundles:
-        bundle = rt.bundle(path)
-        names = sorted({r["name"] for r in read_bundle(path)
-                        if NAME.match(r["name"])})
-        for name in names:
-            c = Case(name)
-            kernel = rt.kernel(bundle, name)
-            try:
-                ok &= check(rt, kernel, c, CONTEXTS, gen)
-                ok &= check(rt, kernel, c, [7, 0, 1], gen)
-                if c.split:
-                    for p in (2, 5, 33):
-                        ok &= check(rt, kernel, c, CONTEXTS, gen, splits=p)
-                    ok &= check(rt, kernel, c, [LONG, 3, LONG - 1, 0], gen,
-                                splits=64)
-                elif c.hq == 32 and c.d == 128:
-                    ok &= check(rt, kernel, c, [LONG, 5], gen)
-                if not c.split:
-                    ok &= graph_check(rt, kernel, c, gen)
-            except Exception as e:  # report, keep going
-                print(f"  FAIL {name}: {type(e).__name__}: {e}")
-                ok = False
+    for name, kernel in sorted(rt.kernels(args.bundles, NAME.match).items()):
+        c = Case(name)
+        try:
+            ok &= check(rt, kernel, c, CONTEXTS, gen)
+            ok &= check(rt, kernel, c, [7, 0, 1], gen)
+            if c.split:
+                for p in (2, 5, 33):
+                    ok &= check(rt, kernel, c, CONTEXTS, gen, splits=p)
+                ok &= check(rt, kernel, c, [LONG, 3, LONG - 1, 0], gen,
+                            splits=64)
+            elif c.hq == 32 and c.d == 128:
+                ok &= check(rt, kernel, c, [LONG, 5], gen)
+            if not c.split:
+                ok &= graph_check(rt, kernel, c, gen)
+        except Exception as e:  # report, keep going
+            print(f"  FAIL {name}: {type(e).__name__}: {e}")
+            ok = False
     print("ALL OK" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

@@ -29,9 +29,8 @@ import torch
 import torch.nn.attention
 import torch.nn.functional as F
 
-from grouped_matmul_check import device_line, read_bundle
 from paged_decode_bench import graphed, timed
-from paged_decode_check import Runtime
+from paged_decode_check import session
 
 NAME = re.compile(r"pre_q(?P<hq>\d+)_kv(?P<hkv>\d+)_d(?P<d>\d+)_v(?P<v>\d+)"
                   r"(?P<f16>_f16)?(?P<causal>_causal)?(?P<lse>_lse)?$")
@@ -167,22 +166,9 @@ def bench(rt, kernels, gen):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bundles", nargs="+")
-    parser.add_argument("--runtime", required=True)
     parser.add_argument("--bench", action="store_true")
-    parser.add_argument("--seed", type=int, default=99)
-    args = parser.parse_args()
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(args.seed)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    print(device_line())
-    rt = Runtime(args.runtime)
-    kernels = {}
-    for path in args.bundles:
-        bundle = rt.bundle(path)
-        for r in read_bundle(path):
-            if NAME.match(r["name"]) and r["name"] not in kernels:
-                kernels[r["name"]] = rt.kernel(bundle, r["name"])
+    args, gen, rt = session(parser, 99)
+    kernels = rt.kernels(args.bundles, NAME.match)
     ok = True
     for name, kernel in sorted(kernels.items()):
         c = Case(name)

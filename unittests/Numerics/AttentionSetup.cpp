@@ -138,4 +138,29 @@ std::vector<double> selectTokens(const std::vector<double> &ref,
   return s;
 }
 
+void expectSplitPartials(const Tensor &out, const Tensor &lse,
+                         const Tensor &q, const PagedKV &cache,
+                         int64_t blockSize, int64_t kvHeads, double scale,
+                         const std::function<int64_t(int64_t t)> &requestOf) {
+  const int64_t splits = out.dim(0), vDim = out.dim(3);
+  const int64_t window =
+      (cache.blockTable.dim(1) + splits - 1) / splits * blockSize;
+  for (int64_t p = 0; p < splits; ++p) {
+    AttentionRef r = attendAll(
+        tokenRows(q), kvHeads, vDim, scale,
+        [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+          const int64_t b = requestOf(t);
+          int64_t end =
+              std::min<int64_t>(cache.keys[b].tokens, (p + 1) * window);
+          for (int64_t j = p * window; j < end; ++j) {
+            keys.push_back(cache.keys[b].row(j, kvHead));
+            values.push_back(cache.values[b].row(j, kvHead));
+          }
+        });
+    SCOPED_TRACE("partial " + std::to_string(p));
+    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
+    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
+  }
+}
+
 } // namespace tessel::numerics

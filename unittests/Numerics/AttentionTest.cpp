@@ -345,21 +345,8 @@ TEST(Paged, SplitChunksWithCuSeqlens) {
                           {"out", &out},
                           {"lse", &lse}}));
   std::vector<int64_t> owner = requestOfToken(in.cu);
-  const int64_t window = (cache.blockTable.dim(1) + splits - 1) / splits * 16;
-  for (int64_t p = 0; p < splits; ++p) {
-    AttentionRef r = attendAll(
-        tokenRows(in.q), 2, 64, kScale64,
-        [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
-          int64_t end = std::min<int64_t>(contexts[owner[t]], (p + 1) * window);
-          for (int64_t j = p * window; j < end; ++j) {
-            keys.push_back(cache.keys[owner[t]].row(j, kvHead));
-            values.push_back(cache.values[owner[t]].row(j, kvHead));
-          }
-        });
-    SCOPED_TRACE("partial " + std::to_string(p));
-    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
-    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
-  }
+  expectSplitPartials(out, lse, in.q, cache, 16, 2, kScale64,
+                      [&](int64_t t) { return owner[t]; });
 }
 
 TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {

@@ -122,22 +122,8 @@ TEST_P(Decode, SplitPartialsCoverWholeBlocks) {
                           {"context_lens", &cache.lens},
                           {"out", &out},
                           {"lse", &lse}}));
-  const int64_t maxBlocks = cache.blockTable.dim(1);
-  const int64_t window = (maxBlocks + splits - 1) / splits * blockSize;
-  for (int64_t p = 0; p < splits; ++p) {
-    AttentionRef r = attendAll(
-        tokenRows(q), 2, dim, 0.125,
-        [&](int64_t b, int64_t kvHead, auto &keys, auto &values) {
-          int64_t end = std::min<int64_t>(contexts[b], (p + 1) * window);
-          for (int64_t j = p * window; j < end; ++j) {
-            keys.push_back(cache.keys[b].row(j, kvHead));
-            values.push_back(cache.values[b].row(j, kvHead));
-          }
-        });
-    SCOPED_TRACE("partial " + std::to_string(p));
-    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
-    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
-  }
+  expectSplitPartials(out, lse, q, cache, blockSize, 2, 0.125,
+                      [](int64_t t) { return t; });
 }
 
 //===----------------------------------------------------------------------===//
@@ -222,22 +208,8 @@ TEST_P(MlaDecode, SplitPartialsCoverWholeBlocks) {
                           {"seq_lens", &cache.lens},
                           {"out", &out},
                           {"lse", &lse}}));
-  const int64_t maxBlocks = cache.blockTable.dim(1);
-  const int64_t window = (maxBlocks + splits - 1) / splits * blockSize;
-  for (int64_t p = 0; p < splits; ++p) {
-    AttentionRef r = attendAll(
-        tokenRows(q), 1, 512, 0.0416666679,
-        [&](int64_t b, int64_t kvHead, auto &keys, auto &values) {
-          int64_t end = std::min<int64_t>(contexts[b], (p + 1) * window);
-          for (int64_t j = p * window; j < end; ++j) {
-            keys.push_back(cache.keys[b].row(j, kvHead));
-            values.push_back(cache.values[b].row(j, kvHead));
-          }
-        });
-    SCOPED_TRACE("partial " + std::to_string(p));
-    EXPECT_TRUE(near("out", selectTokens(out, 0, {p}), r.out));
-    EXPECT_TRUE(nearLse("lse", selectTokens(lse, 0, {p}), r.lse));
-  }
+  expectSplitPartials(out, lse, q, cache, blockSize, 1, 0.0416666679,
+                      [](int64_t t) { return t; });
 }
 
 auto bundleName = [](const auto &info) { return std::string(info.param.name); };

@@ -10,6 +10,22 @@
 using namespace mlir;
 using namespace mlir::tessel;
 
+FailureOr<MmaAtom> mlir::tessel::chooseAttentionAtom(Operation *op,
+                                                     const TargetInfo &target,
+                                                     Type elem) {
+  SmallVector<MmaAtom> atoms =
+      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
+  if (atoms.empty())
+    return op->emitOpError() << "GPU template: " << target.getChip()
+                             << " has no MMA for " << elem
+                             << " operands with f32 accumulation";
+  MmaAtom atom = atoms.front();
+  for (const MmaAtom &a : atoms)
+    if (a.m < atom.m)
+      atom = a;
+  return atom;
+}
+
 Value AttentionBuilder::finiteOrZero(Value x) {
   Value negInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
                                        f32(-INFINITY));

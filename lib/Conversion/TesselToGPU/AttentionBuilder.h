@@ -26,6 +26,13 @@ namespace mlir::tessel {
 /// of 8 elements at a multiple of 8 is.
 inline const llvm::MaybeAlign kChunkAlign(16);
 
+/// The MMA atom of attention on `target` for `elem` operands with f32
+/// accumulation: the one with the fewest rows (query heads or tokens are
+/// the rows; fewer rows waste less on small GQA groups and tails). An error
+/// on `op` when the target has none.
+FailureOr<MmaAtom> chooseAttentionAtom(Operation *op, const TargetInfo &target,
+                                       Type elem);
+
 class AttentionBuilder : public KernelBuilder {
 public:
   AttentionBuilder(OpBuilder &b, Location loc, const TargetInfo &target,

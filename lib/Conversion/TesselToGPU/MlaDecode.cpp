@@ -349,16 +349,10 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
 
   const TargetInfo &target = ctx.target;
   Type elem = qType.getElementType();
-  SmallVector<MmaAtom> atoms =
-      target.getMmaAtoms(elem, Float32Type::get(op.getContext()));
-  if (atoms.empty())
-    return op.emitOpError() << "GPU template: " << target.getChip()
-                            << " has no MMA for " << elem
-                            << " operands with f32 accumulation";
-  MmaAtom atom = atoms.front();
-  for (const MmaAtom &a : atoms)
-    if (a.m < atom.m)
-      atom = a;
+  FailureOr<MmaAtom> chosen = chooseAttentionAtom(op, target, elem);
+  if (failed(chosen))
+    return failure();
+  MmaAtom atom = *chosen;
   if (pb.headDim % 64)
     return op.emitOpError() << "GPU template: the MLA head dim " << pb.headDim
                             << " must be a multiple of 64 (whole swizzled "

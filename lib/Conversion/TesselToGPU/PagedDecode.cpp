@@ -522,17 +522,11 @@ FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
   pb.valueDim = outType.getDimSize(outType.getRank() - 1);
 
   Type elem = qType.getElementType();
-  SmallVector<MmaAtom> atoms =
-      ctx.target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
-  if (atoms.empty())
-    return op->emitOpError() << "GPU template: " << ctx.target.getChip()
-                             << " has no MMA for " << elem
-                             << " operands with f32 accumulation";
-  // The smallest M: the G heads of a KV head are the rows.
-  MmaAtom atom = atoms.front();
-  for (const MmaAtom &a : atoms)
-    if (a.m < atom.m)
-      atom = a;
+  // The G heads of a KV head are the MMA rows.
+  FailureOr<MmaAtom> chosen = chooseAttentionAtom(op, ctx.target, elem);
+  if (failed(chosen))
+    return failure();
+  MmaAtom atom = *chosen;
   if (pb.groupSize > atom.m)
     return op->emitOpError()
            << "GPU template: " << pb.groupSize

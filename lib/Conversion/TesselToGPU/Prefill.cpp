@@ -505,16 +505,10 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
                                      Type elem, const KernelDim &tokens,
                                      const KernelDim *splits) {
   const TargetInfo &target = ctx.target;
-  SmallVector<MmaAtom> atoms =
-      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
-  if (atoms.empty())
-    return op->emitOpError() << "GPU template: " << target.getChip()
-                            << " has no MMA for " << elem
-                            << " operands with f32 accumulation";
-  MmaAtom atom = atoms.front();
-  for (const MmaAtom &a : atoms)
-    if (a.m < atom.m)
-      atom = a;
+  FailureOr<MmaAtom> chosen = chooseAttentionAtom(op, target, elem);
+  if (failed(chosen))
+    return failure();
+  MmaAtom atom = *chosen;
   if (pb.headDim % 64 || pb.valueDim % 64)
     return op->emitOpError()
            << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
