@@ -206,9 +206,11 @@ void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
   auto runType = VectorType::get({r}, outElem);
   Value colBase = mul(warp, warpCols());
   for (int64_t sl = 0; sl < nSlots; ++sl) {
-    auto [row, col0] =
-        target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
-    (void)col0;
+    // Slot sl is the run of elements [sl r, (sl + 1) r) of one row.
+    int64_t e = sl * r;
+    // (Not structured bindings: lambdas below capture them.)
+    Value row, col;
+    std::tie(row, col) = target.getAccumulatorPosition(b, loc, atom, lane, e);
     // Warps w >= tokenGroups repeat the sums of w % tokenGroups.
     Value total = f32(0);
     for (int64_t w = 0; w < cfg.tokenGroups; ++w)
@@ -221,32 +223,25 @@ void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
     Value head = add(mul(group, atom.m), row);
     ifThen(lt(head, idx(pb.heads)), [&] {
       for (int64_t j = 0; j < outAtoms; ++j) {
-        for (int64_t e = sl * r; e < (sl + 1) * r; e += r) {
-          auto [row2, col] =
-              target.getAccumulatorPosition(b, loc, atom, lane, e);
-          (void)row2;
-          SmallVector<Value> values;
-          for (int64_t v = 0; v < r; ++v) {
-            Value o = fmul(state[2 * nSlots + j * acc + e + v], inv);
-            if (outElem != o.getType())
-              o = arith::TruncFOp::create(b, loc, outElem, o);
-            values.push_back(o);
-          }
-          SmallVector<Value> idxs = {request, head,
-                                     add(colBase, add(col, j * atom.n))};
-          if (pb.split)
-            idxs.insert(idxs.begin(), split);
-          vector::StoreOp::create(
-              b, loc, vector::FromElementsOp::create(b, loc, runType, values),
-              pb.out, idxs, false,
-              llvm::MaybeAlign(r * outElem.getIntOrFloatBitWidth() / 8));
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < r; ++v) {
+          Value o = fmul(state[2 * nSlots + j * acc + e + v], inv);
+          if (outElem != o.getType())
+            o = arith::TruncFOp::create(b, loc, outElem, o);
+          values.push_back(o);
         }
+        SmallVector<Value> idxs = {request, head,
+                                   add(colBase, add(col, j * atom.n))};
+        if (pb.split)
+          idxs.insert(idxs.begin(), split);
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+            pb.out, idxs, false,
+            llvm::MaybeAlign(r * outElem.getIntOrFloatBitWidth() / 8));
       }
       if (!pb.lse)
         return;
       // The warp-0 lane at column 0 of the row writes the LSE.
-      auto [row3, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
-      (void)row3;
       Value first = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                                col, idx(0)),
                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,

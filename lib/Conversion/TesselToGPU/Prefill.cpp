@@ -173,11 +173,12 @@ void PrefillBuilder::forEachChunk(
     Value d = divu(id, tokenChunks), col = mul(remu(id, tokenChunks), kChunk);
     Value token = add(tileStart, col);
     Value left = arith::MaxSIOp::create(b, loc, sub(keyEnd, token), none);
-    auto [block, offset] = locate(minu(token, sub(keyEnd, idx(1))));
-    (void)offset;
-    Value chunkOffset = remu(token, pb.blockSize);
+    // The block of the chunk's first token inside the window (any block
+    // is in bounds; nothing is read past validElements).
+    Value block = locate(minu(token, sub(keyEnd, idx(1)))).first;
+    Value offset = remu(token, pb.blockSize);
     fn({sharedV, swizzledIndices({stage}, d, col, cfg.tileKeys), pb.v,
-        {block, kvHead, divu(chunkOffset, kChunk), d, none},
+        {block, kvHead, divu(offset, kChunk), d, none},
         minu(left, idx(kChunk)), /*partial=*/true});
   }
 }
@@ -309,7 +310,9 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
   }
   auto runType = VectorType::get({r}, outElem);
   for (int64_t e = 0; e < acc; e += r) {
-    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+    // (Not structured bindings: lambdas below capture them.)
+    Value row, col;
+    std::tie(row, col) = target.getAccumulatorPosition(b, loc, atom, lane, e);
     Value token = add(firstRow, row);
     ifThen(lt(token, rowEnd), [&] {
       for (int64_t j = 0; j < outAtoms; ++j) {
