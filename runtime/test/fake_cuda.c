@@ -85,6 +85,9 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
   case 8: /* shared memory per block without opting in */
     *value = 48 * 1024;
     return 0;
+  case 16: /* multiprocessors */
+    *value = 132;
+    return 0;
   case 97: /* with opting in */
     *value = 227 * 1024;
     return 0;
@@ -206,6 +209,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 #endif
 
 #ifndef FAKE_CUDA_MINIMAL
+/* Fake device pointers are host memory (the tests pass host buffers). */
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src,
+                              size_t bytes, void *stream) {
+  (void)stream;
+  memcpy((void *)(uintptr_t)dst, src, bytes);
+  return 0;
+}
+
 CUresult cuGetErrorName(CUresult error, const char **name) {
   switch (error) {
   case 100:

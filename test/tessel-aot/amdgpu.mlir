@@ -27,10 +27,10 @@
 // The LSE merges and reshape_and_cache (both layouts) too.
 // DEFAULT-DAG: llama3_8b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}gfx942
 // DEFAULT-DAG: llama3_8b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}gfx950
-// DEFAULT-DAG: llama3_8b_lse_merge{{ +}}tessel.lse_merge{{ +}}gfx942
+// DEFAULT-DAG: llama3_8b_extend_merge_acc{{ +}}tessel.lse_merge{{ +}}gfx942
 // DEFAULT-DAG: llama3_8b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}gfx950
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}gfx942
-// DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}gfx950
+// DEFAULT-DAG: qwen3_235b_extend_merge_out{{ +}}tessel.lse_merge{{ +}}gfx950
 // DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}gfx942
 // The MoE routing glue of both MoE shapes, for both chips.
 // DEFAULT-DAG: moe_ref_histogram{{ +}}tessel.expert_histogram{{ +}}gfx942
@@ -41,7 +41,7 @@
 // DEFAULT-DAG: deepseek_v3_moe_sort{{ +}}tessel.expert_sort{{ +}}gfx942
 // DEFAULT-DAG: deepseek_v3_moe_permute{{ +}}tessel.moe_permute{{ +}}gfx950
 // DEFAULT-DAG: deepseek_v3_moe_unpermute{{ +}}tessel.moe_unpermute{{ +}}gfx942
-// DEFAULT:     wrote 102 kernels for gfx942,gfx950 to {{.*}}.tsb
+// DEFAULT:     wrote 108 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

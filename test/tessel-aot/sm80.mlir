@@ -34,11 +34,11 @@
 // The LSE merges and reshape_and_cache (both layouts) have one too.
 // DEFAULT-DAG: llama3_8b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
-// DEFAULT-DAG: llama3_8b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
+// DEFAULT-DAG: llama3_8b_extend_merge_acc{{ +}}tessel.lse_merge{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache{{ +}}tessel.reshape_and_cache{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_reshape_and_cache_shuffled{{ +}}tessel.reshape_and_cache{{ +}}sm80
-// DEFAULT-DAG: qwen3_235b_lse_merge{{ +}}tessel.lse_merge{{ +}}sm80
+// DEFAULT-DAG: qwen3_235b_extend_merge_out{{ +}}tessel.lse_merge{{ +}}sm80
 // DEFAULT-DAG: qwen3_235b_lse_merge_n{{ +}}tessel.lse_merge_n{{ +}}sm80
 // The MoE routing glue: histogram, sort, permute and unpermute of both
 // MoE shapes.
@@ -50,7 +50,7 @@
 // DEFAULT-DAG: deepseek_v3_moe_sort{{ +}}tessel.expert_sort{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_permute{{ +}}tessel.moe_permute{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_moe_unpermute{{ +}}tessel.moe_unpermute{{ +}}sm80
-// DEFAULT:     wrote 51 kernels for sm80 to {{.*}}.tsb
+// DEFAULT:     wrote 54 kernels for sm80 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

@@ -38,8 +38,8 @@ func.func @llama3_8b_extend(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
   tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
-// Extend on a GPU, as the dispatcher runs it: the new tokens' causal prefill and the
-// cached context in split-form chunks, both as f32 partials merged by llama3_8b_lse_merge_n.
+// Extend on a GPU, as the dispatcher runs it: the new tokens' causal prefill as an f32
+// partial, then the cached context chunk by chunk (split form), each folded in by llama3_8b_extend_merge_*.
 func.func @llama3_8b_extend_new(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xf32>, %lse: memref<32x?xf32>) {
   tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xf32>) lse(%lse : memref<32x?xf32>) {scale = 0.088388348 : f32, causal}
   return
@@ -48,8 +48,13 @@ func.func @llama3_8b_extend_context(%q: memref<?x32x128xbf16>, %kc: memref<?x16x
   tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
-func.func @llama3_8b_lse_merge(%oa: memref<?x32x128xf32>, %la: memref<32x?xf32>, %ob: memref<?x32x128xf32>, %lb: memref<32x?xf32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
-  tessel.lse_merge a(%oa : memref<?x32x128xf32>, %la : memref<32x?xf32>) b(%ob : memref<?x32x128xf32>, %lb : memref<32x?xf32>) out(%out : memref<?x32x128xbf16>) lse_out(%lse : memref<32x?xf32>)
+// Extend merges: a context chunk into the f32 accumulator, the last one into out.
+func.func @llama3_8b_extend_merge_acc(%oa: memref<?x32x128xf32>, %la: memref<32x?xf32>, %ob: memref<?x32x128xf32>, %lb: memref<32x?xf32>, %out: memref<?x32x128xf32>, %lse: memref<32x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x32x128xf32>, %la : memref<32x?xf32>) b(%ob : memref<?x32x128xf32>, %lb : memref<32x?xf32>) out(%out : memref<?x32x128xf32>) lse_out(%lse : memref<32x?xf32>)
+  return
+}
+func.func @llama3_8b_extend_merge_out(%oa: memref<?x32x128xf32>, %la: memref<32x?xf32>, %ob: memref<?x32x128xf32>, %lb: memref<32x?xf32>, %out: memref<?x32x128xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x32x128xf32>, %la : memref<32x?xf32>) b(%ob : memref<?x32x128xf32>, %lb : memref<32x?xf32>) out(%out : memref<?x32x128xbf16>)
   return
 }
 func.func @llama3_8b_lse_merge_n(%p: memref<?x?x32x128xf32>, %pl: memref<?x32x?xf32>, %out: memref<?x32x128xbf16>) {
@@ -91,8 +96,8 @@ func.func @qwen3_235b_extend(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>
   tessel.extend_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
-// Extend on a GPU, as the dispatcher runs it: the new tokens' causal prefill and the
-// cached context in split-form chunks, both as f32 partials merged by qwen3_235b_lse_merge_n.
+// Extend on a GPU, as the dispatcher runs it: the new tokens' causal prefill as an f32
+// partial, then the cached context chunk by chunk (split form), each folded in by qwen3_235b_extend_merge_*.
 func.func @qwen3_235b_extend_new(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xf32>, %lse: memref<64x?xf32>) {
   tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xf32>) lse(%lse : memref<64x?xf32>) {scale = 0.088388348 : f32, causal}
   return
@@ -101,8 +106,13 @@ func.func @qwen3_235b_extend_context(%q: memref<?x64x128xbf16>, %kc: memref<?x16
   tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
   return
 }
-func.func @qwen3_235b_lse_merge(%oa: memref<?x64x128xf32>, %la: memref<64x?xf32>, %ob: memref<?x64x128xf32>, %lb: memref<64x?xf32>, %out: memref<?x64x128xbf16>, %lse: memref<64x?xf32>) {
-  tessel.lse_merge a(%oa : memref<?x64x128xf32>, %la : memref<64x?xf32>) b(%ob : memref<?x64x128xf32>, %lb : memref<64x?xf32>) out(%out : memref<?x64x128xbf16>) lse_out(%lse : memref<64x?xf32>)
+// Extend merges: a context chunk into the f32 accumulator, the last one into out.
+func.func @qwen3_235b_extend_merge_acc(%oa: memref<?x64x128xf32>, %la: memref<64x?xf32>, %ob: memref<?x64x128xf32>, %lb: memref<64x?xf32>, %out: memref<?x64x128xf32>, %lse: memref<64x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x64x128xf32>, %la : memref<64x?xf32>) b(%ob : memref<?x64x128xf32>, %lb : memref<64x?xf32>) out(%out : memref<?x64x128xf32>) lse_out(%lse : memref<64x?xf32>)
+  return
+}
+func.func @qwen3_235b_extend_merge_out(%oa: memref<?x64x128xf32>, %la: memref<64x?xf32>, %ob: memref<?x64x128xf32>, %lb: memref<64x?xf32>, %out: memref<?x64x128xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x64x128xf32>, %la : memref<64x?xf32>) b(%ob : memref<?x64x128xf32>, %lb : memref<64x?xf32>) out(%out : memref<?x64x128xbf16>)
   return
 }
 func.func @qwen3_235b_lse_merge_n(%p: memref<?x?x64x128xf32>, %pl: memref<?x64x?xf32>, %out: memref<?x64x128xbf16>) {
@@ -137,8 +147,13 @@ func.func @deepseek_v3_mla_extend_context(%q: memref<?x128x192xbf16>, %kc: memre
   tessel.paged_attention q(%q : memref<?x128x192xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x128x128xf32>) lse(%lse : memref<?x128x?xf32>) layout(nhd) {scale = 0.072168784 : f32}
   return
 }
-func.func @deepseek_v3_mla_extend_merge_n(%p: memref<?x?x128x128xf32>, %pl: memref<?x128x?xf32>, %out: memref<?x128x128xbf16>) {
-  tessel.lse_merge_n partials(%p : memref<?x?x128x128xf32>, %pl : memref<?x128x?xf32>) out(%out : memref<?x128x128xbf16>)
+// Extend merges: a context chunk into the f32 accumulator, the last one into out.
+func.func @deepseek_v3_mla_extend_merge_acc(%oa: memref<?x128x128xf32>, %la: memref<128x?xf32>, %ob: memref<?x128x128xf32>, %lb: memref<128x?xf32>, %out: memref<?x128x128xf32>, %lse: memref<128x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x128x128xf32>, %la : memref<128x?xf32>) b(%ob : memref<?x128x128xf32>, %lb : memref<128x?xf32>) out(%out : memref<?x128x128xf32>) lse_out(%lse : memref<128x?xf32>)
+  return
+}
+func.func @deepseek_v3_mla_extend_merge_out(%oa: memref<?x128x128xf32>, %la: memref<128x?xf32>, %ob: memref<?x128x128xf32>, %lb: memref<128x?xf32>, %out: memref<?x128x128xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x128x128xf32>, %la : memref<128x?xf32>) b(%ob : memref<?x128x128xf32>, %lb : memref<128x?xf32>) out(%out : memref<?x128x128xbf16>)
   return
 }
 func.func @deepseek_v3_mla_extend(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x128x128xbf16>) {

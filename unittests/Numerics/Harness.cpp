@@ -265,15 +265,6 @@ void PrintTo(const BundleVariant &bundle, std::ostream *os) {
 
 namespace {
 /// Takes ownership of a status and returns its message ("" for success).
-std::string consume(tessel_status status, tessel_status_code *code = nullptr) {
-  if (code)
-    *code = tessel_status_get_code(status);
-  std::string message = status ? tessel_status_message(status) : "";
-  if (status && message.empty())
-    message = "(a failing status with an empty message)";
-  tessel_status_free(status);
-  return message;
-}
 
 /// The host device and every bundle loaded so far; they live until exit, so
 /// kernels stay valid across tests.
@@ -308,14 +299,29 @@ private:
 };
 } // namespace
 
-Kernel::Kernel(const char *bundlePath, const char *name) : name(name) {
+std::string consume(tessel_status status, tessel_status_code *code) {
+  if (code)
+    *code = tessel_status_get_code(status);
+  std::string message = status ? tessel_status_message(status) : "";
+  if (status && message.empty())
+    message = "(a failing status with an empty message)";
+  tessel_status_free(status);
+  return message;
+}
+
+tessel_bundle sharedBundle(const char *path) {
   std::string error;
-  tessel_bundle bundle = Registry::get().bundle(bundlePath, error);
-  if (!bundle) {
-    ADD_FAILURE() << "cannot load bundle " << bundlePath << ": " << error;
+  tessel_bundle bundle = Registry::get().bundle(path, error);
+  if (!bundle)
+    ADD_FAILURE() << "cannot load bundle " << path << ": " << error;
+  return bundle;
+}
+
+Kernel::Kernel(const char *bundlePath, const char *name) : name(name) {
+  tessel_bundle bundle = sharedBundle(bundlePath);
+  if (!bundle)
     return;
-  }
-  error = consume(tessel_bundle_find_kernel(bundle, name, &kernel));
+  std::string error = consume(tessel_bundle_find_kernel(bundle, name, &kernel));
   if (!error.empty()) {
     ADD_FAILURE() << "kernel " << name << " not in " << bundlePath << ": "
                   << error;

@@ -135,6 +135,14 @@ std::vector<BundleVariant> allBundles();
 /// How gtest prints a bundle parameter.
 void PrintTo(const BundleVariant &bundle, std::ostream *os);
 
+/// A bundle of the host device, loaded once and kept until exit; null (and
+/// a test failure) if it cannot be loaded.
+tessel_bundle sharedBundle(const char *path);
+
+/// The message of `status` ("" for success), which it frees; `code`
+/// receives its code if not null.
+std::string consume(tessel_status status, tessel_status_code *code = nullptr);
+
 /// One argument of a launch: the operand name the kernel must report at this
 /// position, and the buffer.
 using NamedArg = std::pair<const char *, Tensor *>;

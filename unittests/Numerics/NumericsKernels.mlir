@@ -264,3 +264,38 @@ func.func @unpermute_bf16_h64_k4_wf32(%y: memref<?x64xbf16>, %pos: memref<?x4xi3
   tessel.moe_unpermute y(%y : memref<?x64xbf16>) row_positions(%pos : memref<?x4xi32>) weights(%w : memref<?x4xf32>) out(%out : memref<?x64xbf16>)
   return
 }
+
+//===----------------------------------------------------------------------===//
+// The attention dispatcher's kernel set (DispatchTest.cpp): f32, 4 query
+// heads, 2 KV heads, head dim 64, NHD blocks of 16. It finds them by op and
+// shape parameters; the names only document the roles.
+//===----------------------------------------------------------------------===//
+
+func.func @dispatch_decode(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>) {
+  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) layout(nhd) {scale = 0.125 : f32}
+  return
+}
+func.func @dispatch_decode_split(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+  return
+}
+func.func @dispatch_decode_merge(%p: memref<?x?x4x64xf32>, %pl: memref<?x4x?xf32>, %out: memref<?x4x64xf32>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x4x64xf32>, %pl : memref<?x4x?xf32>) out(%out : memref<?x4x64xf32>)
+  return
+}
+func.func @dispatch_prefill(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) {scale = 0.125 : f32, causal}
+  return
+}
+func.func @dispatch_extend_new(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+  return
+}
+func.func @dispatch_extend_context(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+  return
+}
+func.func @dispatch_merge_out(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob: memref<?x4x64xf32>, %lb: memref<4x?xf32>, %out: memref<?x4x64xf32>) {
+  tessel.lse_merge a(%oa : memref<?x4x64xf32>, %la : memref<4x?xf32>) b(%ob : memref<?x4x64xf32>, %lb : memref<4x?xf32>) out(%out : memref<?x4x64xf32>)
+  return
+}

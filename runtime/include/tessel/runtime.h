@@ -141,6 +141,218 @@ tessel_status tessel_kernel_launch(tessel_kernel kernel,
                                    const tessel_tensor *args, size_t num_args,
                                    void *stream);
 
+/*===-- Attention dispatcher -----------------------------------------------===*
+ *
+ * An engine hands the dispatcher one mixed batch per step; the dispatcher
+ * sends each request to the kernel made for its phase:
+ *
+ *   decode   query length <= decode_threshold (default 1), any context
+ *   extend   more query tokens, and a cached context (> 0 tokens)
+ *   prefill  more query tokens, no cached context
+ *
+ * The steps of one engine iteration:
+ *
+ *   1. tessel_attention_order(): the permutation that puts the batch in
+ *      [decode : extend : prefill] order (stable within a phase). The engine
+ *      applies it to its own per-request state (tessel_permute_rows helps),
+ *      so that each phase is a contiguous range of requests, of query
+ *      tokens and of block-table rows, and no kernel needs a gather.
+ *   2. tessel_attention_plan_build(): from the reordered host metadata,
+ *      the phase counts, the split-KV factor of the decodes, the schedule of
+ *      context chunks of the extends and the workspace size. O(batch), no
+ *      allocation (the plan's capacity is fixed when it is created).
+ *   3. tessel_attention_run(): launches the plan on a stream, with no host
+ *      synchronisation; the caller owns every buffer, the workspace too.
+ *
+ * Token and cache conventions (docs/dispatcher.md):
+ *  - q, k, v, out hold the step's new tokens, request after request in plan
+ *    order; k and v are the new tokens' keys and values.
+ *  - context_lens are the tokens cached before this step; seq_lens (on the
+ *    device) are context + query tokens, as vLLM counts them.
+ *  - Decode kernels read the new token's key and value from the cache, so
+ *    they must be there before the run: pass slot_mapping and the run writes
+ *    every new token into the cache first (reshape-and-cache), or write them
+ *    yourself (tessel_attention_write_cache) and pass slot_mapping.data NULL.
+ *  - block_table [B, MB] int32: row b lists request b's cache blocks in
+ *    token order; entries past the request's last block are never read.
+ *
+ * A dispatcher is immutable once created: plans of one dispatcher may be
+ * built and run from several threads at once. A plan is used by one thread
+ * at a time, and must outlive runs that are still reading its metadata
+ * (the copy to the workspace is asynchronous only on the GPU side: the plan
+ * may be rebuilt as soon as tessel_attention_run returns).
+ *
+ *===----------------------------------------------------------------------===*/
+
+typedef enum tessel_attention_kind {
+  TESSEL_ATTENTION_MHA = 0, /* multi-head / grouped-query attention */
+  TESSEL_ATTENTION_MLA = 1, /* multi-head latent attention (DeepSeek) */
+} tessel_attention_kind;
+
+typedef enum tessel_routing {
+  /* TESSEL_ATTENTION from the environment if set, else TRIPLE (MHA) or
+   * the MLA path (MLA). */
+  TESSEL_ROUTING_AUTO = 0,
+  /* Each phase its own kernel: decode (split-KV + merge), extend (new
+   * tokens causal + context chunks + LSE merges), prefill (varlen causal). */
+  TESSEL_ROUTING_TRIPLE = 1,
+  /* One path for every token: the extend composition (new tokens causal +
+   * paged context + merge), whatever the phase. */
+  TESSEL_ROUTING_UNIFIED = 2,
+  /* Decode kernel for decodes, the extend composition for the rest. */
+  TESSEL_ROUTING_TWO_PATH = 3,
+} tessel_routing;
+
+typedef enum tessel_phase {
+  TESSEL_PHASE_DECODE = 0,
+  TESSEL_PHASE_EXTEND = 1,
+  TESSEL_PHASE_PREFILL = 2,
+} tessel_phase;
+
+typedef struct tessel_attention_config {
+  /* sizeof(tessel_attention_config), set by tessel_attention_config_init:
+   * fields added later keep their defaults for callers built before. */
+  uint32_t struct_size;
+  tessel_attention_kind kind;
+  tessel_dtype dtype;     /* of q, k, v, caches and out: bf16 or f16 */
+  int32_t num_q_heads;
+  int32_t num_kv_heads;   /* MLA: the non-absorbed heads (= num_q_heads) */
+  int32_t head_dim;       /* q and k (MLA non-absorbed: 192) */
+  int32_t v_head_dim;     /* 0: head_dim (MLA non-absorbed: 128) */
+  int32_t block_size;     /* tokens per KV-cache block */
+  int32_t kv_layout;      /* 0: NHD, 1: CDNA pre-shuffled */
+  /* MLA absorbed decode: latent cache [blocks, latent_block_size,
+   * latent_dim + rope_dim], its own block table. */
+  int32_t latent_dim;
+  int32_t rope_dim;
+  int32_t latent_block_size;
+  tessel_routing routing;
+  int32_t decode_threshold;      /* default 1 */
+  int64_t context_chunk_tokens;  /* extend context per chunk, all extends
+                                    together; default 32768 */
+  int32_t max_kv_splits;         /* split-KV factor cap; default 32 */
+  int32_t compute_units;         /* SMs/CUs to fill; 0: the device's */
+} tessel_attention_config;
+
+/* Defaults: MHA, bf16, routing AUTO, decode_threshold 1, chunks of 32768
+ * tokens, at most 32 KV splits; head geometry 0 (the caller must set it). */
+void tessel_attention_config_init(tessel_attention_config *config);
+
+typedef struct tessel_attention_t *tessel_attention;
+typedef struct tessel_attention_plan_t *tessel_attention_plan;
+
+/* Resolves the routing mode and finds in `bundle` every kernel it needs for
+ * this configuration (by op and shape parameters, any kernel names). A
+ * configuration the bundle cannot serve is refused here with
+ * TESSEL_UNSUPPORTED and a message that lists what the bundle supports.
+ * The bundle must outlive the dispatcher and its plans. */
+tessel_status tessel_attention_create(tessel_bundle bundle,
+                                      const tessel_attention_config *config,
+                                      tessel_attention *out_attention);
+void tessel_attention_release(tessel_attention attention);
+/* The routing mode in use (never AUTO). */
+tessel_routing tessel_attention_routing(tessel_attention attention);
+/* "auto", "triple", "unified", "two_path"; "" for an unknown value. */
+const char *tessel_routing_name(tessel_routing routing);
+
+/* The phase of one request (see above). */
+tessel_phase tessel_attention_classify(tessel_attention attention,
+                                       int32_t query_len, int32_t context_len);
+
+/* order[i] = the index, in the caller's batch, of the request that goes to
+ * position i; decodes first, then extends, then prefills, each in the
+ * caller's order. Fails on a negative length or a zero query length. */
+tessel_status tessel_attention_order(tessel_attention attention,
+                                     const int32_t *query_lens,
+                                     const int32_t *context_lens,
+                                     size_t num_requests, int32_t *order);
+
+/* dst row i = src row order[i], rows of row_bytes bytes (host memory): to
+ * reorder per-request arrays and block tables. src and dst must not
+ * overlap. */
+void tessel_permute_rows(const int32_t *order, size_t num_rows,
+                         const void *src, size_t row_bytes, void *dst);
+
+/* A plan for batches of up to max_requests requests. */
+tessel_status tessel_attention_plan_create(tessel_attention attention,
+                                           size_t max_requests,
+                                           tessel_attention_plan *out_plan);
+void tessel_attention_plan_release(tessel_attention_plan plan);
+
+/* Plans one batch, already in [decode : extend : prefill] order (refused
+ * otherwise, naming the first request out of order). max_blocks is the
+ * width MB of the block table the run will get. */
+tessel_status tessel_attention_plan_build(tessel_attention_plan plan,
+                                          const int32_t *query_lens,
+                                          const int32_t *context_lens,
+                                          size_t num_requests,
+                                          int32_t max_blocks);
+
+typedef struct tessel_attention_plan_info {
+  size_t num_decodes, num_extends, num_prefills;
+  int64_t decode_tokens, extend_tokens, prefill_tokens;
+  /* Split-KV factor of the decode kernel (1: unsplit). */
+  int32_t kv_splits;
+  /* Context chunks of the extends, run one after the other (0: none). */
+  int32_t context_chunks;
+  /* Bytes of workspace tessel_attention_run needs (16-byte aligned). */
+  size_t workspace_bytes;
+} tessel_attention_plan_info;
+
+void tessel_attention_plan_get_info(tessel_attention_plan plan,
+                                    tessel_attention_plan_info *info);
+/* Chunk `index` of the context schedule: every extend attends to its
+ * cached tokens [start, start + width) (clipped to its context) in that
+ * chunk; the sum over extends is at most context_chunk_tokens. */
+tessel_status tessel_attention_plan_chunk(tessel_attention_plan plan,
+                                          size_t index, int64_t *start,
+                                          int64_t *width);
+
+/* The device buffers of a run (dense, row-major; see the conventions). A
+ * tensor with NULL data is absent. T = the plan's total query tokens,
+ * B = its requests. */
+typedef struct tessel_attention_buffers {
+  tessel_tensor q;            /* [T, Hq, head_dim] */
+  tessel_tensor k;            /* [T, Hkv, head_dim] */
+  tessel_tensor v;            /* [T, Hkv, v_head_dim] */
+  tessel_tensor k_cache;      /* in kv_layout */
+  tessel_tensor v_cache;
+  tessel_tensor block_table;  /* [B, max_blocks] int32 */
+  tessel_tensor seq_lens;     /* [B] int32: context + query tokens */
+  tessel_tensor slot_mapping; /* [T] int32 cache slots of the new tokens */
+  tessel_tensor out;          /* [T, Hq, v_head_dim] */
+  /* MLA absorbed decode, for the plan's decode requests D (one token each):
+   * q_latent [D, Hq, latent+rope], latent_cache, latent_block_table
+   * [B, MBL] (rows in plan order; only decode rows are read),
+   * out_latent [D, Hq, latent]. Decodes have no entries in q/k/v/out. */
+  tessel_tensor q_latent;
+  tessel_tensor latent_cache;
+  tessel_tensor latent_block_table;
+  tessel_tensor out_latent;
+} tessel_attention_buffers;
+
+/* Launches the plan on `stream` (see tessel_kernel_launch): the cache write
+ * (if slot_mapping is given), decodes, extends, prefills. `workspace` is a
+ * device buffer of at least the plan's workspace_bytes, 16-byte aligned, not
+ * used by anything else until the launches are done. A decode-only plan of
+ * single-token decodes reads no host data and can be captured in a CUDA
+ * graph; replays then follow the device seq_lens and block table. */
+tessel_status tessel_attention_run(tessel_attention_plan plan,
+                                   const tessel_attention_buffers *buffers,
+                                   void *workspace, size_t workspace_bytes,
+                                   void *stream);
+
+/* Writes new tokens' keys and values into the cache: token t goes to slot
+ * slot_mapping[t] (block slot / block_size, offset slot % block_size); a
+ * negative slot is skipped (padding). */
+tessel_status tessel_attention_write_cache(tessel_attention attention,
+                                           const tessel_tensor *k,
+                                           const tessel_tensor *v,
+                                           const tessel_tensor *k_cache,
+                                           const tessel_tensor *v_cache,
+                                           const tessel_tensor *slot_mapping,
+                                           void *stream);
+
 size_t tessel_dtype_size(tessel_dtype dtype);
 const char *tessel_dtype_name(tessel_dtype dtype);
 

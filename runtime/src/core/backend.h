@@ -69,6 +69,16 @@ public:
   virtual tessel_status launch(LoadedKernel &kernel, void **params,
                                const uint32_t grid[3], const uint32_t block[3],
                                uint32_t sharedBytes, void *stream) = 0;
+
+  /// SMs (CUDA), CUs (HIP) or hardware threads (host): what the dispatcher
+  /// sizes split-KV work to fill. Never 0.
+  virtual uint32_t computeUnits() const = 0;
+
+  /// Copies `bytes` of host memory to device memory `dst` in order on
+  /// `stream` (the dispatcher's per-batch metadata, a few KB). `src` may be
+  /// reused as soon as this returns.
+  virtual tessel_status copyToDevice(void *dst, const void *src, size_t bytes,
+                                     void *stream) = 0;
 };
 
 /// Opens device `ordinal` of one backend. Fails with TESSEL_UNAVAILABLE when

@@ -20,6 +20,7 @@
 #include "../core/status.h"
 #include "../support/format.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <dlfcn.h>
@@ -55,6 +56,7 @@ tessel_status resolveDriver(const DriverLibrary &library, CudaDriver &cu) {
   r.required(cu.cuFuncGetAttribute, "cuFuncGetAttribute");
   r.required(cu.cuFuncSetAttribute, "cuFuncSetAttribute");
   r.required(cu.cuLaunchKernel, "cuLaunchKernel");
+  r.optional(cu.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   r.optional(cu.cuGetErrorName, "cuGetErrorName");
   r.optional(cu.cuGetErrorString, "cuGetErrorString");
   r.optional(cu.cuDeviceGetName, "cuDeviceGetName");
@@ -122,9 +124,11 @@ class CudaBackend final : public Backend {
 public:
   CudaBackend(CudaDriver cu, CUdevice device, CUcontext context,
               std::vector<std::string> targets, DeviceLimits limits,
-              uint32_t defaultShared, std::string label)
+              uint32_t defaultShared, uint32_t multiprocessors,
+              std::string label)
       : cu(cu), device(device), context(context), targets_(std::move(targets)),
-        limits(limits), defaultShared(defaultShared), label(std::move(label)) {}
+        limits(limits), defaultShared(defaultShared),
+        multiprocessors(multiprocessors), label(std::move(label)) {}
   ~CudaBackend() override { cu.cuDevicePrimaryCtxRelease(device); }
 
   const char *name() const override { return "cuda"; }
@@ -135,6 +139,9 @@ public:
   tessel_status launch(LoadedKernel &kernel, void **params,
                        const uint32_t grid[3], const uint32_t block[3],
                        uint32_t sharedBytes, void *stream) override;
+  uint32_t computeUnits() const override { return multiprocessors; }
+  tessel_status copyToDevice(void *dst, const void *src, size_t bytes,
+                             void *stream) override;
 
   const CudaDriver cu;
   const CUdevice device;
@@ -151,6 +158,7 @@ private:
   const DeviceLimits limits;
   /// Shared memory a block may use without opting in (48 KiB so far).
   const uint32_t defaultShared;
+  const uint32_t multiprocessors;
   /// "CUDA device 0 (NVIDIA H200, sm_90)", for messages.
   const std::string label;
 };
@@ -275,6 +283,27 @@ tessel_status CudaBackend::launch(LoadedKernel &loaded, void **params,
                        callerError);
 }
 
+tessel_status CudaBackend::copyToDevice(void *dst, const void *src,
+                                        size_t bytes, void *stream) {
+  if (!cu.cuMemcpyHtoDAsync)
+    return makeStatus(TESSEL_UNAVAILABLE,
+                      "the CUDA driver lacks cuMemcpyHtoDAsync_v2");
+  ContextScope scope(cu, context);
+  if (scope.result != CUDA_SUCCESS)
+    return makeStatusf(TESSEL_UNAVAILABLE,
+                       "cannot make the context of %s current: %s",
+                       label.c_str(), errorText(cu, scope.result).c_str());
+  CUresult result = cu.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                         src, bytes,
+                                         static_cast<CUstream>(stream));
+  if (result == CUDA_SUCCESS)
+    return nullptr;
+  return makeStatusf(result == CUDA_ERROR_INVALID_VALUE ? TESSEL_INVALID_ARGUMENT
+                                                        : TESSEL_UNAVAILABLE,
+                     "cuMemcpyHtoDAsync of %zu bytes to %p on %s failed: %s",
+                     bytes, dst, label.c_str(), errorText(cu, result).c_str());
+}
+
 /// Reads the device attributes the backend needs, in one place so that a
 /// failure names the attribute.
 struct AttributeReader {
@@ -361,6 +390,8 @@ tessel::runtime::createCudaBackend(int ordinal, std::unique_ptr<Backend> &out) {
   limits.maxSharedPerBlock =
       attr.get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                "max opt-in shared memory");
+  uint32_t multiprocessors =
+      attr.get(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessors");
   if (attr.result != CUDA_SUCCESS)
     return makeStatusf(TESSEL_UNAVAILABLE,
                        "cannot read the %s attribute of CUDA device %d: %s",
@@ -387,6 +418,8 @@ tessel::runtime::createCudaBackend(int ordinal, std::unique_ptr<Backend> &out) {
                        "cannot retain the primary context of %s: %s",
                        label.c_str(), errorText(cu, result).c_str());
   out = std::make_unique<CudaBackend>(cu, device, context, std::move(targets),
-                                      limits, defaultShared, std::move(label));
+                                      limits, defaultShared,
+                                      std::max(1u, multiprocessors),
+                                      std::move(label));
   return nullptr;
 }

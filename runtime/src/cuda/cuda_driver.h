@@ -10,6 +10,8 @@
 #ifndef TESSEL_RUNTIME_CUDA_CUDA_DRIVER_H
 #define TESSEL_RUNTIME_CUDA_CUDA_DRIVER_H
 
+#include <cstddef>
+
 namespace tessel::runtime::cuda {
 
 using CUresult = int;
@@ -21,6 +23,7 @@ using CUstream = struct CUstream_st *;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUjit_option = int;
+using CUdeviceptr = unsigned long long;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -37,6 +40,7 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X =
     5; // Y, Z: 6, 7
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK =
     8;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr CUdevice_attribute
@@ -78,6 +82,10 @@ struct CudaDriver {
                              unsigned blockY, unsigned blockZ,
                              unsigned sharedBytes, CUstream stream,
                              void **params, void **extra);
+  // Optional: only the attention dispatcher copies memory (its per-batch
+  // metadata); without it, dispatcher runs fail and kernels still launch.
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src,
+                                size_t bytes, CUstream stream); // _v2
   // Optional: only for messages.
   CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);

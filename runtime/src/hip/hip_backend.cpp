@@ -24,6 +24,7 @@
 #include "../core/status.h"
 #include "../support/format.h"
 
+#include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -55,6 +56,7 @@ tessel_status resolveDriver(const DriverLibrary &library, HipDriver &hip) {
   r.required(hip.hipModuleGetFunction, "hipModuleGetFunction");
   r.required(hip.hipFuncGetAttribute, "hipFuncGetAttribute");
   r.required(hip.hipModuleLaunchKernel, "hipModuleLaunchKernel");
+  r.optional(hip.hipMemcpyHtoDAsync, "hipMemcpyHtoDAsync");
   r.optional(hip.hipGetErrorName, "hipGetErrorName");
   r.optional(hip.hipGetErrorString, "hipGetErrorString");
   return r.finish(kHipSpec);
@@ -118,9 +120,9 @@ public:
 class HipBackend final : public Backend {
 public:
   HipBackend(HipDriver hip, int ordinal, std::vector<std::string> targets,
-             DeviceLimits limits, std::string label)
+             DeviceLimits limits, uint32_t computeUnits, std::string label)
       : hip(hip), ordinal(ordinal), targets_(std::move(targets)),
-        limits(limits), label(std::move(label)) {}
+        limits(limits), computeUnits_(computeUnits), label(std::move(label)) {}
 
   const char *name() const override { return "hip"; }
   const std::vector<std::string> &targets() const override { return targets_; }
@@ -130,6 +132,9 @@ public:
   tessel_status launch(LoadedKernel &kernel, void **params,
                        const uint32_t grid[3], const uint32_t block[3],
                        uint32_t sharedBytes, void *stream) override;
+  uint32_t computeUnits() const override { return computeUnits_; }
+  tessel_status copyToDevice(void *dst, const void *src, size_t bytes,
+                             void *stream) override;
 
   const HipDriver hip;
   const int ordinal;
@@ -142,6 +147,7 @@ private:
 
   const std::vector<std::string> targets_;
   const DeviceLimits limits;
+  const uint32_t computeUnits_;
   /// "HIP device 0 (AMD Instinct MI300X, gfx942)", for messages.
   const std::string label;
 };
@@ -219,6 +225,23 @@ tessel_status HipBackend::launch(LoadedKernel &loaded, void **params,
                      result == hipErrorInvalidValue;
   return launchFailure("hipModuleLaunchKernel", label, errorText(hip, result),
                        callerError);
+}
+
+tessel_status HipBackend::copyToDevice(void *dst, const void *src,
+                                       size_t bytes, void *stream) {
+  if (!hip.hipMemcpyHtoDAsync)
+    return makeStatus(TESSEL_UNAVAILABLE,
+                      "the HIP runtime lacks hipMemcpyHtoDAsync");
+  DeviceScope scope(hip, ordinal);
+  if (scope.result != hipSuccess)
+    return deviceError(scope.result);
+  hipError_t result = hip.hipMemcpyHtoDAsync(
+      dst, const_cast<void *>(src), bytes, static_cast<hipStream_t>(stream));
+  if (result == hipSuccess)
+    return nullptr;
+  return makeStatusf(TESSEL_UNAVAILABLE,
+                     "hipMemcpyHtoDAsync of %zu bytes to %p on %s failed: %s",
+                     bytes, dst, label.c_str(), errorText(hip, result).c_str());
 }
 
 } // namespace
@@ -307,6 +330,9 @@ tessel_status tessel::runtime::createHipBackend(int ordinal,
                        label.c_str(), errorText(hip, result).c_str());
   out = std::make_unique<HipBackend>(hip, ordinal,
                                      std::vector<std::string>{processor},
-                                     limits, std::move(label));
+                                     limits,
+                                     static_cast<uint32_t>(std::max(
+                                         1, props.multiProcessorCount)),
+                                     std::move(label));
   return nullptr;
 }

@@ -95,6 +95,9 @@ struct HipDriver {
                                      hipModule_t module, const char *name);
   hipError_t (*hipFuncGetAttribute)(int *value, hipFunction_attribute attribute,
                                     hipFunction_t function);
+  // Optional: only the attention dispatcher copies memory.
+  hipError_t (*hipMemcpyHtoDAsync)(void *dst, void *src, size_t bytes,
+                                   hipStream_t stream);
   hipError_t (*hipModuleLaunchKernel)(hipFunction_t function, unsigned gridX,
                                       unsigned gridY, unsigned gridZ,
                                       unsigned blockX, unsigned blockY,

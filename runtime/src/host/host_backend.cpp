@@ -20,11 +20,13 @@
 #include "../support/format.h"
 #include "x86_level.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace tessel;
@@ -230,6 +232,19 @@ public:
       return makeStatus(TESSEL_INVALID_ARGUMENT,
                         "the host backend has no streams; pass NULL");
     static_cast<HostKernel &>(kernel).entry(params);
+    return nullptr;
+  }
+
+  uint32_t computeUnits() const override {
+    return std::max(1u, std::thread::hardware_concurrency());
+  }
+
+  tessel_status copyToDevice(void *dst, const void *src, size_t bytes,
+                             void *stream) override {
+    if (stream)
+      return makeStatus(TESSEL_INVALID_ARGUMENT,
+                        "the host backend has no streams; pass NULL");
+    std::memcpy(dst, src, bytes);
     return nullptr;
   }
 

@@ -1,0 +1,241 @@
+//===- dispatch/plan.cpp - Planning one batch ------------------------------===//
+//
+// Which composition runs which requests, per routing mode:
+//
+//   triple    decodes -> decode kernel, extends -> extend composition,
+//             prefills -> prefill kernel
+//   two_path  decodes -> decode kernel, the rest -> extend composition
+//   unified   everything -> extend composition
+//
+// Decodes of several tokens (decode_threshold > 1, speculative decoding)
+// need a causal mask among their tokens, which the decode kernel does not
+// have: then the decodes join the extend range, which follows them in plan
+// order, so the ranges stay contiguous.
+//
+//===----------------------------------------------------------------------===//
+
+#include "plan.h"
+#include "schedule.h"
+
+#include "../core/status.h"
+
+#include <algorithm>
+
+using namespace tessel;
+using namespace tessel::dispatch;
+using tessel::runtime::makeStatusf;
+
+namespace {
+
+/// "a decode", "an extend", "a prefill".
+const char *phaseName(tessel_phase phase) {
+  switch (phase) {
+  case TESSEL_PHASE_DECODE:
+    return "a decode";
+  case TESSEL_PHASE_EXTEND:
+    return "an extend";
+  case TESSEL_PHASE_PREFILL:
+    return "a prefill";
+  }
+  return "?";
+}
+
+Range join(const Range &a, const Range &b) {
+  if (a.empty())
+    return b;
+  if (b.empty())
+    return a;
+  return {a.firstRequest, a.requests + b.requests, a.firstToken,
+          a.tokens + b.tokens};
+}
+
+size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// Appends the cu_seqlens of `range`, rebased to its first token.
+void appendCuSeqlens(std::vector<int32_t> &image, const Range &range,
+                     const int32_t *queryLens) {
+  int32_t total = 0;
+  image.push_back(0);
+  for (size_t i = 0; i < range.requests; ++i)
+    image.push_back(total += queryLens[range.firstRequest + i]);
+}
+
+} // namespace
+
+tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
+                                  const int32_t *queryLens,
+                                  const int32_t *contextLens, size_t n,
+                                  int32_t maxBlocks) {
+  const tessel_attention_config &config = plan.attention->config;
+  if (n > plan.capacity)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "a batch of %zu requests exceeds the plan's capacity "
+                       "of %zu (tessel_attention_plan_create's max_requests)",
+                       n, plan.capacity);
+  if (n && (!queryLens || !contextLens))
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "query_lens and context_lens must not be NULL");
+  if (maxBlocks < 0)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "max_blocks %d is negative", maxBlocks);
+
+  // Validate and count in one pass; remember the longest decode context.
+  size_t counts[3] = {};
+  int64_t tokens[3] = {};
+  int64_t longestDecode = 0;
+  tessel_phase previous = TESSEL_PHASE_DECODE;
+  const int64_t blockSize = config.kind == TESSEL_ATTENTION_MLA
+                                ? config.latent_block_size
+                                : config.block_size;
+  for (size_t i = 0; i < n; ++i) {
+    int32_t q = queryLens[i], c = contextLens[i];
+    if (q < 1)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "request %zu: query length %d; every request has "
+                         "at least one new token",
+                         i, q);
+    if (c < 0 || c > INT32_MAX - q)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "request %zu: context length %d is out of range", i,
+                         c);
+    tessel_phase phase = classify(q, c, config.decode_threshold);
+    if (phase < previous)
+      return makeStatusf(
+          TESSEL_INVALID_ARGUMENT,
+          "the batch is not in [decode : extend : prefill] order: request "
+          "%zu (query %d, context %d tokens) is %s after %s "
+          "(tessel_attention_order gives the permutation)",
+          i, q, c, phaseName(phase), phaseName(previous));
+    previous = phase;
+    ++counts[phase];
+    tokens[phase] += q;
+    // The decode kernels read the new tokens from the cache, so a decode
+    // needs context + query tokens of blocks; extends read their context.
+    int64_t cached = phase == TESSEL_PHASE_DECODE ? int64_t{c} + q : c;
+    if (phase == TESSEL_PHASE_DECODE)
+      longestDecode = std::max(longestDecode, cached);
+    bool decodeTable = phase == TESSEL_PHASE_DECODE ||
+                       config.kind != TESSEL_ATTENTION_MLA;
+    if (decodeTable && (cached + blockSize - 1) / blockSize > maxBlocks)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "request %zu (%s of %d new tokens after %d cached) "
+                         "needs %lld cache blocks of %lld tokens, but "
+                         "max_blocks is %d",
+                         i, phaseName(phase), q, c,
+                         static_cast<long long>((cached + blockSize - 1) /
+                                                blockSize),
+                         static_cast<long long>(blockSize), maxBlocks);
+  }
+
+  plan.requests = n;
+  plan.maxBlocks = maxBlocks;
+  std::copy(counts, counts + 3, plan.phaseRequests);
+  std::copy(tokens, tokens + 3, plan.phaseTokens);
+  Range decodes{0, counts[0], 0, tokens[0]};
+  Range extends{counts[0], counts[1], tokens[0], tokens[1]};
+  Range prefills{counts[0] + counts[1], counts[2], tokens[0] + tokens[1],
+                 tokens[2]};
+  bool oneTokenDecodes = tokens[0] == static_cast<int64_t>(counts[0]);
+  if (!oneTokenDecodes) {
+    extends = join(decodes, extends);
+    decodes = {};
+  }
+  switch (config.routing) {
+  case TESSEL_ROUTING_UNIFIED:
+    plan.decodeRange = {};
+    plan.extendRange = join(join(decodes, extends), prefills);
+    plan.prefillRange = {};
+    break;
+  case TESSEL_ROUTING_TWO_PATH:
+    plan.decodeRange = decodes;
+    plan.extendRange = join(extends, prefills);
+    plan.prefillRange = {};
+    break;
+  default:
+    plan.decodeRange = decodes;
+    plan.extendRange = extends;
+    plan.prefillRange = prefills;
+    break;
+  }
+  // MLA decodes have their own q and out (absorbed, latent).
+  plan.tokenBase = config.kind == TESSEL_ATTENTION_MLA ? tokens[0] : 0;
+
+  plan.kvSplits = 1;
+  if (!plan.decodeRange.empty()) {
+    int64_t groups = config.kind == TESSEL_ATTENTION_MLA
+                         ? std::max(1, config.num_q_heads / 16)
+                         : config.num_kv_heads;
+    plan.kvSplits = chooseKvSplits({plan.decodeRange.requests, groups,
+                                    longestDecode, maxBlocks, blockSize,
+                                    config.compute_units,
+                                    config.max_kv_splits});
+  }
+
+  // The context schedule of the extend range. Without any context (unified
+  // or two_path on prefills only) one empty chunk still runs: the merge is
+  // what turns the new tokens' f32 partial into out.
+  const Range &e = plan.extendRange;
+  const int32_t *contexts = contextLens + e.firstRequest;
+  plan.chunks.clear();
+  for (int64_t start = 0;;) {
+    int64_t width = nextChunkWidth(contexts, e.requests, start,
+                                   config.context_chunk_tokens,
+                                   config.block_size);
+    if (width == 0)
+      break;
+    plan.chunks.push_back({start, width});
+    start += width;
+  }
+  if (!e.empty() && plan.chunks.empty())
+    plan.chunks.push_back({0, config.block_size});
+
+  std::vector<int32_t> &image = plan.metadata;
+  image.clear();
+  // Every array starts 16-byte aligned, as GPU buffers must.
+  auto align = [&image] { image.resize(align16(image.size() * 4) / 4); };
+  plan.extendCuOffset = image.size();
+  if (!e.empty())
+    appendCuSeqlens(image, e, queryLens);
+  align();
+  plan.prefillCuOffset = image.size();
+  if (!plan.prefillRange.empty())
+    appendCuSeqlens(image, plan.prefillRange, queryLens);
+  align();
+  plan.chunkLensOffset = image.size();
+  for (const Chunk &chunk : plan.chunks) {
+    for (size_t i = 0; i < e.requests; ++i)
+      image.push_back(static_cast<int32_t>(
+          std::clamp<int64_t>(contexts[i] - chunk.start, 0, chunk.width)));
+    align();
+  }
+
+  // Workspace: the image, then the decode or the extend scratch (they run
+  // one after the other on one stream, so they share the space).
+  WorkspaceLayout &ws = plan.workspace;
+  ws = {};
+  ws.metadata = 0;
+  size_t base = align16(image.size() * 4), decodeEnd = base, extendEnd = base;
+  const int64_t hq = config.num_q_heads;
+  if (!plan.decodeRange.empty() &&
+      (plan.kvSplits > 1 || !plan.attention->kernels.decode)) {
+    int64_t dv = config.kind == TESSEL_ATTENTION_MLA ? config.latent_dim
+                                                     : config.v_head_dim;
+    size_t rows = plan.kvSplits * plan.decodeRange.requests;
+    ws.decodePartials = decodeEnd;
+    decodeEnd += align16(rows * hq * dv * 4);
+    ws.decodeLse = decodeEnd;
+    decodeEnd += align16(rows * hq * 4);
+  }
+  if (!e.empty()) {
+    for (int i = 0; i < 3; ++i) {
+      ws.extendOut[i] = extendEnd;
+      extendEnd += align16(e.tokens * hq * config.v_head_dim * 4);
+      ws.extendLse[i] = extendEnd;
+      extendEnd += align16(e.tokens * hq * 4);
+    }
+  }
+  ws.total = std::max(decodeEnd, extendEnd);
+  if (ws.total == base && image.empty())
+    ws.total = 0;
+  return nullptr;
+}

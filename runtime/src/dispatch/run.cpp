@@ -1,0 +1,308 @@
+//===- dispatch/run.cpp - Launching a plan ---------------------------------===//
+//
+// One run, in stream order: the metadata image into the workspace, the new
+// tokens into the cache, the decode kernel, the extend composition, the
+// prefill kernel. Every phase reads contiguous rows of the caller's buffers
+// (the plan order makes them so), so the only data the run moves besides
+// attention itself is the image (a few KB) and, for split decodes and
+// extends, f32 partials in the workspace.
+//
+//===----------------------------------------------------------------------===//
+
+#include "plan.h"
+
+#include "../core/handles.h"
+#include "../core/status.h"
+
+#include <cstring>
+#include <initializer_list>
+#include <utility>
+
+using namespace tessel;
+using namespace tessel::dispatch;
+using tessel::runtime::annotate;
+using tessel::runtime::makeStatusf;
+
+namespace {
+
+int64_t rowElements(const tessel_tensor &t) {
+  int64_t n = 1;
+  for (int32_t d = 1; d < t.rank; ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+/// Rows [first, first + count) along dim 0 of `t`.
+tessel_tensor rows(const tessel_tensor &t, int64_t first, int64_t count) {
+  tessel_tensor out = t;
+  out.data = static_cast<char *>(t.data) +
+             first * rowElements(t) * tessel_dtype_size(t.dtype);
+  out.shape[0] = count;
+  return out;
+}
+
+/// A tensor in the workspace.
+tessel_tensor scratch(void *workspace, size_t offset, tessel_dtype dtype,
+                      std::initializer_list<int64_t> shape) {
+  tessel_tensor t = {};
+  t.data = static_cast<char *>(workspace) + offset;
+  t.dtype = dtype;
+  t.rank = static_cast<int32_t>(shape.size());
+  int32_t d = 0;
+  for (int64_t size : shape)
+    t.shape[d++] = size;
+  return t;
+}
+
+/// Checks a buffer the run slices itself (the kernels check the rest:
+/// dtypes, head counts and dims, cache shapes): present, of rank `rank`,
+/// with `rows` rows.
+tessel_status need(const tessel_tensor &t, const char *name, int32_t rank,
+                   int64_t rows) {
+  if (!t.data)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "buffers.%s is missing (data is NULL) but this plan "
+                       "needs it",
+                       name);
+  if (t.rank != rank)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "buffers.%s has rank %d, expected %d", name, t.rank,
+                       rank);
+  if (t.shape[0] != rows)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "buffers.%s has %lld rows, but the plan has %lld", name,
+                       static_cast<long long>(t.shape[0]),
+                       static_cast<long long>(rows));
+  return nullptr;
+}
+
+tessel_status launch(tessel_kernel kernel, const char *role,
+                     std::initializer_list<tessel_tensor> args, void *stream) {
+  if (tessel_status status =
+          tessel_kernel_launch(kernel, args.begin(), args.size(), stream))
+    return annotate(status, role);
+  return nullptr;
+}
+
+} // namespace
+
+tessel_status dispatch::writeCache(const tessel_attention_t &attention,
+                                   const tessel_tensor &k,
+                                   const tessel_tensor &v,
+                                   const tessel_tensor &kCache,
+                                   const tessel_tensor &vCache,
+                                   const tessel_tensor &slotMapping,
+                                   void *stream) {
+  const tessel_attention_config &c = attention.config;
+  if (!attention.kernels.cacheWrite)
+    return makeStatusf(TESSEL_UNSUPPORTED,
+                       "the bundle has no reshape_and_cache kernel for %d KV "
+                       "heads, head dims %d/%d, block size %d, layout %d, %s: "
+                       "write the new tokens into the cache yourself (and "
+                       "pass slot_mapping.data = NULL to runs)",
+                       c.num_kv_heads, c.head_dim, c.v_head_dim, c.block_size,
+                       c.kv_layout, tessel_dtype_name(c.dtype));
+  return launch(attention.kernels.cacheWrite,
+                "writing the new tokens into the cache",
+                {k, v, kCache, vCache, slotMapping}, stream);
+}
+
+tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
+                                const tessel_attention_buffers &b,
+                                void *workspace, size_t workspaceBytes,
+                                void *stream) {
+  const tessel_attention_t &attention = *plan.attention;
+  const tessel_attention_config &config = attention.config;
+  const KernelSet &kernels = attention.kernels;
+  const bool mla = config.kind == TESSEL_ATTENTION_MLA;
+  const WorkspaceLayout &ws = plan.workspace;
+  if (ws.total > 0) {
+    if (!workspace)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "the plan needs %zu bytes of workspace, got NULL",
+                         ws.total);
+    if (workspaceBytes < ws.total)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "the plan needs %zu bytes of workspace, got %zu",
+                         ws.total, workspaceBytes);
+    if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "the workspace %p is not 16-byte aligned", workspace);
+  }
+
+  // What this plan reads, checked before anything is launched.
+  const int64_t tokens = plan.phaseTokens[0] + plan.phaseTokens[1] +
+                         plan.phaseTokens[2] - plan.tokenBase;
+  const int64_t requests = static_cast<int64_t>(plan.requests);
+  const Range &d = plan.decodeRange, &e = plan.extendRange,
+              &p = plan.prefillRange;
+  const bool writeCache = b.slot_mapping.data != nullptr;
+  const bool newTokens = tokens > 0 && (!e.empty() || !p.empty() || writeCache);
+  const bool mhaDecodes = !d.empty() && !mla;
+  struct Needed {
+    bool when;
+    const tessel_tensor &tensor;
+    const char *name;
+    int32_t rank;
+    int64_t rows;
+  };
+  const Needed needed[] = {
+      {newTokens || mhaDecodes, b.q, "q", 3, tokens},
+      {newTokens || mhaDecodes, b.out, "out", 3, tokens},
+      {newTokens, b.k, "k", 3, tokens},
+      {newTokens, b.v, "v", 3, tokens},
+      {writeCache, b.slot_mapping, "slot_mapping", 1, tokens},
+      {mhaDecodes || !e.empty(), b.block_table, "block_table", 2, requests},
+      {!d.empty(), b.seq_lens, "seq_lens", 1, requests},
+      {!d.empty() && mla, b.q_latent, "q_latent", 3, d.tokens},
+      {!d.empty() && mla, b.out_latent, "out_latent", 3, d.tokens},
+      {!d.empty() && mla, b.latent_block_table, "latent_block_table", 2,
+       requests},
+  };
+  for (const Needed &n : needed)
+    if (n.when)
+      if (tessel_status s = need(n.tensor, n.name, n.rank, n.rows))
+        return s;
+  const tessel_tensor &decodeTable = mla ? b.latent_block_table : b.block_table;
+  if (!d.empty() && decodeTable.shape[1] != plan.maxBlocks)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "buffers.%s has %lld columns, but the plan was built "
+                       "for max_blocks %lld",
+                       mla ? "latent_block_table" : "block_table",
+                       static_cast<long long>(decodeTable.shape[1]),
+                       static_cast<long long>(plan.maxBlocks));
+
+  if (!plan.metadata.empty()) {
+    tessel_device device = attention.bundle->device;
+    if (tessel_status s = device->backend->copyToDevice(
+            workspace, plan.metadata.data(), plan.metadata.size() * 4, stream))
+      return annotate(s, "copying the plan's metadata to the workspace");
+  }
+  if (writeCache)
+    if (tessel_status s = dispatch::writeCache(attention, b.k, b.v, b.k_cache,
+                                               b.v_cache, b.slot_mapping,
+                                               stream))
+      return s;
+
+  const tessel_dtype f32 = TESSEL_DTYPE_F32;
+  const int64_t hq = config.num_q_heads;
+  if (!d.empty()) {
+    const int64_t n = static_cast<int64_t>(d.requests);
+    tessel_tensor q = mla ? b.q_latent : rows(b.q, d.firstToken, n);
+    tessel_tensor out = mla ? b.out_latent : rows(b.out, d.firstToken, n);
+    tessel_tensor table = rows(decodeTable, 0, n);
+    tessel_tensor lens = rows(b.seq_lens, 0, n);
+    auto withCaches = [&](tessel_kernel k, const char *role,
+                          tessel_tensor o, tessel_tensor lse, bool hasLse) {
+      if (mla)
+        return hasLse ? launch(k, role, {q, b.latent_cache, table, lens, o, lse},
+                               stream)
+                      : launch(k, role, {q, b.latent_cache, table, lens, o},
+                               stream);
+      return hasLse ? launch(k, role, {q, b.k_cache, b.v_cache, table, lens, o,
+                                       lse},
+                             stream)
+                    : launch(k, role, {q, b.k_cache, b.v_cache, table, lens, o},
+                             stream);
+    };
+    if (plan.kvSplits == 1 && kernels.decode) {
+      if (tessel_status s =
+              withCaches(kernels.decode, "decode", out, {}, false))
+        return s;
+    } else {
+      int64_t dv = mla ? config.latent_dim : config.v_head_dim;
+      int64_t splits = plan.kvSplits;
+      tessel_tensor partials =
+          scratch(workspace, ws.decodePartials, f32, {splits, n, hq, dv});
+      tessel_tensor lse =
+          scratch(workspace, ws.decodeLse, f32, {splits, hq, n});
+      if (tessel_status s = withCaches(kernels.decodeSplit,
+                                       "decode split-KV partials", partials,
+                                       lse, true))
+        return s;
+      if (tessel_status s = launch(kernels.decodeMerge,
+                                   "merging the decode partials",
+                                   {partials, lse, out}, stream))
+        return s;
+    }
+  }
+
+  if (!e.empty()) {
+    const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
+    const int64_t first = e.firstToken - plan.tokenBase;
+    const int64_t dv = config.v_head_dim;
+    tessel_tensor q = rows(b.q, first, t), k = rows(b.k, first, t),
+                  v = rows(b.v, first, t), out = rows(b.out, first, t);
+    tessel_tensor cu = scratch(workspace, plan.extendCuOffset * 4,
+                               TESSEL_DTYPE_I32, {n + 1});
+    tessel_tensor acc[2], accLse[2];
+    for (int i = 0; i < 2; ++i) {
+      acc[i] = scratch(workspace, ws.extendOut[i], f32, {t, hq, dv});
+      accLse[i] = scratch(workspace, ws.extendLse[i], f32, {hq, t});
+    }
+    tessel_tensor chunk = scratch(workspace, ws.extendOut[2], f32,
+                                  {1, t, hq, dv});
+    tessel_tensor chunkLse = scratch(workspace, ws.extendLse[2], f32,
+                                     {1, hq, t});
+    tessel_tensor chunkOut = scratch(workspace, ws.extendOut[2], f32,
+                                     {t, hq, dv});
+    tessel_tensor chunkOutLse = scratch(workspace, ws.extendLse[2], f32,
+                                        {hq, t});
+    if (tessel_status s = launch(kernels.extendNew,
+                                 "new tokens of the extends",
+                                 {q, k, v, cu, acc[0], accLse[0]}, stream))
+      return s;
+    const int64_t maxBlocks = b.block_table.shape[1];
+    const size_t lensStride = (e.requests * 4 + 15) / 16 * 4;
+    int current = 0;
+    for (size_t c = 0; c < plan.chunks.size(); ++c) {
+      // The chunk's block-table columns start start / block_size blocks
+      // into each row: the same table, shifted (see docs/dispatcher.md).
+      tessel_tensor table = rows(b.block_table, e.firstRequest, n);
+      table.data = static_cast<int32_t *>(table.data) +
+                   plan.chunks[c].start / config.block_size;
+      table.shape[1] = maxBlocks;
+      tessel_tensor lens =
+          scratch(workspace, (plan.chunkLensOffset + c * lensStride) * 4,
+                  TESSEL_DTYPE_I32, {n});
+      if (tessel_status s = launch(kernels.extendContext,
+                                   "a context chunk of the extends",
+                                   {q, b.k_cache, b.v_cache, table, cu, lens,
+                                    chunk, chunkLse},
+                                   stream))
+        return s;
+      bool last = c + 1 == plan.chunks.size();
+      if (last) {
+        if (tessel_status s = launch(kernels.mergeOut,
+                                     "the last merge of the extends",
+                                     {acc[current], accLse[current], chunkOut,
+                                      chunkOutLse, out},
+                                     stream))
+          return s;
+      } else {
+        if (tessel_status s = launch(kernels.mergeAccumulate,
+                                     "merging a context chunk",
+                                     {acc[current], accLse[current], chunkOut,
+                                      chunkOutLse, acc[1 - current],
+                                      accLse[1 - current]},
+                                     stream))
+          return s;
+        current = 1 - current;
+      }
+    }
+  }
+
+  if (!p.empty()) {
+    const int64_t first = p.firstToken - plan.tokenBase, t = p.tokens;
+    tessel_tensor cu = scratch(workspace, plan.prefillCuOffset * 4,
+                               TESSEL_DTYPE_I32,
+                               {static_cast<int64_t>(p.requests) + 1});
+    if (tessel_status s = launch(kernels.prefill, "prefill",
+                                 {rows(b.q, first, t), rows(b.k, first, t),
+                                  rows(b.v, first, t), cu,
+                                  rows(b.out, first, t)},
+                                 stream))
+      return s;
+  }
+  return nullptr;
+}
