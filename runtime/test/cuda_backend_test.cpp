@@ -86,15 +86,7 @@ TEST(CudaOpen, OptionalFunctionsMayBeMissing) {
 /// Opens devices of the fake driver and resets what it recorded.
 class FakeCuda : public ::testing::Test {
 protected:
-  void SetUp() override {
-    void *library = dlopen(TESSEL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(library, nullptr) << dlerror();
-    auto getState = reinterpret_cast<fake_driver_state *(*)()>(
-        dlsym(library, "fake_cuda_state"));
-    ASSERT_NE(getState, nullptr);
-    state = getState();
-    std::memset(state, 0, sizeof *state);
-  }
+  void SetUp() override { ASSERT_NE(state = resetFakeCudaState(), nullptr); }
 
   /// Opens device 0, failing the test if that fails.
   DevicePtr open() {

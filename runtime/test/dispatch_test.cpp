@@ -17,7 +17,6 @@
 
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
 #include <numeric>
 
 using namespace tessel;
@@ -238,15 +237,7 @@ struct Buffer {
 
 class DispatchOnFakeCuda : public ::testing::Test {
 protected:
-  void SetUp() override {
-    void *library = dlopen(TESSEL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(library, nullptr) << dlerror();
-    auto getState = reinterpret_cast<fake_driver_state *(*)()>(
-        dlsym(library, "fake_cuda_state"));
-    ASSERT_NE(getState, nullptr);
-    state = getState();
-    std::memset(state, 0, sizeof *state);
-  }
+  void SetUp() override { ASSERT_NE(state = resetFakeCudaState(), nullptr); }
 
   /// Opens the fake device and loads `kernels`.
   void load(const std::vector<bundle::Kernel> &kernels) {

@@ -5,6 +5,7 @@
 #include "fake_drivers.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <fstream>
 #include <iterator>
 #include <sys/resource.h>
@@ -206,6 +207,23 @@ size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
 size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param) {
   auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, kernel));
   return rec.params_offset + param * sizeof(tessel_bundle_param);
+}
+
+fake_driver_state *resetFakeCudaState() {
+  void *library = dlopen(TESSEL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    ADD_FAILURE() << dlerror();
+    return nullptr;
+  }
+  auto getState = reinterpret_cast<fake_driver_state *(*)()>(
+      dlsym(library, "fake_cuda_state"));
+  if (!getState) {
+    ADD_FAILURE() << "the fake CUDA driver has no fake_cuda_state";
+    return nullptr;
+  }
+  fake_driver_state *state = getState();
+  std::memset(state, 0, sizeof *state);
+  return state;
 }
 
 ScopedEnv::ScopedEnv(const char *name, const char *value) : name(name) {

@@ -11,6 +11,8 @@
 #include "tessel/bundle.hpp"
 #include "tessel/runtime.h"
 
+#include "fake_drivers.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -113,6 +115,10 @@ long peakRssKiB();
 /// A tensor descriptor.
 tessel_tensor tensor(void *data, tessel_dtype dtype,
                      std::initializer_list<int64_t> shape);
+
+/// The fake CUDA driver's record of calls, zeroed; null (and a test
+/// failure) if the fake cannot be loaded.
+fake_driver_state *resetFakeCudaState();
 
 //===-- Environment ------------------------------------------------------===//
 

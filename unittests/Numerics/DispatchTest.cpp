@@ -201,14 +201,22 @@ tessel_attention_plan_info infoOf(tessel_attention_plan p) {
   return info;
 }
 
+/// A plan of `batch`, or null and the planning error in `error`.
+PlanPtr planBatch(tessel_attention attention, const Batch &batch,
+                  std::string &error) {
+  PlanPtr p = plan(attention, batch.queryLens.size());
+  error = consume(tessel_attention_plan_build(
+      p.get(), batch.queryLens.data(), batch.contextLens.data(),
+      batch.queryLens.size(), batch.maxBlocks()));
+  return error.empty() ? std::move(p) : nullptr;
+}
+
 /// Plans and runs `batch`, returning the run's message ("" on success).
 std::string runBatch(tessel_attention attention, Batch &batch, bool writeCache,
                      tessel_attention_plan_info *info = nullptr) {
-  PlanPtr p = plan(attention, batch.queryLens.size());
-  std::string error = consume(tessel_attention_plan_build(
-      p.get(), batch.queryLens.data(), batch.contextLens.data(),
-      batch.queryLens.size(), batch.maxBlocks()));
-  if (!error.empty())
+  std::string error;
+  PlanPtr p = planBatch(attention, batch, error);
+  if (!p)
     return error;
   tessel_attention_plan_info planned = infoOf(p.get());
   if (info)
@@ -357,11 +365,9 @@ TEST(DispatchPlan, WorkspaceIsExactlyEnough) {
   ASSERT_TRUE(attention);
   Rng rng(5);
   Batch batch(attention.get(), {{1, 2000}, {7, 100}, {9, 0}}, rng);
-  PlanPtr p = plan(attention.get(), 3);
-  ASSERT_EQ(consume(tessel_attention_plan_build(
-                p.get(), batch.queryLens.data(), batch.contextLens.data(), 3,
-                batch.maxBlocks())),
-            "");
+  std::string error;
+  PlanPtr p = planBatch(attention.get(), batch, error);
+  ASSERT_TRUE(p) << error;
   tessel_attention_plan_info info = infoOf(p.get());
   EXPECT_GT(info.kv_splits, 1);
   EXPECT_EQ(info.context_chunks, 2); // 100 cached tokens, chunks of 64
@@ -615,11 +621,9 @@ TEST(DispatchErrors, RunBuffers) {
   ASSERT_TRUE(attention);
   Rng rng(3);
   Batch batch(attention.get(), {{1, 900}, {6, 30}, {5, 0}}, rng);
-  PlanPtr p = plan(attention.get(), 3);
-  ASSERT_EQ(consume(tessel_attention_plan_build(
-                p.get(), batch.queryLens.data(), batch.contextLens.data(), 3,
-                batch.maxBlocks())),
-            "");
+  std::string error;
+  PlanPtr p = planBatch(attention.get(), batch, error);
+  ASSERT_TRUE(p) << error;
   tessel_attention_plan_info info = infoOf(p.get());
   Workspace ws(info.workspace_bytes);
   const std::string prefix = "tessel_attention_run: ";
@@ -661,7 +665,7 @@ TEST(DispatchErrors, RunBuffers) {
   // A kernel's own check names the kernel's role.
   b = batch.buffers(false);
   b.out.dtype = TESSEL_DTYPE_BF16;
-  std::string error = run(b);
+  error = run(b);
   EXPECT_EQ(error.rfind(prefix + "merging the decode partials: kernel ", 0),
             0u)
       << error;
