@@ -62,6 +62,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 
 from ._tessel import Error, StatusCode
 from .kernel_specs import kernels_spec
@@ -406,7 +407,7 @@ def _unpermute(plan: _Plan, y: torch.Tensor, row_positions: torch.Tensor,
 
 def _gate_and_up(h: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """The gate and up halves of h [parts, R, 2I / parts] (or of its
-    gradient): the two columns halves of a fused [1, R, 2I], else h[0]
+    gradient): the two column halves of a fused [1, R, 2I], else h[0]
     and h[1]."""
     if h.shape[0] == 1:
         half = h.shape[2] // 2
@@ -430,8 +431,10 @@ class _MoEMLP(torch.autograd.Function):
 
         up_bs, down_b = form.operands(weights)
         xs = _permute(plan, x, sorted_rows)
-        # h is what the backward keeps: the SiLU input and up, from which
-        # act is recomputed elementwise (keeping act too would add R x I).
+        # h (gate | up) is what the backward keeps of the activations:
+        # recomputing it would cost a grouped matmul, while act comes back
+        # from it elementwise (keeping act too would add R x I) and xs from
+        # x by one more permute (keeping xs would add R x H).
         h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
         for part, b in enumerate(up_bs):
             k["up"](xs, b, offsets, h[part])
@@ -451,6 +454,7 @@ class _MoEMLP(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the backward's kernels are not differentiable
     def backward(ctx, dout):
         x, w32, sorted_rows, row_positions, offsets, h, *weights = \
             ctx.saved_tensors

@@ -8,29 +8,13 @@ import os
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import tessel
 import tessel.torch
-from deepseek_toy import ToyConfig, ToyModel, loss_of
+from moe_reference import ToyConfig, ToyModel, loss_of, routed_experts_loop
 
 K3 = dict(experts=5, hidden=19, intermediate=11, topk=3, dtype=torch.float32)
 K2 = dict(experts=4, hidden=24, intermediate=10, topk=2, dtype=torch.bfloat16)
-
-
-def naive_moe(x, ids, weights, w_gate_up, w_down):
-    """The routed experts one at a time: what moe_mlp computes. Ids outside
-    [0, E) match no expert."""
-    inter = w_down.shape[2]
-    out = x.new_zeros(x.shape)
-    for e in range(w_gate_up.shape[0]):
-        token, slot = torch.where(ids == e)
-        if token.numel() == 0:
-            continue
-        h = x[token] @ w_gate_up[e].T
-        y = (F.silu(h[:, :inter]) * h[:, inter:]) @ w_down[e].T
-        out = out.index_add(0, token, y * weights[token, slot, None])
-    return out
 
 
 def rel(actual, expected):
@@ -70,7 +54,7 @@ def problem(seed, tokens, experts, hidden, intermediate, topk, empty=None,
 def reference(ids, inputs, dout):
     """Output and gradients of x, weights, w_gate_up, w_down, in float64."""
     leaves = [t.clone().requires_grad_() for t in inputs]
-    out = naive_moe(leaves[0], ids, *leaves[1:])
+    out = routed_experts_loop(leaves[0], ids, *leaves[1:])
     if out.requires_grad:  # else no token was routed: zero gradients
         (out * dout).sum().backward()
     return out.detach(), [torch.zeros_like(t) if t.grad is None else t.grad
@@ -93,7 +77,8 @@ def run_unstacked(bundle, ids, inputs, dout, dtype):
     lists = [[w[:inter].clone() for w in w_gate_up],
              [w[inter:].clone() for w in w_gate_up],
              [w.clone() for w in w_down]]
-    leaves = [t.requires_grad_() for t in (x, weights, *sum(lists, []))]
+    for t in (x, weights, *sum(lists, [])):
+        t.requires_grad_()
     out = tessel.torch.moe_mlp_unstacked(x, ids, weights, *lists, bundle)
     (out.double() * dout).sum().backward()
     gate, up, down = ([w.grad for w in ws] for ws in lists)

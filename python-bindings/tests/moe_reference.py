@@ -1,11 +1,15 @@
-"""A small DeepSeek-V2-style MoE language model, written here so that the
-tests and the GPU scripts (bench/moe_layer_check.py, moe_fsdp_check.py)
-need no transformers: the MoE block has the modeling code's attribute
-layout (gate -> (topk_idx, topk_weight, aux_loss), experts of
-gate_proj/up_proj/down_proj, shared_experts, num_experts_per_tok) and its
-forward is DeepSeek-V2's training path, the per-expert Python loop that
-tessel.torch.patch_deepseek_moe replaces. Attention is left out: a linear
-token mixer stands in for it (the MoE is what is under test).
+"""What tessel.torch's MoE functions are checked against, here and on the
+GPU (bench/moe_layer_check.py, moe_layer_bench.py, moe_fsdp_check.py):
+
+  * routed_experts_loop: the routed experts one at a time, differentiable
+    by torch autograd (the per-expert Python loop);
+  * ToyModel: a small DeepSeek-V2-style MoE language model, so that nothing
+    needs transformers. Its MoE block has the modeling code's attribute
+    layout (gate -> (topk_idx, topk_weight, aux_loss), experts of
+    gate_proj/up_proj/down_proj, shared_experts, num_experts_per_tok) and
+    its forward is DeepSeek-V2's training path, the per-expert loop that
+    tessel.torch.patch_deepseek_moe replaces. Attention is left out: a
+    linear token mixer stands in for it (the MoE is what is under test).
 """
 
 from dataclasses import dataclass
@@ -14,6 +18,26 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+
+def routed_experts_loop(x, ids, weights, w_gate_up, w_down):
+    """out [T, H] = sum_j weights[t, j] * expert_{ids[t, j]}(x[t]), one
+    expert at a time (what tessel.torch.moe_mlp computes), summed in fp32
+    (float64 for float64 x) and returned in x's dtype; ids outside [0, E)
+    match no expert. w_gate_up [E, 2I, H] and w_down [E, H, I] may be
+    stacked tensors or lists of E matrices (a model's per-expert weights)."""
+    inter = w_down[0].shape[1]
+    out = torch.zeros(x.shape, device=x.device,
+                      dtype=torch.promote_types(x.dtype, torch.float32))
+    for e in range(len(w_gate_up)):
+        token, slot = torch.where(ids == e)
+        if token.numel() == 0:
+            continue
+        h = F.linear(x[token], w_gate_up[e])
+        y = F.linear(F.silu(h[:, :inter]) * h[:, inter:], w_down[e])
+        out = out.index_add(0, token, y.to(out.dtype) *
+                            weights[token, slot, None].to(out.dtype))
+    return out.to(x.dtype)
 
 
 @dataclass
