@@ -75,8 +75,10 @@ def random_layer(shape: Shape, tokens: int, gen: torch.Generator,
         ids = ids.masked_fill(mask, -1)
 
     def randn(*size, scale=1.0):
-        return (torch.randn(*size, device=dev, generator=gen) * scale
-                ).to(dtype)
+        # Drawn in `dtype`: an fp32 draw of DeepSeek-V3's stacked weights
+        # would be 30 GiB.
+        return torch.randn(*size, device=dev, generator=gen,
+                           dtype=dtype).mul_(scale)
 
     return Layer(randn(tokens, H), ids, weights,
                  randn(E, 2 * I, H, scale=H ** -0.5),
