@@ -162,6 +162,9 @@ class Bundle:
         self._handle = handle
         self._kernels = tuple(Kernel(self, k) for k in handle.kernels())
         self._by_name = {k.name: k for k in self._kernels}
+        # find()'s answers: a loaded bundle never changes, and tessel.torch
+        # looks its kernels up on every call.
+        self._found: Dict[tuple, Kernel] = {}
 
     @property
     def device(self) -> "_tessel.Device":
@@ -197,7 +200,13 @@ class Bundle:
         full_op = op if "." in op else "tessel." + op
         code = 0 if dtype is None else _tessel.DTYPES[_buffers.dtype_name(dtype)]
         pairs = [(key, operator.index(value)) for key, value in params.items()]
-        return self._kernels[self._handle.find_by_params(full_op, code, pairs)]
+        key = (full_op, code, tuple(sorted(pairs)))
+        kernel = self._found.get(key)
+        if kernel is None:
+            kernel = self._kernels[self._handle.find_by_params(full_op, code,
+                                                               pairs)]
+            self._found[key] = kernel
+        return kernel
 
     def __repr__(self) -> str:
         return (f"<tessel.Bundle on {self._device!r}: "

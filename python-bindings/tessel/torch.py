@@ -1,4 +1,12 @@
-"""Tessel's grouped matmul as a differentiable torch function.
+"""Tessel's kernels as differentiable torch functions:
+
+  * grouped_mm, grouped_mm_spec: the grouped matmul (here);
+  * moe_mlp, moe_mlp_unstacked, moe_mlp_spec: the routed experts of an MoE
+    layer, forward and backward (tessel/moe.py);
+  * patch_deepseek_moe: those as the training forward of DeepSeek-V2/V3
+    MoE modules (tessel/deepseek.py).
+
+The grouped matmul:
 
     import tessel, tessel.torch
     bundle = tessel.Bundle(tessel.Device("cuda"), "moe.tsb")
@@ -23,13 +31,33 @@ tessel.compile). A missing one is a tessel.Error (NOT_FOUND) that names the
 op and the shape parameters it looked for.
 """
 
-from typing import Tuple
+from typing import Dict, Tuple
 
 import torch
 
+from .deepseek import patch_deepseek_moe
+from .kernel_specs import kernels_spec
+from .moe import moe_mlp, moe_mlp_spec, moe_mlp_unstacked
 from .runtime import Bundle, Kernel
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def _grouped_mm_kernels(n: int, k: int, trans_b: bool) -> Dict[str, Tuple[str, Dict[str, int]]]:
+    """The three kernels of grouped_mm for b [G, n, k] (trans_b) or
+    [G, k, n], as role -> (op, shape params)."""
+    # dgrad: da = dc . b[g] with the other trans_b (b [G, N, K] read as
+    # [G, K', N']). wgrad: c[g] = a[rows]^T b[rows] in db's layout: [n, k]
+    # (trans_b) needs a = dc [T, n] and b = a [T, k]; [k, n] needs a = a,
+    # b = dc.
+    m_cols, n_cols = (n, k) if trans_b else (k, n)
+    return {
+        "fwd": ("grouped_matmul", dict(N=n, K=k, trans_b=int(trans_b),
+                                       pointer_table=0)),
+        "dgrad": ("grouped_matmul", dict(N=k, K=n, trans_b=int(not trans_b),
+                                         pointer_table=0)),
+        "wgrad": ("grouped_matmul_wgrad", dict(M=m_cols, N=n_cols)),
+    }
 
 
 def grouped_mm_spec(groups: int, n: int, k: int, dtype: str = "bf16",
@@ -37,30 +65,8 @@ def grouped_mm_spec(groups: int, n: int, k: int, dtype: str = "bf16",
     """The kernel spec (MLIR) of grouped_mm's forward, dgrad and wgrad for
     b [groups, n, k] (trans_b) or [groups, k, n], elements `dtype`
     ('bf16', 'f16' or 'f32')."""
-    e = dtype
-    b_type = (f"memref<{groups}x{n}x{k}x{e}>" if trans_b else
-              f"memref<{groups}x{k}x{n}x{e}>")
-    off = f"memref<{groups}xi32>"
-
-    def ragged_m(kernel, a_cols, c_cols, transposed):
-        a, c = f"memref<?x{a_cols}x{e}>", f"memref<?x{c_cols}x{e}>"
-        attr = " {trans_b}" if transposed else ""
-        return (f"func.func @{kernel}(%a: {a}, %b: {b_type}, %off: {off}, "
-                f"%c: {c}) {{\n  tessel.grouped_matmul a(%a : {a}) "
-                f"b(%b : {b_type}) group_offsets(%off : {off}) c(%c : {c})"
-                f"{attr}\n  return\n}}\n")
-
-    # wgrad: c[g] = a[rows]^T b[rows], db's layout: [n, k] (trans_b) needs
-    # a = dc [T, n] and b = a [T, k]; [k, n] needs a = a, b = dc.
-    m_cols, n_cols = (n, k) if trans_b else (k, n)
-    wa, wb = f"memref<?x{m_cols}x{e}>", f"memref<?x{n_cols}x{e}>"
-    wc = f"memref<{groups}x{m_cols}x{n_cols}x{e}>"
-    wgrad = (f"func.func @{name}_wgrad(%a: {wa}, %b: {wb}, %off: {off}, "
-             f"%c: {wc}) {{\n  tessel.grouped_matmul_wgrad a(%a : {wa}) "
-             f"b(%b : {wb}) group_offsets(%off : {off}) c(%c : {wc})\n"
-             f"  return\n}}\n")
-    return (ragged_m(f"{name}_fwd", k, n, trans_b) +
-            ragged_m(f"{name}_dgrad", n, k, not trans_b) + wgrad)
+    return kernels_spec(name, _grouped_mm_kernels(n, k, trans_b), dtype,
+                        groups)
 
 
 def _kernels(bundle: Bundle, dtype: torch.dtype, n: int, k: int,
@@ -69,13 +75,10 @@ def _kernels(bundle: Bundle, dtype: torch.dtype, n: int, k: int,
         raise TypeError(f"tessel.torch.grouped_mm: dtype {dtype} is not "
                         f"supported (float32, float16, bfloat16)")
     e = _ELEMENT[dtype]
-    forward = bundle.find("grouped_matmul", e, N=n, K=k, trans_b=int(trans_b),
-                          pointer_table=0)
-    dgrad = bundle.find("grouped_matmul", e, N=k, K=n,
-                        trans_b=int(not trans_b), pointer_table=0)
-    m_cols, n_cols = (n, k) if trans_b else (k, n)
-    wgrad = bundle.find("grouped_matmul_wgrad", e, M=m_cols, N=n_cols)
-    return forward, dgrad, wgrad
+    roles = _grouped_mm_kernels(n, k, trans_b)
+    return tuple(bundle.find(op, e, **params)
+                 for op, params in (roles["fwd"], roles["dgrad"],
+                                    roles["wgrad"]))
 
 
 class _GroupedMM(torch.autograd.Function):
@@ -129,4 +132,5 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, group_offsets: torch.Tensor,
                             bundle, trans_b)
 
 
-__all__ = ["grouped_mm", "grouped_mm_spec"]
+__all__ = ["grouped_mm", "grouped_mm_spec", "moe_mlp", "moe_mlp_spec",
+           "moe_mlp_unstacked", "patch_deepseek_moe"]

@@ -58,3 +58,128 @@ func.func @gmm_autograd_wgrad(%a: memref<?x24xf32>, %b: memref<?x16xf32>, %off: 
   tessel.grouped_matmul_wgrad a(%a : memref<?x24xf32>) b(%b : memref<?x16xf32>) group_offsets(%off : memref<3xi32>) c(%c : memref<3x24x16xf32>)
   return
 }
+
+// tessel.torch.moe_mlp, moe_mlp_unstacked and patch_deepseek_moe (test_moe.py
+// checks that this text is what the spec writer gives):
+// moe_mlp_spec(5, 19, 11, 3, "f32", "moe_k3") — 5 experts, H = 19, I = 11,
+// top-3, f32; and moe_mlp_spec(4, 24, 10, 2, "bf16", "moe_k2").
+func.func @moe_k3_histogram(%ids: memref<?x3xi32>, %counts: memref<5xi32>, %offsets: memref<5xi32>) {
+  tessel.expert_histogram topk_ids(%ids : memref<?x3xi32>) counts(%counts : memref<5xi32>) group_offsets(%offsets : memref<5xi32>)
+  return
+}
+func.func @moe_k3_sort(%ids: memref<?x3xi32>, %offsets: memref<5xi32>, %sorted: memref<?xi32>, %pos: memref<?x3xi32>) {
+  tessel.expert_sort topk_ids(%ids : memref<?x3xi32>) group_offsets(%offsets : memref<5xi32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x3xi32>)
+  return
+}
+func.func @moe_k3_permute(%x: memref<?x19xf32>, %sorted: memref<?xi32>, %out: memref<?x19xf32>) {
+  tessel.moe_permute x(%x : memref<?x19xf32>) sorted_rows(%sorted : memref<?xi32>) out(%out : memref<?x19xf32>) {topk = 3 : i64}
+  return
+}
+func.func @moe_k3_unpermute(%y: memref<?x19xf32>, %pos: memref<?x3xi32>, %w: memref<?x3xf32>, %out: memref<?x19xf32>) {
+  tessel.moe_unpermute y(%y : memref<?x19xf32>) row_positions(%pos : memref<?x3xi32>) weights(%w : memref<?x3xf32>) out(%out : memref<?x19xf32>)
+  return
+}
+func.func @moe_k3_down_wgrad(%a: memref<?x19xf32>, %b: memref<?x11xf32>, %off: memref<5xi32>, %c: memref<5x19x11xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x19xf32>) b(%b : memref<?x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x19x11xf32>)
+  return
+}
+func.func @moe_k3_gate_up(%a: memref<?x19xf32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x22xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x22xf32>) {trans_b}
+  return
+}
+func.func @moe_k3_gate_up_dgrad(%a: memref<?x22xf32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x22xf32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>)
+  return
+}
+func.func @moe_k3_gate_up_wgrad(%a: memref<?x22xf32>, %b: memref<?x19xf32>, %off: memref<5xi32>, %c: memref<5x22x19xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x22xf32>) b(%b : memref<?x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x22x19xf32>)
+  return
+}
+func.func @moe_k3_down(%a: memref<?x11xf32>, %b: memref<5x19x11xf32>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x11xf32>) b(%b : memref<5x19x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>) {trans_b}
+  return
+}
+func.func @moe_k3_down_dgrad(%a: memref<?x19xf32>, %b: memref<5x19x11xf32>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5x19x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>)
+  return
+}
+func.func @moe_k3_gate_or_up_ptrs(%a: memref<?x19xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {trans_b, b_shape = array<i64: 11, 19>}
+  return
+}
+func.func @moe_k3_gate_or_up_dgrad_ptrs(%a: memref<?x11xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x11xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>) {b_shape = array<i64: 11, 19>}
+  return
+}
+func.func @moe_k3_gate_or_up_wgrad(%a: memref<?x11xf32>, %b: memref<?x19xf32>, %off: memref<5xi32>, %c: memref<5x11x19xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x11xf32>) b(%b : memref<?x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x11x19xf32>)
+  return
+}
+func.func @moe_k3_down_ptrs(%a: memref<?x11xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x11xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>) {trans_b, b_shape = array<i64: 19, 11>}
+  return
+}
+func.func @moe_k3_down_dgrad_ptrs(%a: memref<?x19xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {b_shape = array<i64: 19, 11>}
+  return
+}
+func.func @moe_k2_histogram(%ids: memref<?x2xi32>, %counts: memref<4xi32>, %offsets: memref<4xi32>) {
+  tessel.expert_histogram topk_ids(%ids : memref<?x2xi32>) counts(%counts : memref<4xi32>) group_offsets(%offsets : memref<4xi32>)
+  return
+}
+func.func @moe_k2_sort(%ids: memref<?x2xi32>, %offsets: memref<4xi32>, %sorted: memref<?xi32>, %pos: memref<?x2xi32>) {
+  tessel.expert_sort topk_ids(%ids : memref<?x2xi32>) group_offsets(%offsets : memref<4xi32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x2xi32>)
+  return
+}
+func.func @moe_k2_permute(%x: memref<?x24xbf16>, %sorted: memref<?xi32>, %out: memref<?x24xbf16>) {
+  tessel.moe_permute x(%x : memref<?x24xbf16>) sorted_rows(%sorted : memref<?xi32>) out(%out : memref<?x24xbf16>) {topk = 2 : i64}
+  return
+}
+func.func @moe_k2_unpermute(%y: memref<?x24xbf16>, %pos: memref<?x2xi32>, %w: memref<?x2xf32>, %out: memref<?x24xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x24xbf16>) row_positions(%pos : memref<?x2xi32>) weights(%w : memref<?x2xf32>) out(%out : memref<?x24xbf16>)
+  return
+}
+func.func @moe_k2_down_wgrad(%a: memref<?x24xbf16>, %b: memref<?x10xbf16>, %off: memref<4xi32>, %c: memref<4x24x10xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x24xbf16>) b(%b : memref<?x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x24x10xbf16>)
+  return
+}
+func.func @moe_k2_gate_up(%a: memref<?x24xbf16>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x20xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x20xbf16>) {trans_b}
+  return
+}
+func.func @moe_k2_gate_up_dgrad(%a: memref<?x20xbf16>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x20xbf16>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>)
+  return
+}
+func.func @moe_k2_gate_up_wgrad(%a: memref<?x20xbf16>, %b: memref<?x24xbf16>, %off: memref<4xi32>, %c: memref<4x20x24xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x20xbf16>) b(%b : memref<?x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x20x24xbf16>)
+  return
+}
+func.func @moe_k2_down(%a: memref<?x10xbf16>, %b: memref<4x24x10xbf16>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x10xbf16>) b(%b : memref<4x24x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>) {trans_b}
+  return
+}
+func.func @moe_k2_down_dgrad(%a: memref<?x24xbf16>, %b: memref<4x24x10xbf16>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4x24x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>)
+  return
+}
+func.func @moe_k2_gate_or_up_ptrs(%a: memref<?x24xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {trans_b, b_shape = array<i64: 10, 24>}
+  return
+}
+func.func @moe_k2_gate_or_up_dgrad_ptrs(%a: memref<?x10xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x10xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>) {b_shape = array<i64: 10, 24>}
+  return
+}
+func.func @moe_k2_gate_or_up_wgrad(%a: memref<?x10xbf16>, %b: memref<?x24xbf16>, %off: memref<4xi32>, %c: memref<4x10x24xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x10xbf16>) b(%b : memref<?x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x10x24xbf16>)
+  return
+}
+func.func @moe_k2_down_ptrs(%a: memref<?x10xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x10xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>) {trans_b, b_shape = array<i64: 24, 10>}
+  return
+}
+func.func @moe_k2_down_dgrad_ptrs(%a: memref<?x24xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {b_shape = array<i64: 24, 10>}
+  return
+}

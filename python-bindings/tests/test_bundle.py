@@ -12,6 +12,13 @@ import tessel
 KERNELS = ["prefill_f32_h4kv2_d64", "prefill_bf16_h4kv2_d64", "merge_f32_h3_d64",
            "gmm_f32_tb_g5_k19_n37", "gmm_f16_g3_k24_n40", "gmm_f32_ptr_tb_g4_k16_n20",
            "gmm_autograd_fwd", "gmm_autograd_dgrad", "gmm_autograd_wgrad"]
+# moe_mlp_spec's kernels, in the order it writes them, for the two MoE shapes.
+MOE_ROLES = ["histogram", "sort", "permute", "unpermute", "down_wgrad",
+             "gate_up", "gate_up_dgrad", "gate_up_wgrad", "down", "down_dgrad",
+             "gate_or_up_ptrs", "gate_or_up_dgrad_ptrs", "gate_or_up_wgrad",
+             "down_ptrs", "down_dgrad_ptrs"]
+KERNELS += [f"{moe}_{role}" for moe in ("moe_k3", "moe_k2")
+            for role in MOE_ROLES]
 
 
 def test_host_device(host):
@@ -125,7 +132,7 @@ def test_unknown_kernel_name(bundle):
     assert info.value.code == tessel.StatusCode.NOT_FOUND
     assert str(info.value) == (
         "no kernel 'prefill_f64' for target 'host' in this bundle; it has: "
-        + ", ".join(KERNELS[:8]) + " (and 1 more)")
+        + ", ".join(KERNELS[:8]) + f" (and {len(KERNELS) - 8} more)")
 
 
 def _corrupt(data, at):

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Time an MoE layer's routed experts, forward + backward, on an NVIDIA
+GPU: the per-expert loop, the same fused structure on torch._grouped_mm,
+and Tessel, in one run on the same inputs.
+
+  PATH=/usr/local/cuda/bin:$PATH build/bin/tessel-aot \\
+      bench/moe_layer_kernels.mlir --targets=sm80,sm90 -o moe_layer.tsb
+  PYTHONPATH=<tessel package> python3 bench/moe_layer_bench.py moe_layer.tsb
+
+Cases (bf16, fresh random top-8 routings, fp32 routing weights):
+  * the reference MoE, E = 128, H = 2048, I = 512: 4096 and 32768 tokens;
+  * DeepSeek-V3's routed experts, E = 256, H = 7168, I = 2048: 4096
+    tokens (all 256 experts on one GPU: about 128 rows each).
+
+Methods, each a forward and a backward to every input (x, routing
+weights, expert weights) from the same upstream gradient:
+  loop:    tessel's reference per-expert loop (moe_reference.py): one
+           expert's rows at a time through F.linear, per-expert weight
+           tensors (as a model's nn.Linear layers), fp32 combine;
+  gr_mm:   the fused structure on torch: stable argsort of the ids, gather,
+           torch._grouped_mm for gate/up and down on the stacked weights
+           (transposed views), SiLU gate, weighted combine; autograd;
+  tessel:  tessel.torch.moe_mlp on the stacked weights;
+  ptrs:    tessel.torch.moe_mlp_unstacked on per-expert weight views
+           (pointer tables: what patch_deepseek_moe runs).
+Each case first checks every method's output and gradients once against
+the loop's (bf16 both: error norm <= 2e-2 of the norm), then times each:
+median of --reps fwd+bwd steps between CUDA events after warm-up (the loop:
+--loop-reps). TFLOP/s count 18 * rows * H * I (the six GEMMs of fwd+bwd).
+x faster: the loop's or gr_mm's time over Tessel's. Exits 1 if a check
+failed.
+"""
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import tessel.torch
+from grouped_matmul_bench import time_ms
+from moe_layer_common import (SHAPES, errors, expert_views, gpu_bundle,
+                              random_layer, routed_experts_loop, script_parser)
+
+CASES = [("ref 4k tok", "mlp_ref", 4096), ("ref 32k tok", "mlp_ref", 32768),
+         ("DSv3 4k tok", "mlp_dsv3", 4096)]
+NORM_REL = 2e-2
+
+
+def grouped_mm_layer(x, ids, weights, w_gate_up, w_down):
+    """The fused structure on torch ops and torch._grouped_mm, no host
+    synchronisation: rows (token, slot) sorted by expert, two grouped
+    matmuls, the weighted combine."""
+    T, k = ids.shape
+    E, inter = w_gate_up.shape[0], w_down.shape[2]
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.zeros(E, dtype=torch.int32, device=x.device)
+    counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int32))
+    offs = counts.cumsum(0, dtype=torch.int32)
+    h = torch._grouped_mm(x[order // k], w_gate_up.transpose(1, 2),
+                          offs=offs)
+    y = torch._grouped_mm(F.silu(h[:, :inter]) * h[:, inter:],
+                          w_down.transpose(1, 2), offs=offs)
+    position = torch.empty_like(order)
+    position[order] = torch.arange(order.numel(), device=x.device)
+    out = (y[position].view(T, k, -1).float() * weights.unsqueeze(-1)).sum(1)
+    return out.to(x.dtype)
+
+
+class Methods:
+    """The four methods on one layer's inputs, each as a fwd+bwd step that
+    leaves its gradients in `grads()`."""
+
+    def __init__(self, layer, bundle):
+        self.layer = layer
+        self.x = layer.x.requires_grad_()
+        self.w = layer.weights.requires_grad_()
+        self.gu = layer.w_gate_up.requires_grad_()
+        self.down = layer.w_down.requires_grad_()
+        inter = layer.w_down.shape[2]
+        # Leaves viewing the stacked weights: per-expert tensors, no copy.
+        self.gu_views = expert_views(layer.w_gate_up)
+        self.down_views = expert_views(layer.w_down)
+        self.gate_views = expert_views(layer.w_gate_up, slice(0, inter))
+        self.up_views = expert_views(layer.w_gate_up, slice(inter, None))
+        ids, x, w = layer.ids, self.x, self.w
+        self.calls = {
+            "loop": lambda: routed_experts_loop(x, ids, w, self.gu_views,
+                                                self.down_views),
+            "gr_mm": lambda: grouped_mm_layer(x, ids, w, self.gu, self.down),
+            "tessel": lambda: tessel.torch.moe_mlp(x, ids, w, self.gu,
+                                                   self.down, bundle),
+            "ptrs": lambda: tessel.torch.moe_mlp_unstacked(
+                x, ids, w, self.gate_views, self.up_views, self.down_views,
+                bundle),
+        }
+
+    def leaves(self):
+        return [self.x, self.w, self.gu, self.down, *self.gu_views,
+                *self.down_views, *self.gate_views, *self.up_views]
+
+    def step(self, name):
+        for t in self.leaves():
+            t.grad = None
+        out = self.calls[name]()
+        out.backward(self.layer.dout)
+        return out.detach()
+
+    def grads(self, name):
+        """x, routing-weight, stacked gate/up and down gradients."""
+        def stacked(views):
+            return torch.stack([v.grad for v in views])
+        if name == "loop":
+            gu, down = stacked(self.gu_views), stacked(self.down_views)
+        elif name == "ptrs":
+            gu = torch.cat([stacked(self.gate_views),
+                            stacked(self.up_views)], dim=1)
+            down = stacked(self.down_views)
+        else:
+            gu, down = self.gu.grad, self.down.grad
+        return [self.x.grad, self.w.grad, gu, down]
+
+
+def check(methods, title):
+    """Every method's output and gradients against the loop's."""
+    ref = [methods.step("loop")] + methods.grads("loop")
+    ok = True
+    for name in ("gr_mm", "tessel", "ptrs"):
+        got = [methods.step(name)] + methods.grads(name)
+        worst = [errors(a, e) for a, e in zip(got, ref)]
+        good = all(torch.isfinite(a).all() for a in got) and all(
+            norm <= NORM_REL for _, norm in worst)
+        ok &= good
+        detail = ", ".join(f"{what} {norm:.1e}" for what, (_, norm) in
+                           zip(("out", "dx", "dw", "dWgu", "dWd"), worst))
+        print(f"{'PASS' if good else 'FAIL'}  {title}: {name} vs loop, "
+              f"error norms: {detail}")
+        del got
+    return ok
+
+
+def timings(methods, reps, loop_reps):
+    """Median fwd+bwd milliseconds of each method."""
+    return {name: time_ms(lambda: methods.step(name),
+                          loop_reps if name == "loop" else reps,
+                          warmup=1 if name == "loop" else 5)
+            for name in methods.calls}
+
+
+def main():
+    parser = script_parser(__doc__)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--loop-reps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cases", default=",".join(c[0] for c in CASES),
+                        help="comma-separated case titles to run")
+    args = parser.parse_args()
+    bundle = gpu_bundle(args.bundle)
+    if bundle is None:
+        return 1
+    wanted = args.cases.split(",")
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    ok = True
+    rows = []
+    for title, shape_name, tokens in CASES:
+        if title not in wanted:
+            continue
+        shape = SHAPES[shape_name]
+        methods = Methods(random_layer(shape, tokens, gen), bundle)
+        ok &= check(methods, title)
+        ms = timings(methods, args.reps, args.loop_reps)
+        flops = 18.0 * tokens * shape.topk * shape.hidden * shape.intermediate
+        rows.append((title, shape, tokens, ms, flops))
+        del methods
+        torch.cuda.empty_cache()
+
+    print("\nfwd+bwd of the routed experts, ms (TFLOP/s); x faster: the "
+          "other's time over Tessel's")
+    print(f"{'case':12s} {'E':>4s} {'H':>5s} {'I':>5s} {'tokens':>6s} "
+          f"{'loop':>15s} {'gr_mm':>15s} {'tessel':>15s} {'ptrs':>15s} "
+          f"{'vs loop':>8s} {'vs gr_mm':>8s} {'ptrs vs gr_mm':>13s}")
+    for title, shape, tokens, ms, flops in rows:
+        cells = " ".join(f"{ms[n]:7.2f} ({flops / ms[n] / 1e9:5.0f})"
+                         for n in ("loop", "gr_mm", "tessel", "ptrs"))
+        print(f"{title:12s} {shape.experts:4d} {shape.hidden:5d} "
+              f"{shape.intermediate:5d} {tokens:6d} {cells} "
+              f"{ms['loop'] / ms['tessel']:7.1f}x "
+              f"{ms['gr_mm'] / ms['tessel']:7.2f}x "
+              f"{ms['gr_mm'] / ms['ptrs']:12.2f}x")
+    print("ALL PASS" if ok else "SOME FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

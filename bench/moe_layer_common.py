@@ -1,0 +1,123 @@
+"""What the MoE layer GPU scripts share (moe_layer_check.py,
+moe_layer_bench.py, moe_fsdp_check.py, gen_moe_layer_kernels.py): the MoE
+shapes whose kernels bench/moe_layer_kernels.mlir holds, the toy model's
+configuration, random layer inputs and comparisons.
+
+The reference code (the per-expert loop, the toy DeepSeek-style model) is
+python-bindings/tests/moe_reference.py, which the CPU tests use too; the
+`tessel` package comes from PYTHONPATH (scripts/install-python.sh
+--prefix DIR; bench/moe_gpu_check.sh does both).
+"""
+import argparse
+import os
+import sys
+from typing import List, NamedTuple
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python-bindings", "tests"))
+from moe_reference import (Block, ToyConfig, ToyModel,  # noqa: E402
+                           loss_of, routed_experts_loop)
+
+__all__ = ["SHAPES", "TOY", "Block", "Layer", "Shape", "ToyModel", "bundle_of",
+           "errors", "expert_views", "gpu_bundle", "loss_of", "random_layer",
+           "routed_experts_loop", "script_parser"]
+
+
+class Shape(NamedTuple):
+    experts: int
+    hidden: int
+    intermediate: int
+    topk: int
+
+
+# The toy DeepSeek-style model of the training and FSDP checks: 3 MoE
+# blocks of 16 experts (top-4) and a shared expert, H = 256, I = 128.
+TOY = ToyConfig(vocab_size=512, hidden_size=256, moe_intermediate_size=128,
+                n_routed_experts=16, num_experts_per_tok=4,
+                n_shared_experts=1, num_layers=3, aux_loss_alpha=0.01)
+
+# Kernel-name prefix in moe_layer_kernels.mlir -> MoE shape.
+SHAPES = {
+    "mlp_ref": Shape(128, 2048, 512, 8),    # the reference MoE configuration
+    "mlp_dsv3": Shape(256, 7168, 2048, 8),  # DeepSeek-V3's routed experts
+    "mlp_toy": Shape(TOY.n_routed_experts, TOY.hidden_size,
+                     TOY.moe_intermediate_size, TOY.num_experts_per_tok),
+}
+
+
+class Layer(NamedTuple):
+    """The inputs of one MoE layer call (bf16 tokens and weights, fp32
+    routing weights) and an upstream gradient."""
+    x: torch.Tensor             # [T, H]
+    ids: torch.Tensor           # [T, k] int64, as torch.topk gives them
+    weights: torch.Tensor       # [T, k] fp32
+    w_gate_up: torch.Tensor     # [E, 2I, H]
+    w_down: torch.Tensor        # [E, H, I]
+    dout: torch.Tensor          # [T, H]
+
+
+def random_layer(shape: Shape, tokens: int, gen: torch.Generator,
+                 empty: List[int] = (), dropped: float = 0.0,
+                 dtype=torch.bfloat16) -> Layer:
+    """Fresh random inputs: each token routed to k distinct experts (top-k
+    of random scores; never one of `empty`), about `dropped` of the slots
+    given id -1 (dropped), weights the softmax of the chosen scores."""
+    E, H, I, k = shape
+    dev = "cuda"
+    scores = torch.rand(tokens, E, device=dev, generator=gen)
+    scores[:, list(empty)] = -1.0
+    top, ids = scores.topk(k, dim=1)
+    weights = torch.softmax(top * 4, dim=1)
+    if dropped:
+        mask = torch.rand(tokens, k, device=dev, generator=gen) < dropped
+        ids = ids.masked_fill(mask, -1)
+
+    def randn(*size, scale=1.0):
+        # Drawn in `dtype`: an fp32 draw of DeepSeek-V3's stacked weights
+        # would be 30 GiB.
+        return torch.randn(*size, device=dev, generator=gen,
+                           dtype=dtype).mul_(scale)
+
+    return Layer(randn(tokens, H), ids, weights,
+                 randn(E, 2 * I, H, scale=H ** -0.5),
+                 randn(E, H, I, scale=I ** -0.5), randn(tokens, H))
+
+
+def expert_views(w: torch.Tensor, rows: slice = slice(None)):
+    """Leaf tensors viewing each expert's matrix of stacked weights (rows
+    `rows` of it): a model's per-expert parameters without a copy."""
+    return [m.requires_grad_() for m in w.detach()[:, rows].unbind(0)]
+
+
+def errors(actual: torch.Tensor, expected: torch.Tensor):
+    """(largest error / largest magnitude, error norm / norm), in fp32."""
+    a, e = actual.float(), expected.float()
+    diff = a - e
+    scale = e.abs().max().clamp(min=1e-30)
+    return ((diff.abs().max() / scale).item(),
+            (diff.norm() / e.norm().clamp(min=1e-30)).item())
+
+
+def script_parser(doc: str) -> argparse.ArgumentParser:
+    """The scripts' command line: the bundle, then the script's options."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("bundle", help="bench/moe_layer_kernels.mlir "
+                        "compiled for sm80,sm90")
+    return parser
+
+
+def bundle_of(path: str, ordinal: int = 0):
+    import tessel
+    return tessel.Bundle(tessel.Device("cuda", ordinal), path)
+
+
+def gpu_bundle(path: str):
+    """The bundle loaded on GPU 0, after a line naming the GPU; None after
+    a FAIL line when there is no GPU."""
+    if not torch.cuda.is_available():
+        print("FAIL  no CUDA GPU visible")
+        return None
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    return bundle_of(path)

@@ -1,0 +1,115 @@
+"""Kernel specs (MLIR for tessel-aot or tessel.compile) of single-op
+kernels, written from the op and the shape parameters that `Bundle.find`
+matches the compiled kernel by.
+
+    spec = kernel_spec("moe_down", "grouped_matmul", "bf16", groups=128,
+                       N=2048, K=512, trans_b=1, pointer_table=0)
+
+tessel.torch's spec writers (grouped_mm_spec, moe_mlp_spec) describe each
+kernel they launch once, as (op, params), and use that one description both
+to write its spec here and to find it in a bundle: the two cannot drift
+apart. Token and row counts are dynamic (`?`); `groups` (the expert count)
+is static, as the GPU templates need.
+"""
+
+from typing import Dict, List, Tuple
+
+# (keyword, SSA name, type) of one operand of the op.
+_Operand = Tuple[str, str, str]
+
+
+def _memref(*dims, element: str) -> str:
+    return "memref<" + "x".join(str(d) for d in dims) + f"x{element}>"
+
+
+def _func(name: str, op: str, operands: List[_Operand], attrs: str) -> str:
+    args = ", ".join(f"%{var}: {type_}" for _, var, type_ in operands)
+    uses = " ".join(f"{kw}(%{var} : {type_})" for kw, var, type_ in operands)
+    return (f"func.func @{name}({args}) {{\n  tessel.{op} {uses}{attrs}\n"
+            f"  return\n}}\n")
+
+
+def _grouped_matmul(e, groups, N, K, trans_b, pointer_table):
+    """c [T, N] = a [T, K] . op(b[g]); b stacked or a table of pointers to
+    [N, K] (trans_b) or [K, N] matrices."""
+    rows = (N, K) if trans_b else (K, N)
+    if pointer_table:
+        b = _memref(groups, element="i64")
+        shape = ", ".join(str(d) for d in rows)
+        attrs = ["trans_b"] if trans_b else []
+        attrs.append(f"b_shape = array<i64: {shape}>")
+        attr = " {" + ", ".join(attrs) + "}"
+    else:
+        b = _memref(groups, *rows, element=e)
+        attr = " {trans_b}" if trans_b else ""
+    return ([("a", "a", _memref("?", K, element=e)), ("b", "b", b),
+             ("group_offsets", "off", _memref(groups, element="i32")),
+             ("c", "c", _memref("?", N, element=e))], attr)
+
+
+def _grouped_matmul_wgrad(e, groups, M, N):
+    """c [G, M, N] = a[rows_g]^T . b[rows_g], stored in the element type of
+    a and b (fp32 accumulation over all of a group's rows in one block)."""
+    return ([("a", "a", _memref("?", M, element=e)),
+             ("b", "b", _memref("?", N, element=e)),
+             ("group_offsets", "off", _memref(groups, element="i32")),
+             ("c", "c", _memref(groups, M, N, element=e))], "")
+
+
+def _expert_histogram(e, groups, topk):
+    counts = _memref(groups, element="i32")
+    return ([("topk_ids", "ids", _memref("?", topk, element="i32")),
+             ("counts", "counts", counts),
+             ("group_offsets", "offsets", counts)], "")
+
+
+def _expert_sort(e, groups, topk):
+    ids = _memref("?", topk, element="i32")
+    return ([("topk_ids", "ids", ids),
+             ("group_offsets", "offsets", _memref(groups, element="i32")),
+             ("sorted_rows", "sorted", _memref("?", element="i32")),
+             ("row_positions", "pos", ids)], "")
+
+
+def _moe_permute(e, groups, hidden, topk):
+    rows = _memref("?", hidden, element=e)
+    return ([("x", "x", rows),
+             ("sorted_rows", "sorted", _memref("?", element="i32")),
+             ("out", "out", rows)], f" {{topk = {topk} : i64}}")
+
+
+def _moe_unpermute(e, groups, hidden, topk):
+    """Weights f32: tessel.torch passes routing weights as float32."""
+    rows = _memref("?", hidden, element=e)
+    return ([("y", "y", rows),
+             ("row_positions", "pos", _memref("?", topk, element="i32")),
+             ("weights", "w", _memref("?", topk, element="f32")),
+             ("out", "out", rows)], "")
+
+
+_WRITERS = {
+    "grouped_matmul": _grouped_matmul,
+    "grouped_matmul_wgrad": _grouped_matmul_wgrad,
+    "expert_histogram": _expert_histogram,
+    "expert_sort": _expert_sort,
+    "moe_permute": _moe_permute,
+    "moe_unpermute": _moe_unpermute,
+}
+
+
+def kernel_spec(name: str, op: str, dtype: str, groups: int,
+                **params: int) -> str:
+    """The func.func of kernel `name`: one tessel `op` (without the
+    'tessel.' prefix) on elements `dtype` ('bf16', 'f16', 'f32') for
+    `groups` experts, with the shape parameters `params` that tessel-aot
+    records for it (docs/architecture.md, Kernel signatures)."""
+    operands, attr = _WRITERS[op](dtype, groups, **params)
+    return _func(name, op, operands, attr)
+
+
+def kernels_spec(name: str, kernels: Dict[str, Tuple[str, Dict[str, int]]],
+                 dtype: str, groups: int) -> str:
+    """The specs of `kernels` (role -> (op, params)), each named
+    `<name>_<role>`."""
+    return "".join(kernel_spec(f"{name}_{role}", op, dtype, groups, **params)
+                   for role, (op, params) in kernels.items())

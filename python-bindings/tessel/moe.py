@@ -1,0 +1,577 @@
+"""The routed experts of a mixture-of-experts layer (DeepSeek-V2/V3: SiLU-
+gated MLPs, top-k routing) as one torch autograd Function over Tessel
+kernels; tessel.torch exports it.
+
+    import tessel, tessel.torch
+    bundle = tessel.Bundle(tessel.Device("cuda"), "moe.tsb")
+    out = tessel.torch.moe_mlp(x, topk_ids, topk_weights, w_gate_up,
+                               w_down, bundle)
+
+    out[t] = sum_j topk_weights[t, j] * expert_{topk_ids[t, j]}(x[t])
+    expert_e(v) = w_down[e] @ (silu(gate) * up), [gate; up] = w_gate_up[e] @ v
+
+Ids outside [0, E) are dropped slots (an expert-parallel rank's
+non-local experts): they contribute nothing, and their routing weights get
+zero gradient. Forward, R = T * k rows (each a (token, slot) pair), all on
+the device with no host synchronisation:
+
+    topk_ids [T, k]  -expert_histogram->  group_offsets [E]
+                     -expert_sort->       sorted_rows [R], row_positions [T, k]
+    x [T, H]  -moe_permute->  xs [R, H]  (rows in expert order)
+    xs   -grouped_matmul(w_gate_up, trans_b)->  h [R, 2I]  (gate | up)
+    act = silu(gate) * up  [R, I]                          (torch)
+    act  -grouped_matmul(w_down, trans_b)->  y [R, H]
+    y    -moe_unpermute(topk_weights)->  out [T, H]  (fp32 sums, no atomics)
+
+Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p:
+
+    dout_s = moe_permute(dout)                           [R, H]
+    g = grouped_matmul(dout_s, w_down)  (down dgrad)     [R, I]
+    d topk_weights[t, j] = <g[p], act[p]>, p = row_positions[t, j]
+        (= <dout[t], y[p]>, as y[p] = act[p] w_down^T: y is not kept)
+    d w_down = grouped_matmul_wgrad(dout_s, act * w_s)
+    dh = SiLU-gate backward of g * w_s                   [R, 2I]
+    dxs = grouped_matmul(dh, w_gate_up)  (gate/up dgrad) [R, H]
+    d w_gate_up = grouped_matmul_wgrad(dh, xs)
+    dx = moe_unpermute(dxs, weights 1)                   [T, H]
+
+Two grouped-matmul launches forward and four backward, whatever E is
+(a per-expert loop makes 3E and 9E). Saved for the backward: x, h, the
+int32 routing (sorted_rows, row_positions, group_offsets), the routing
+weights as fp32, and the weights themselves (no copies). Not saved: xs
+(k times x's size; permuted again in the backward, one copy at the memory
+rate), act (recomputed from h, elementwise) and y (the identity above).
+
+`moe_mlp_unstacked` takes the experts' weights as lists, as a model keeps
+them (one nn.Linear each), and reads them in place through pointer tables
+(tessel.grouped_matmul with a [E] i64 `b`): no stacked copy, forward or
+backward. Gate and up are then two launches (three forward, six backward);
+their weight gradients come out of the wgrad kernels as [E, I, H] tensors
+whose slices are the experts' gradients (views, no copy). The tables are
+written from the weights' addresses on each call, forward and backward
+(FSDP gathers the weights again for the backward, maybe elsewhere).
+
+`moe_mlp_spec` writes the spec of every kernel these need (tessel-aot or
+tessel.compile); kernels are found in the bundle by op and shape
+parameters. The expert count is not a kernel parameter: a bundle should
+hold one expert count per (hidden, intermediate, top-k, dtype).
+"""
+
+import abc
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
+
+from ._tessel import Error, StatusCode
+from .kernel_specs import kernels_spec
+from .runtime import Bundle, Kernel
+
+_ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_ROUTING_OPS = ("expert_histogram", "expert_sort")  # no float operands
+
+
+def _kernel_roles(hidden: int, intermediate: int,
+                  topk: int) -> Dict[str, Tuple[str, Dict[str, int]]]:
+    """Every kernel moe_mlp and moe_mlp_unstacked launch, as role ->
+    (op, shape params): what moe_mlp_spec writes and what is found."""
+    H, I = hidden, intermediate
+
+    def ragged_m(N, K, trans_b, pointer_table):
+        return ("grouped_matmul", dict(N=N, K=K, trans_b=int(trans_b),
+                                       pointer_table=int(pointer_table)))
+
+    return {
+        "histogram": ("expert_histogram", dict(topk=topk)),
+        "sort": ("expert_sort", dict(topk=topk)),
+        "permute": ("moe_permute", dict(hidden=H, topk=topk)),
+        "unpermute": ("moe_unpermute", dict(hidden=H, topk=topk)),
+        "down_wgrad": ("grouped_matmul_wgrad", dict(M=H, N=I)),
+        # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I].
+        "gate_up": ragged_m(2 * I, H, True, False),
+        "gate_up_dgrad": ragged_m(H, 2 * I, False, False),
+        "gate_up_wgrad": ("grouped_matmul_wgrad", dict(M=2 * I, N=H)),
+        "down": ragged_m(H, I, True, False),
+        "down_dgrad": ragged_m(I, H, False, False),
+        # Unstacked: pointer tables of [I, H] gate or up and [H, I] down
+        # matrices (the dgrads read the same matrices as [K, N]).
+        "gate_or_up_ptrs": ragged_m(I, H, True, True),
+        "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
+        "gate_or_up_wgrad": ("grouped_matmul_wgrad", dict(M=I, N=H)),
+        "down_ptrs": ragged_m(H, I, True, True),
+        "down_dgrad_ptrs": ragged_m(I, H, False, True),
+    }
+
+
+_SHARED_ROLES = ("histogram", "sort", "permute", "unpermute", "down_wgrad")
+
+
+def moe_mlp_spec(experts: int, hidden: int, intermediate: int, topk: int,
+                 dtype: str = "bf16", name: str = "moe",
+                 unstacked: bool = True) -> str:
+    """The kernel spec (MLIR, for tessel-aot or tessel.compile) of every
+    kernel moe_mlp needs for `experts` experts of `hidden` -> 2 x
+    `intermediate` -> `hidden`, top-`topk` routing, elements `dtype`
+    ('bf16', 'f16' or 'f32'); with `unstacked`, also those of
+    moe_mlp_unstacked (and so patch_deepseek_moe). Kernels are named
+    `<name>_<role>`."""
+    roles = _kernel_roles(hidden, intermediate, topk)
+    if not unstacked:
+        keep = _SHARED_ROLES + tuple(_STACKED.steps.values())
+        roles = {r: v for r, v in roles.items() if r in keep}
+    return kernels_spec(name, roles, dtype, experts)
+
+
+#===----------------------------------------------------------------------===#
+# How the expert weights are given
+#===----------------------------------------------------------------------===#
+
+class _Form(abc.ABC):
+    """One way of passing the expert weights: the kernel of each step, how
+    many launches the up projection takes (`parts`: gate and up fused in
+    one, or one each) and the `b` operand of each launch."""
+
+    name: str
+    parts: int
+    steps: Dict[str, str]  # step -> kernel role
+
+    @abc.abstractmethod
+    def operands(self, weights) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        """The `b` of each up-projection launch, and of the down one."""
+
+    @abc.abstractmethod
+    def needs(self, needed: Sequence[bool]) -> Tuple[bool, bool]:
+        """Whether any gate/up weight, and any down weight, needs a
+        gradient, from the weights' needs_input_grad."""
+
+    @abc.abstractmethod
+    def weight_grads(self, d_up: Optional[torch.Tensor],
+                     d_down: Optional[torch.Tensor],
+                     needed: Sequence[bool]) -> Tuple:
+        """The gradients of the weights, from d_up [parts, E, 2I/parts, H]
+        and d_down [E, H, I] (None where not computed)."""
+
+
+class _Stacked(_Form):
+    """w_gate_up [E, 2I, H] (each expert's gate rows, then its up rows)
+    and w_down [E, H, I]."""
+
+    name = "moe_mlp"
+    parts = 1
+    steps = dict(up="gate_up", up_dgrad="gate_up_dgrad",
+                 up_wgrad="gate_up_wgrad", down="down",
+                 down_dgrad="down_dgrad")
+
+    def operands(self, weights):
+        w_gate_up, w_down = weights
+        return [w_gate_up], w_down
+
+    def needs(self, needed):
+        return needed[0], needed[1]
+
+    def weight_grads(self, d_up, d_down, needed):
+        return (d_up[0] if needed[0] else None,
+                d_down if needed[1] else None)
+
+
+class _Unstacked(_Form):
+    """Lists of E gate [I, H], E up [I, H] and E down [H, I] matrices, in
+    that order, read in place through pointer tables."""
+
+    name = "moe_mlp_unstacked"
+    parts = 2
+    steps = dict(up="gate_or_up_ptrs", up_dgrad="gate_or_up_dgrad_ptrs",
+                 up_wgrad="gate_or_up_wgrad", down="down_ptrs",
+                 down_dgrad="down_dgrad_ptrs")
+
+    def operands(self, weights):
+        tables = _pointer_tables(weights).view(3, -1)
+        return [tables[0], tables[1]], tables[2]
+
+    def needs(self, needed):
+        E = len(needed) // 3
+        return any(needed[:2 * E]), any(needed[2 * E:])
+
+    def weight_grads(self, d_up, d_down, needed):
+        E = len(needed) // 3
+        grads = [None] * (3 * E)
+        if d_up is not None:
+            grads[:2 * E] = d_up.flatten(0, 1).unbind(0)
+        if d_down is not None:
+            grads[2 * E:] = d_down.unbind(0)
+        return tuple(g if need else None for g, need in zip(grads, needed))
+
+
+_STACKED, _UNSTACKED = _Stacked(), _Unstacked()
+
+
+def _pointer_tables(weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The weights' addresses as an int64 tensor on their device. The copy
+    to a GPU is from pinned memory, asynchronous on the current stream: no
+    host synchronisation (torch keeps the pinned buffer until it is
+    done)."""
+    table = torch.tensor([w.data_ptr() for w in weights], dtype=torch.int64)
+    device = weights[0].device
+    if device.type == "cpu":
+        return table
+    return table.pin_memory().to(device, non_blocking=True)
+
+
+#===----------------------------------------------------------------------===#
+# Argument checks and kernel lookup
+#===----------------------------------------------------------------------===#
+
+def _shape(t: torch.Tensor) -> str:
+    return "[" + ", ".join(str(d) for d in t.shape) + "]"
+
+
+class _Dims(NamedTuple):
+    tokens: int
+    topk: int
+    experts: int
+    hidden: int
+    intermediate: int
+
+
+def _check_tensor(fn: str, name: str, t, rank: int, expected: str):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"tessel.torch.{fn}: '{name}' must be a torch "
+                        f"tensor {expected}, got {type(t).__name__}")
+    if t.dim() != rank:
+        raise ValueError(f"tessel.torch.{fn}: '{name}' must be {expected} "
+                         f"({rank}-D), got shape {_shape(t)}")
+
+
+def _check_routing(fn: str, x, topk_ids, topk_weights) -> Tuple[int, int, int]:
+    """T, k and H of x [T, H], topk_ids and topk_weights [T, k]."""
+    _check_tensor(fn, "x", x, 2, "[T, H]")
+    _check_tensor(fn, "topk_ids", topk_ids, 2, "[T, k]")
+    _check_tensor(fn, "topk_weights", topk_weights, 2, "[T, k]")
+    if x.dtype not in _ELEMENT:
+        raise TypeError(f"tessel.torch.{fn}: 'x' is {x.dtype}; the kernels "
+                        f"take float32, float16 or bfloat16")
+    if topk_ids.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"tessel.torch.{fn}: 'topk_ids' must be int32 or "
+                        f"int64, got {topk_ids.dtype}")
+    if not topk_weights.is_floating_point():
+        raise TypeError(f"tessel.torch.{fn}: 'topk_weights' must be "
+                        f"floating point, got {topk_weights.dtype}")
+    T, k = topk_ids.shape
+    if x.shape[0] != T or topk_weights.shape != topk_ids.shape:
+        raise ValueError(f"tessel.torch.{fn}: x [T, H], topk_ids [T, k] and "
+                         f"topk_weights [T, k] must agree on T and k, got "
+                         f"{_shape(x)}, {_shape(topk_ids)} and "
+                         f"{_shape(topk_weights)}")
+    if k < 1:
+        raise ValueError(f"tessel.torch.{fn}: top-k is 0 (topk_ids "
+                         f"{_shape(topk_ids)})")
+    return T, k, x.shape[1]
+
+
+def _check_weights(fn: str, x: torch.Tensor, named):
+    """Every weight (name, tensor) has x's dtype and device and is dense."""
+    for name, w in named:
+        if w.dtype != x.dtype:
+            raise TypeError(f"tessel.torch.{fn}: '{name}' is {w.dtype} but "
+                            f"'x' is {x.dtype}; they must match")
+        if w.device != x.device:
+            raise ValueError(f"tessel.torch.{fn}: '{name}' is on {w.device} "
+                             f"but 'x' is on {x.device}")
+        if not w.is_contiguous():
+            raise ValueError(f"tessel.torch.{fn}: '{name}' {_shape(w)} must "
+                             f"be contiguous (row-major, as nn.Linear keeps "
+                             f"its weight): a transposed view would need a "
+                             f"copy")
+
+
+def _check_devices(fn: str, bundle: Bundle, x, topk_ids, topk_weights):
+    for name, t in (("topk_ids", topk_ids), ("topk_weights", topk_weights)):
+        if t.device != x.device:
+            raise ValueError(f"tessel.torch.{fn}: '{name}' is on {t.device} "
+                             f"but 'x' is on {x.device}")
+    device = bundle.device
+    on_host = device.kind == "host"
+    if (x.device.type == "cpu") != on_host or (
+            not on_host and x.device.index != device.ordinal):
+        where = "the host" if on_host else f"{device.kind}:{device.ordinal}"
+        raise ValueError(f"tessel.torch.{fn}: the tensors are on {x.device} "
+                         f"but the bundle's kernels run on {where}")
+
+
+def _stacked_dims(x, topk_ids, w_gate_up, w_down, T, k, H) -> _Dims:
+    fn = _STACKED.name
+    _check_tensor(fn, "w_gate_up", w_gate_up, 3, "[E, 2I, H]")
+    _check_tensor(fn, "w_down", w_down, 3, "[E, H, I]")
+    E, two_i, h = w_gate_up.shape
+    if h != H or two_i % 2:
+        raise ValueError(f"tessel.torch.{fn}: 'w_gate_up' must be [E, 2I, H] "
+                         f"with H = {H} (x is {_shape(x)}), got "
+                         f"{_shape(w_gate_up)}")
+    I = two_i // 2
+    if tuple(w_down.shape) != (E, H, I):
+        raise ValueError(f"tessel.torch.{fn}: 'w_down' must be [E, H, I] = "
+                         f"[{E}, {H}, {I}] (from w_gate_up [E, 2I, H] = "
+                         f"{_shape(w_gate_up)}), got {_shape(w_down)}")
+    _check_weights(fn, x, (("w_gate_up", w_gate_up), ("w_down", w_down)))
+    return _Dims(T, k, E, H, I)
+
+
+def _unstacked_dims(x, gate, up, down, T, k, H) -> _Dims:
+    fn = _UNSTACKED.name
+    lists = (("gate_weights", gate), ("up_weights", up),
+             ("down_weights", down))
+    for name, ws in lists:
+        if isinstance(ws, torch.Tensor) or not isinstance(ws, Sequence):
+            raise TypeError(f"tessel.torch.{fn}: '{name}' must be a list of "
+                            f"per-expert weight tensors")
+    E = len(gate)
+    if E == 0 or len(up) != E or len(down) != E:
+        raise ValueError(f"tessel.torch.{fn}: gate_weights, up_weights and "
+                         f"down_weights must hold one tensor per expert "
+                         f"(at least one), got {len(gate)}, {len(up)} and "
+                         f"{len(down)}")
+    _check_tensor(fn, "gate_weights[0]", gate[0], 2, "[I, H]")
+    I = gate[0].shape[0]
+    for (name, ws), layout, expected in zip(
+            lists, ("[I, H]", "[I, H]", "[H, I]"), ((I, H), (I, H), (H, I))):
+        for e, w in enumerate(ws):
+            what = f"{name}[{e}]"
+            _check_tensor(fn, what, w, 2, layout)
+            if tuple(w.shape) != expected:
+                raise ValueError(
+                    f"tessel.torch.{fn}: '{what}' must be {layout} = "
+                    f"[{expected[0]}, {expected[1]}] (I from gate_weights[0] "
+                    f"{_shape(gate[0])}, H from x {_shape(x)}), got "
+                    f"{_shape(w)}")
+            _check_weights(fn, x, ((what, w),))
+            # The GPU kernels read every matrix in 16-byte chunks.
+            if w.data_ptr() % 16:
+                raise ValueError(f"tessel.torch.{fn}: '{what}' starts at an "
+                                 f"address that is not 16-byte aligned "
+                                 f"({w.data_ptr():#x})")
+    return _Dims(T, k, E, H, I)
+
+
+def _kernels(bundle: Bundle, form: _Form, dtype: torch.dtype,
+             dims: _Dims) -> Dict[str, Kernel]:
+    """The kernels of `form`'s steps and of the shared roles, by step or
+    role; a missing one is a tessel.Error (NOT_FOUND) saying which and how
+    to write its spec."""
+    e = _ELEMENT[dtype]
+    roles = _kernel_roles(dims.hidden, dims.intermediate, dims.topk)
+    wanted = {r: r for r in _SHARED_ROLES}
+    wanted.update(form.steps)
+    kernels = {}
+    for step, role in wanted.items():
+        op, params = roles[role]
+        try:
+            kernels[step] = bundle.find(op, None if op in _ROUTING_OPS else e,
+                                        **params)
+        except Error as error:
+            message = (f"tessel.torch.{form.name}: the bundle has no kernel "
+                       f"for '{role}' (E={dims.experts}, H={dims.hidden}, "
+                       f"I={dims.intermediate}, top-{dims.topk}, {e}); "
+                       f"tessel.torch.moe_mlp_spec({dims.experts}, "
+                       f"{dims.hidden}, {dims.intermediate}, {dims.topk}, "
+                       f"'{e}') writes every kernel it needs. {error}")
+            missing = Error(message)
+            missing.code, missing.message = StatusCode.NOT_FOUND, message
+            raise missing from None
+    return kernels
+
+
+class _Plan(NamedTuple):
+    form: _Form
+    kernels: Dict[str, Kernel]
+    dims: _Dims
+
+
+#===----------------------------------------------------------------------===#
+# The autograd Function
+#===----------------------------------------------------------------------===#
+
+def _permute(plan: _Plan, rows: torch.Tensor,
+             sorted_rows: torch.Tensor) -> torch.Tensor:
+    out = rows.new_empty(sorted_rows.shape[0], rows.shape[1])
+    plan.kernels["permute"](rows, sorted_rows, out)
+    return out
+
+
+def _unpermute(plan: _Plan, y: torch.Tensor, row_positions: torch.Tensor,
+               weights: torch.Tensor) -> torch.Tensor:
+    out = y.new_empty(row_positions.shape[0], y.shape[1])
+    plan.kernels["unpermute"](y, row_positions, weights, out)
+    return out
+
+
+def _gate_and_up(h: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The gate and up halves of h [parts, R, 2I / parts] (or of its
+    gradient): the two column halves of a fused [1, R, 2I], else h[0]
+    and h[1]."""
+    if h.shape[0] == 1:
+        half = h.shape[2] // 2
+        return h[0, :, :half], h[0, :, half:]
+    return h[0], h[1]
+
+
+class _MoEMLP(torch.autograd.Function):
+
+    @staticmethod
+    def forward(ctx, x, topk_ids, topk_weights, plan, *weights):
+        k, form, dims = plan.kernels, plan.form, plan.dims
+        ids = topk_ids.to(torch.int32).contiguous()
+        x = x.contiguous()
+        rows = dims.tokens * dims.topk
+        offsets = ids.new_empty(dims.experts)
+        k["histogram"](ids, ids.new_empty(dims.experts), offsets)
+        sorted_rows = ids.new_empty(rows)
+        row_positions = torch.empty_like(ids)
+        k["sort"](ids, offsets, sorted_rows, row_positions)
+
+        up_bs, down_b = form.operands(weights)
+        xs = _permute(plan, x, sorted_rows)
+        # h (gate | up) is what the backward keeps of the activations:
+        # recomputing it would cost a grouped matmul, while act comes back
+        # from it elementwise (keeping act too would add R x I) and xs from
+        # x by one more permute (keeping xs would add R x H).
+        h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
+        for part, b in enumerate(up_bs):
+            k["up"](xs, b, offsets, h[part])
+        del xs
+        gate, up = _gate_and_up(h)
+        act = F.silu(gate) * up
+        y = x.new_empty(rows, dims.hidden)
+        k["down"](act, down_b, offsets, y)
+        del act
+        w32 = topk_weights.to(torch.float32).contiguous()
+        out = _unpermute(plan, y, row_positions, w32)
+
+        ctx.save_for_backward(x, w32, sorted_rows, row_positions, offsets, h,
+                              *weights)
+        ctx.plan = plan
+        ctx.weights_dtype = topk_weights.dtype
+        return out
+
+    @staticmethod
+    @once_differentiable  # the backward's kernels are not differentiable
+    def backward(ctx, dout):
+        x, w32, sorted_rows, row_positions, offsets, h, *weights = \
+            ctx.saved_tensors
+        plan = ctx.plan
+        k, form, dims = plan.kernels, plan.form, plan.dims
+        need_x, _, need_topk_weights = ctx.needs_input_grad[:3]
+        need_weights = ctx.needs_input_grad[4:]
+        need_up, need_down = form.needs(need_weights)
+        # Rebuilt, not kept from the forward: under FSDP the weights are
+        # gathered again for the backward, perhaps at other addresses.
+        up_bs, down_b = form.operands(weights)
+
+        dout_s = _permute(plan, dout.contiguous(), sorted_rows)
+        g = x.new_empty(dout_s.shape[0], dims.intermediate)
+        k["down_dgrad"](dout_s, down_b, offsets, g)
+        gate, up = _gate_and_up(h)
+        silu_gate = F.silu(gate)
+        act = silu_gate * up
+        # The routing weight of each sorted row; 0 for the unplaced tail.
+        placed = sorted_rows >= 0
+        w_s = torch.where(placed, w32.view(-1)[sorted_rows.clamp(min=0).long()],
+                          w32.new_zeros(()))
+
+        d_topk_weights = None
+        if need_topk_weights:
+            dw_s = (g.float() * act.float()).sum(1)
+            dropped = row_positions < 0
+            d_topk_weights = torch.where(
+                dropped, dw_s.new_zeros(()),
+                dw_s[row_positions.clamp(min=0).long()]).to(ctx.weights_dtype)
+        d_down = None
+        if need_down:
+            # dy[p] = w_s[p] dout_s[p]: the weight moved onto act, the
+            # smaller operand (I <= H in these models).
+            act_w = (act * w_s[:, None]).to(act.dtype)
+            d_down = x.new_empty(dims.experts, dims.hidden, dims.intermediate)
+            k["down_wgrad"](dout_s, act_w, offsets, d_down)
+            del act_w
+        del dout_s, act
+
+        da = (g * w_s[:, None]).to(g.dtype)
+        del g
+        dh = torch.empty_like(h)
+        d_gate, d_up = _gate_and_up(dh)
+        torch.mul(da, silu_gate, out=d_up)
+        torch.ops.aten.silu_backward.grad_input(da * up, gate,
+                                                grad_input=d_gate)
+        del da, silu_gate, h, gate, up
+
+        # One [R, H] buffer at a time: dxs is combined into dx before xs
+        # is permuted again for the gate/up weight gradient.
+        dx = d_up_w = None
+        if need_x:
+            dxs = x.new_empty(dh.shape[1], dims.hidden)
+            k["up_dgrad"](dh[0], up_bs[0], offsets, dxs)
+            for part in range(1, form.parts):
+                # Gate and up in separate launches: their sum.
+                more = torch.empty_like(dxs)
+                k["up_dgrad"](dh[part], up_bs[part], offsets, more)
+                dxs += more
+                del more
+            dx = _unpermute(plan, dxs, row_positions, torch.ones_like(w32))
+            del dxs
+        if need_up:
+            xs = _permute(plan, x, sorted_rows)
+            d_up_w = x.new_empty(form.parts, dims.experts, dh.shape[2],
+                                 dims.hidden)
+            for part in range(form.parts):
+                k["up_wgrad"](dh[part], xs, offsets, d_up_w[part])
+        return (dx, None, d_topk_weights, None,
+                *form.weight_grads(d_up_w, d_down, need_weights))
+
+
+def _apply(form: _Form, bundle: Bundle, x, topk_ids, topk_weights, dims,
+           weights) -> torch.Tensor:
+    plan = _Plan(form, _kernels(bundle, form, x.dtype, dims), dims)
+    return _MoEMLP.apply(x, topk_ids, topk_weights, plan, *weights)
+
+
+def moe_mlp(x: torch.Tensor, topk_ids: torch.Tensor,
+            topk_weights: torch.Tensor, w_gate_up: torch.Tensor,
+            w_down: torch.Tensor, bundle: Bundle) -> torch.Tensor:
+    """The routed experts' output [T, H] for tokens `x` [T, H] routed by
+    `topk_ids` [T, k] (int32 or int64; ids outside [0, E) are dropped
+    slots) with `topk_weights` [T, k] (float; used in fp32), through the
+    experts' stacked weights `w_gate_up` [E, 2I, H] (nn.Linear layout, each
+    expert's gate rows then its up rows) and `w_down` [E, H, I], all of x's
+    dtype (float32, float16, bfloat16) and device. Differentiable in x,
+    topk_weights, w_gate_up and w_down. The bundle must hold the kernels of
+    moe_mlp_spec(E, H, I, k, dtype) (the module's description says what
+    runs)."""
+    fn = _STACKED.name
+    T, k, H = _check_routing(fn, x, topk_ids, topk_weights)
+    dims = _stacked_dims(x, topk_ids, w_gate_up, w_down, T, k, H)
+    _check_devices(fn, bundle, x, topk_ids, topk_weights)
+    return _apply(_STACKED, bundle, x, topk_ids, topk_weights, dims,
+                  (w_gate_up, w_down))
+
+
+def moe_mlp_unstacked(x: torch.Tensor, topk_ids: torch.Tensor,
+                      topk_weights: torch.Tensor,
+                      gate_weights: Sequence[torch.Tensor],
+                      up_weights: Sequence[torch.Tensor],
+                      down_weights: Sequence[torch.Tensor],
+                      bundle: Bundle) -> torch.Tensor:
+    """moe_mlp with each expert's weights given on their own, as a model's
+    nn.Linear layers hold them: gate_weights[e] and up_weights[e] [I, H],
+    down_weights[e] [H, I], each contiguous and 16-byte aligned, read in
+    place through pointer tables (no stacked copy). Differentiable in x,
+    topk_weights and every weight. The bundle must hold the kernels of
+    moe_mlp_spec(E, H, I, k, dtype) (with unstacked=True, the default)."""
+    fn = _UNSTACKED.name
+    T, k, H = _check_routing(fn, x, topk_ids, topk_weights)
+    dims = _unstacked_dims(x, gate_weights, up_weights, down_weights, T, k, H)
+    _check_devices(fn, bundle, x, topk_ids, topk_weights)
+    return _apply(_UNSTACKED, bundle, x, topk_ids, topk_weights, dims,
+                  (*gate_weights, *up_weights, *down_weights))
+
+
+__all__ = ["moe_mlp", "moe_mlp_spec", "moe_mlp_unstacked"]
