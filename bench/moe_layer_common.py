@@ -91,13 +91,24 @@ def expert_views(w: torch.Tensor, rows: slice = slice(None)):
     return [m.requires_grad_() for m in w.detach()[:, rows].unbind(0)]
 
 
-def errors(actual: torch.Tensor, expected: torch.Tensor):
-    """(largest error / largest magnitude, error norm / norm), in fp32."""
-    a, e = actual.float(), expected.float()
-    diff = a - e
-    scale = e.abs().max().clamp(min=1e-30)
-    return ((diff.abs().max() / scale).item(),
-            (diff.norm() / e.norm().clamp(min=1e-30)).item())
+def errors(actual: torch.Tensor, expected: torch.Tensor, chunk=1 << 26):
+    """(largest error / largest magnitude, error norm / norm), in fp32 (both
+    infinite if `actual` is not finite), a chunk of elements at a time: DeepSeek-V3's weight gradients are 22 GiB
+    in bf16, and an fp32 copy of one would not fit beside them."""
+    a, e = actual.reshape(-1), expected.reshape(-1)
+    worst = largest = diff_sq = ref_sq = 0.0
+    for start in range(0, a.numel(), chunk):
+        ac = a[start:start + chunk].float()
+        ec = e[start:start + chunk].float()
+        diff = ac - ec
+        if not torch.isfinite(ac).all():
+            return float("inf"), float("inf")
+        worst = max(worst, diff.abs().max().item())
+        largest = max(largest, ec.abs().max().item())
+        diff_sq += diff.double().square().sum().item()
+        ref_sq += ec.double().square().sum().item()
+    return (worst / max(largest, 1e-30),
+            (diff_sq ** 0.5) / max(ref_sq ** 0.5, 1e-30))
 
 
 def script_parser(doc: str) -> argparse.ArgumentParser:
