@@ -38,15 +38,28 @@ CONTEXTS = [0, 1, 18, 463, 1328, 33000]
 LONG = 131072
 
 
-class Runtime:
-    """libtessel_runtime.so on CUDA device 0; kernels by name."""
+class TesselError(RuntimeError):
+    """A failed call of the runtime: `code` is its status code's name
+    (e.g. "TESSEL_UNSUPPORTED"), the text its message."""
 
-    def __init__(self, path):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Runtime:
+    """libtessel_runtime.so on device 0 of `backend` ("cuda" or "host");
+    kernels by name."""
+
+    def __init__(self, path, backend="cuda"):
         self.lib = lib = ctypes.CDLL(path)
         lib.tessel_status_message.restype = ctypes.c_char_p
         lib.tessel_status_message.argtypes = [ctypes.c_void_p]
         lib.tessel_kernel_target.restype = ctypes.c_char_p
         lib.tessel_kernel_target.argtypes = [ctypes.c_void_p]
+        lib.tessel_status_get_code.argtypes = [ctypes.c_void_p]
+        lib.tessel_status_code_name.restype = ctypes.c_char_p
+        lib.tessel_status_free.argtypes = [ctypes.c_void_p]
         for f in ("tessel_device_open", "tessel_bundle_load_file",
                   "tessel_bundle_find_kernel", "tessel_kernel_launch"):
             getattr(lib, f).restype = ctypes.c_void_p
@@ -57,13 +70,20 @@ class Runtime:
         lib.tessel_kernel_launch.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
             ctypes.c_void_p]
+        self.backend = backend
         self.device = ctypes.c_void_p()
-        self.check(lib.tessel_device_open(b"cuda", 0,
+        self.check(lib.tessel_device_open(backend.encode(), 0,
                                           ctypes.byref(self.device)))
 
     def check(self, status):
+        """Raises TesselError for a failed tessel_status (and frees it)."""
         if status:
-            raise RuntimeError(self.lib.tessel_status_message(status).decode())
+            lib = self.lib
+            code = lib.tessel_status_code_name(
+                lib.tessel_status_get_code(status)).decode()
+            message = lib.tessel_status_message(status).decode()
+            lib.tessel_status_free(status)
+            raise TesselError(code, message)
 
     def bundle(self, path):
         bundle = ctypes.c_void_p()
@@ -88,15 +108,25 @@ class Runtime:
                     found[r["name"]] = self.kernel(bundle, r["name"])
         return found
 
+    @staticmethod
+    def tensor(t):
+        """The tessel_tensor of a dense torch tensor; NULL data for None."""
+        if t is None:
+            return TesselTensor()
+        assert t.is_contiguous()
+        return TesselTensor(t.data_ptr(), TESSEL_DTYPE[t.dtype], t.dim(),
+                            (ctypes.c_int64 * 8)(*t.shape))
+
+    def stream(self):
+        """torch's current stream on CUDA; NULL (all the host takes)."""
+        if self.backend != "cuda":
+            return ctypes.c_void_p()
+        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
     def launch(self, kernel, tensors):
-        args = (TesselTensor * len(tensors))()
-        for i, t in enumerate(tensors):
-            assert t.is_contiguous()
-            args[i] = TesselTensor(t.data_ptr(), TESSEL_DTYPE[t.dtype],
-                                   t.dim(), (ctypes.c_int64 * 8)(*t.shape))
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        args = (TesselTensor * len(tensors))(*map(self.tensor, tensors))
         self.check(self.lib.tessel_kernel_launch(kernel, args, len(tensors),
-                                                 stream))
+                                                 self.stream()))
 
 
 def session(parser, seed):
