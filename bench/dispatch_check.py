@@ -49,10 +49,9 @@ TOLERANCE = 1e-2
 
 def unshuffle(ks, vs):
     """The NHD caches of CDNA pre-shuffled ones (inverse of shuffle)."""
-    nb, h, _, bs, x = ks.shape
-    d = vs.shape[3]
+    nb, h, _, bs, _ = ks.shape
     k = ks.permute(0, 3, 1, 2, 4).reshape(nb, bs, h, -1)
-    v = vs.permute(0, 2, 4, 1, 3).reshape(nb, bs // x * x, h, d)
+    v = vs.permute(0, 2, 4, 1, 3).reshape(nb, bs, h, -1)
     return k, v
 
 
