@@ -9,7 +9,8 @@ tessel.torch's spec writers (grouped_mm_spec, moe_mlp_spec) describe each
 kernel they launch once, as (op, params), and use that one description both
 to write its spec here and to find it in a bundle: the two cannot drift
 apart. Token and row counts are dynamic (`?`); `groups` (the expert count)
-is static, as the GPU templates need.
+is static, as the GPU templates need, and is itself a shape parameter of
+the compiled kernel: lookups pass it too.
 """
 
 from typing import Dict, List, Tuple
@@ -95,6 +96,19 @@ _WRITERS = {
     "moe_permute": _moe_permute,
     "moe_unpermute": _moe_unpermute,
 }
+
+
+# The ops whose compiled kernels record the expert count, `groups`, among
+# their shape parameters (permute and unpermute do not depend on it).
+_GROUPED_OPS = {"grouped_matmul", "grouped_matmul_wgrad", "expert_histogram",
+                "expert_sort"}
+
+
+def lookup_params(op: str, groups: int, params: Dict[str, int]
+                  ) -> Dict[str, int]:
+    """The shape parameters `Bundle.find` matches a kernel of `op` (without
+    'tessel.') for `groups` experts by."""
+    return dict(params, groups=groups) if op in _GROUPED_OPS else dict(params)
 
 
 def kernel_spec(name: str, op: str, dtype: str, groups: int,

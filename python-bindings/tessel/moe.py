@@ -53,8 +53,7 @@ written from the weights' addresses on each call, forward and backward
 
 `moe_mlp_spec` writes the spec of every kernel these need (tessel-aot or
 tessel.compile); kernels are found in the bundle by op and shape
-parameters. The expert count is not a kernel parameter: a bundle should
-hold one expert count per (hidden, intermediate, top-k, dtype).
+parameters, the expert count (`groups`) among them.
 """
 
 import abc
@@ -65,7 +64,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._tessel import Error, StatusCode
-from .kernel_specs import kernels_spec
+from .kernel_specs import kernels_spec, lookup_params
 from .runtime import Bundle, Kernel
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -366,8 +365,9 @@ def _kernels(bundle: Bundle, form: _Form, dtype: torch.dtype,
     for step, role in wanted.items():
         op, params = roles[role]
         try:
-            kernels[step] = bundle.find(op, None if op in _ROUTING_OPS else e,
-                                        **params)
+            kernels[step] = bundle.find(
+                op, None if op in _ROUTING_OPS else e,
+                **lookup_params(op, dims.experts, params))
         except Error as error:
             message = (f"tessel.torch.{form.name}: the bundle has no kernel "
                        f"for '{role}' (E={dims.experts}, H={dims.hidden}, "

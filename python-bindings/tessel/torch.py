@@ -36,7 +36,7 @@ from typing import Dict, Tuple
 import torch
 
 from .deepseek import patch_deepseek_moe
-from .kernel_specs import kernels_spec
+from .kernel_specs import kernels_spec, lookup_params
 from .moe import moe_mlp, moe_mlp_spec, moe_mlp_unstacked
 from .runtime import Bundle, Kernel
 
@@ -69,14 +69,14 @@ def grouped_mm_spec(groups: int, n: int, k: int, dtype: str = "bf16",
                         groups)
 
 
-def _kernels(bundle: Bundle, dtype: torch.dtype, n: int, k: int,
+def _kernels(bundle: Bundle, dtype: torch.dtype, groups: int, n: int, k: int,
              trans_b: bool) -> Tuple[Kernel, Kernel, Kernel]:
     if dtype not in _ELEMENT:
         raise TypeError(f"tessel.torch.grouped_mm: dtype {dtype} is not "
                         f"supported (float32, float16, bfloat16)")
     e = _ELEMENT[dtype]
     roles = _grouped_mm_kernels(n, k, trans_b)
-    return tuple(bundle.find(op, e, **params)
+    return tuple(bundle.find(op, e, **lookup_params(op, groups, params))
                  for op, params in (roles["fwd"], roles["dgrad"],
                                     roles["wgrad"]))
 
@@ -87,7 +87,8 @@ class _GroupedMM(torch.autograd.Function):
     def forward(ctx, a, b, offsets, bundle, trans_b):
         n, k = (b.shape[1], b.shape[2]) if trans_b else (b.shape[2],
                                                           b.shape[1])
-        forward, dgrad, wgrad = _kernels(bundle, a.dtype, n, k, trans_b)
+        forward, dgrad, wgrad = _kernels(bundle, a.dtype, b.shape[0], n, k,
+                                         trans_b)
         c = torch.empty(a.shape[0], n, dtype=a.dtype, device=a.device)
         forward(a, b, offsets, c)
         ctx.save_for_backward(a, b, offsets)

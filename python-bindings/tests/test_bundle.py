@@ -93,8 +93,10 @@ def test_kernel_introspection(bundle):
     assert k.bundle is bundle
     assert "prefill_f32_h4kv2_d64" in repr(k) and "(q, k, v, cu_seqlens, out, lse)" in repr(k)
     g = bundle["gmm_f32_tb_g5_k19_n37"]
-    assert (g.params["N"], g.params["K"], g.params["trans_b"]) == (37, 19, 1)
-    assert bundle["gmm_f32_ptr_tb_g4_k16_n20"].params["pointer_table"] == 1
+    assert (g.params["N"], g.params["K"], g.params["trans_b"],
+            g.params["groups"]) == (37, 19, 1, 5)
+    ptr = bundle["gmm_f32_ptr_tb_g4_k16_n20"].params
+    assert (ptr["pointer_table"], ptr["groups"]) == (1, 4)
     assert bundle.kernels == tuple(bundle)
     assert "merge_f32_h3_d64" in bundle and "merge" not in bundle
 
@@ -107,6 +109,11 @@ def test_find(bundle):
                        trans_b=True).name == "gmm_f32_ptr_tb_g4_k16_n20"
     assert bundle.find("grouped_matmul", dtype=torch.float32, K=19).name == \
         "gmm_f32_tb_g5_k19_n37"
+    # The expert count tells apart kernels of otherwise equal shapes.
+    assert bundle.find("expert_histogram", topk=3, groups=5).name == \
+        "moe_k3_histogram"
+    with pytest.raises(tessel.Error, match="groups=6"):
+        bundle.find("expert_histogram", topk=3, groups=6)
 
 
 def test_find_without_match(bundle):

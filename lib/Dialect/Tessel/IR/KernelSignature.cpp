@@ -73,6 +73,15 @@ int64_t dimOf(Value v, unsigned d) {
   return cast<MemRefType>(v.getType()).getDimSize(d);
 }
 
+/// "groups": the group (expert) count of a grouped matmul or MoE routing
+/// op, so that a lookup by shape parameters tells apart kernels for
+/// different expert counts. Absent when it is dynamic.
+void groupsParam(SpecBuilder &b, Value groupOffsets) {
+  int64_t groups = dimOf(groupOffsets, 0);
+  if (!ShapedType::isDynamic(groups))
+    b.param("groups", groups);
+}
+
 /// Cache block size and KV heads, whatever the layout.
 std::pair<int64_t, int64_t> cacheGeometry(Value kc, KVLayout layout) {
   auto type = cast<MemRefType>(kc.getType());
@@ -210,6 +219,7 @@ void describe(GroupedMatmulOp op, SpecBuilder &b) {
   b.param("K", op.getK());
   b.param("trans_b", op.getTransB() ? 1 : 0);
   b.param("pointer_table", op.isPointerTable() ? 1 : 0);
+  groupsParam(b, op.getGroupOffsets());
 }
 
 void describe(GroupedMatmulWgradOp op, SpecBuilder &b) {
@@ -219,6 +229,7 @@ void describe(GroupedMatmulWgradOp op, SpecBuilder &b) {
   b.out(op.getC(), "c", {"G", "M", "N"});
   b.param("M", dimOf(op.getA(), 1));
   b.param("N", dimOf(op.getB(), 1));
+  groupsParam(b, op.getGroupOffsets());
 }
 
 void describe(ExpertHistogramOp op, SpecBuilder &b) {
@@ -226,6 +237,7 @@ void describe(ExpertHistogramOp op, SpecBuilder &b) {
   b.out(op.getCounts(), "counts", {"E"});
   b.out(op.getGroupOffsets(), "group_offsets", {"E"});
   b.param("topk", dimOf(op.getTopkIds(), 1));
+  groupsParam(b, op.getGroupOffsets());
 }
 
 void describe(ExpertSortOp op, SpecBuilder &b) {
@@ -235,6 +247,7 @@ void describe(ExpertSortOp op, SpecBuilder &b) {
   b.out(op.getSortedRows(), "sorted_rows", {{"T", k, 0}});
   b.out(op.getRowPositions(), "row_positions", {"T", "k"});
   b.param("topk", k);
+  groupsParam(b, op.getGroupOffsets());
 }
 
 void describe(MoePermuteOp op, SpecBuilder &b) {
