@@ -533,8 +533,8 @@ TEST(DispatchErrors, MissingKernelListsWhatTheBundleHas) {
                         "kernel for the decode split-KV partials: "
                         "tessel.paged_attention without cu_seqlens with "
                         "num_q_heads=8 num_kv_heads=2 head_dim=128 "
-                        "v_head_dim=128 block_size=16 layout=0 split=1, f32 "
-                        "in, f32 out; the bundle has these "
+                        "v_head_dim=128 block_size=16 layout=0 split=1, f32, "
+                        "out f32; the bundle has these "
                         "tessel.paged_attention kernels: ",
                         0),
             0u)

@@ -10,6 +10,8 @@
 #include "Harness.h"
 #include "Reference.h"
 
+#include <memory>
+
 using namespace tessel::numerics;
 
 namespace {
@@ -140,6 +142,140 @@ TEST(MoEUnpermute, Bf16Hidden64Top4Bf16Weights) {
 
 TEST(MoEUnpermute, Bf16Hidden64Top4F32Weights) {
   checkUnpermute("unpermute_bf16_h64_k4_wf32", BF16, F32, 64, 4, 1303);
+}
+
+
+//===----------------------------------------------------------------------===//
+// The C API (tessel_moe_*): the same kernels, found by shape parameters
+//===----------------------------------------------------------------------===//
+
+struct MoeDeleter {
+  void operator()(tessel_moe m) const { tessel_moe_release(m); }
+};
+using MoePtr = std::unique_ptr<tessel_moe_t, MoeDeleter>;
+
+tessel_moe_config moeConfig(int32_t experts, int32_t topk, int32_t hidden) {
+  tessel_moe_config c;
+  tessel_moe_config_init(&c);
+  c.num_experts = experts;
+  c.topk = topk;
+  c.hidden = hidden;
+  c.dtype = F32;
+  return c;
+}
+
+MoePtr createMoe(const tessel_moe_config &config, std::string *error) {
+  tessel_moe moe = nullptr;
+  *error = consume(
+      tessel_moe_create(sharedBundle(defaultBundle().path), &config, &moe));
+  return MoePtr(moe);
+}
+
+TEST(MoEApi, RoutePermuteUnpermute) {
+  std::string error;
+  MoePtr moe = createMoe(moeConfig(8, 2, 96), &error);
+  ASSERT_TRUE(moe) << error;
+  Rng rng(1401);
+  const int64_t tokens = 41, topk = 2, rows = tokens * topk, hidden = 96;
+  std::vector<int32_t> idList = randomIds(rng, tokens, topk, 8);
+  ref::Routing want = ref::route(idList, 8);
+  Tensor ids = Tensor::i32({tokens, topk}, idList);
+  Tensor counts = Tensor::poisoned(TESSEL_DTYPE_I32, {8});
+  Tensor offsets = Tensor::poisoned(TESSEL_DTYPE_I32, {8});
+  Tensor sorted = Tensor::poisoned(TESSEL_DTYPE_I32, {rows});
+  Tensor positions = Tensor::poisoned(TESSEL_DTYPE_I32, {tokens, topk});
+  tessel_tensor a[] = {ids.arg(), counts.arg(), offsets.arg(), sorted.arg(),
+                       positions.arg()};
+  ASSERT_EQ(consume(tessel_moe_route(moe.get(), &a[0], &a[1], &a[2], &a[3],
+                                     &a[4], nullptr)),
+            "");
+  EXPECT_TRUE(exact("counts", counts, asDoubles(want.counts)));
+  EXPECT_TRUE(exact("group_offsets", offsets, asDoubles(want.offsets)));
+  EXPECT_TRUE(exact("sorted_rows", sorted, asDoubles(want.sortedRows)));
+  EXPECT_TRUE(exact("row_positions", positions, asDoubles(want.rowPositions)));
+
+  Tensor x = randomTensor(F32, {tokens, hidden}, rng);
+  Tensor xs = Tensor::poisoned(F32, {rows, hidden});
+  tessel_tensor p[] = {x.arg(), sorted.arg(), xs.arg()};
+  ASSERT_EQ(consume(tessel_moe_permute(moe.get(), &p[0], &p[1], &p[2],
+                                       nullptr)),
+            "");
+  EXPECT_TRUE(exact("permuted", xs,
+                    ref::permute(x.values(), tokens, hidden, want.sortedRows,
+                                 topk)));
+  Tensor weights = randomTensor(F32, {tokens, topk}, rng, 0.0, 1.0);
+  Tensor out = Tensor::poisoned(F32, {tokens, hidden});
+  tessel_tensor u[] = {xs.arg(), positions.arg(), weights.arg(), out.arg()};
+  ASSERT_EQ(consume(tessel_moe_unpermute(moe.get(), &u[0], &u[1], &u[2],
+                                         &u[3], nullptr)),
+            "");
+  EXPECT_TRUE(near("combined", out,
+                   ref::unpermute(xs.values(), rows, hidden,
+                                  want.rowPositions, weights.values(), topk)));
+}
+
+TEST(MoEApi, Errors) {
+  std::string error;
+  tessel_status_code code;
+  tessel_moe_config config = moeConfig(9, 2, 96);
+  tessel_moe moe = nullptr;
+  error = consume(tessel_moe_create(sharedBundle(defaultBundle().path),
+                                    &config, &moe),
+                  &code);
+  EXPECT_EQ(code, TESSEL_UNSUPPORTED);
+  EXPECT_EQ(error.rfind("tessel_moe_create: 9 experts, top-2 needs a kernel "
+                        "for the expert histogram: tessel.expert_histogram "
+                        "with topk=2 groups=9; the bundle has these "
+                        "tessel.expert_histogram kernels: hist_e8_k2 (",
+                        0),
+            0u)
+      << error;
+  EXPECT_NE(error.find("(tessel.torch.moe_mlp_spec writes the kernels)"),
+            std::string::npos);
+
+  config = moeConfig(8, 2, 96);
+  config.struct_size = 4;
+  EXPECT_FALSE(createMoe(config, &error));
+  EXPECT_EQ(error, "tessel_moe_create: config.struct_size is 4, expected " +
+                       std::to_string(sizeof(tessel_moe_config)) +
+                       ": initialise the config with tessel_moe_config_init");
+  EXPECT_FALSE(createMoe(moeConfig(8, 0, 96), &error));
+  EXPECT_EQ(error, "tessel_moe_create: config.num_experts (8) and topk (0) "
+                   "must be positive and hidden (96) not negative");
+
+  // Routing only: no permute kernels looked up, none launched.
+  MoePtr routingOnly = createMoe(moeConfig(8, 2, 0), &error);
+  ASSERT_TRUE(routingOnly) << error;
+  Rng rng(1402);
+  Tensor x = randomTensor(F32, {3, 96}, rng);
+  Tensor sorted = Tensor::i32({6}, {0, 1, 2, 3, 4, 5});
+  Tensor xs = Tensor::poisoned(F32, {6, 96});
+  tessel_tensor p[] = {x.arg(), sorted.arg(), xs.arg()};
+  EXPECT_EQ(consume(tessel_moe_permute(routingOnly.get(), &p[0], &p[1], &p[2],
+                                       nullptr)),
+            "tessel_moe_permute: the handle was created with hidden 0 "
+            "(routing only)");
+
+  MoePtr moe8 = createMoe(moeConfig(8, 2, 96), &error);
+  ASSERT_TRUE(moe8) << error;
+  EXPECT_EQ(consume(tessel_moe_permute(moe8.get(), &p[0], nullptr, &p[2],
+                                       nullptr)),
+            "tessel_moe_permute: a tensor argument is NULL");
+  // A kernel's own shape check, named by the step it comes from.
+  Tensor ids = Tensor::i32({3, 2}, {0, 1, 2, 3, 4, 5});
+  Tensor counts = Tensor::poisoned(TESSEL_DTYPE_I32, {7});
+  Tensor offsets = Tensor::poisoned(TESSEL_DTYPE_I32, {8});
+  Tensor rows = Tensor::poisoned(TESSEL_DTYPE_I32, {6});
+  Tensor positions = Tensor::poisoned(TESSEL_DTYPE_I32, {3, 2});
+  tessel_tensor r[] = {ids.arg(), counts.arg(), offsets.arg(), rows.arg(),
+                       positions.arg()};
+  error = consume(tessel_moe_route(moe8.get(), &r[0], &r[1], &r[2], &r[3],
+                                   &r[4], nullptr));
+  EXPECT_EQ(error.rfind("tessel_moe_route: the expert histogram: kernel "
+                        "'hist_e8_k2': arg 'counts' ",
+                        0),
+            0u)
+      << error;
 }
 
 } // namespace

@@ -353,6 +353,66 @@ tessel_status tessel_attention_write_cache(tessel_attention attention,
                                            const tessel_tensor *slot_mapping,
                                            void *stream);
 
+/*===-- MoE routing glue ---------------------------------------------------===*
+ *
+ * The device-side steps around an MoE layer's grouped matmuls, for engines
+ * and training code in C: route (per-expert counts, their cumulative ends,
+ * a stable expert-sorted order of the T * topk (token, slot) rows and its
+ * inverse), permute (gather token rows into that order) and unpermute (the
+ * weighted, deterministic combine back to [T, hidden]). Each is one or two
+ * kernels of the bundle, found by shape parameters; no host
+ * synchronisation, so the steps can be captured in a CUDA graph. Ids
+ * outside [0, num_experts) are dropped slots: not counted, not placed. The
+ * semantics are those of tessel.expert_histogram / expert_sort /
+ * moe_permute / moe_unpermute (docs/dialect.md).
+ *
+ *===----------------------------------------------------------------------===*/
+
+typedef struct tessel_moe_config {
+  uint32_t struct_size;      /* sizeof(tessel_moe_config), set by _init */
+  int32_t num_experts;
+  int32_t topk;
+  /* Row width of permute and unpermute; 0: routing only. */
+  int32_t hidden;
+  tessel_dtype dtype;        /* of the rows (default bf16) */
+  tessel_dtype weight_dtype; /* of the routing weights (default f32) */
+} tessel_moe_config;
+
+void tessel_moe_config_init(tessel_moe_config *config);
+
+typedef struct tessel_moe_t *tessel_moe;
+
+/* Finds the glue kernels of this configuration in `bundle` (which must
+ * outlive the handle); TESSEL_UNSUPPORTED, listing what the bundle has, if
+ * one is missing. */
+tessel_status tessel_moe_create(tessel_bundle bundle,
+                                const tessel_moe_config *config,
+                                tessel_moe *out_moe);
+void tessel_moe_release(tessel_moe moe);
+
+/* topk_ids [T, topk] i32 -> counts [E], group_offsets [E] (cumulative
+ * ends, the grouped matmuls' group_offsets), sorted_rows [T * topk] and
+ * row_positions [T, topk], all i32. */
+tessel_status tessel_moe_route(tessel_moe moe, const tessel_tensor *topk_ids,
+                               const tessel_tensor *counts,
+                               const tessel_tensor *group_offsets,
+                               const tessel_tensor *sorted_rows,
+                               const tessel_tensor *row_positions,
+                               void *stream);
+
+/* out [R, hidden] row p = x [T, hidden] row sorted_rows[p] / topk (a zero
+ * row for -1). */
+tessel_status tessel_moe_permute(tessel_moe moe, const tessel_tensor *x,
+                                 const tessel_tensor *sorted_rows,
+                                 const tessel_tensor *out, void *stream);
+
+/* out [T, hidden] row t = sum over j of weights[t, j] * y row
+ * row_positions[t, j], in fp32, j in order. */
+tessel_status tessel_moe_unpermute(tessel_moe moe, const tessel_tensor *y,
+                                   const tessel_tensor *row_positions,
+                                   const tessel_tensor *weights,
+                                   const tessel_tensor *out, void *stream);
+
 size_t tessel_dtype_size(tessel_dtype dtype);
 const char *tessel_dtype_name(tessel_dtype dtype);
 
