@@ -74,6 +74,9 @@ struct tessel_attention_plan_t {
   /// the extend range.
   std::vector<int32_t> metadata;
   size_t extendCuOffset = 0, prefillCuOffset = 0, chunkLensOffset = 0;
+  /// Entries from one chunk's context lengths to the next (16-byte
+  /// aligned).
+  size_t chunkLensStride = 0;
   tessel::dispatch::WorkspaceLayout workspace;
 };
 

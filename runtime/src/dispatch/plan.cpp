@@ -202,6 +202,7 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
     appendCuSeqlens(image, plan.prefillRange, queryLens);
   align();
   plan.chunkLensOffset = image.size();
+  plan.chunkLensStride = align16(e.requests * 4) / 4;
   for (const Chunk &chunk : plan.chunks) {
     for (size_t i = 0; i < e.requests; ++i)
       image.push_back(static_cast<int32_t>(

@@ -253,7 +253,6 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
                                  {q, k, v, cu, acc[0], accLse[0]}, stream))
       return s;
     const int64_t maxBlocks = b.block_table.shape[1];
-    const size_t lensStride = (e.requests * 4 + 15) / 16 * 4;
     int current = 0;
     for (size_t c = 0; c < plan.chunks.size(); ++c) {
       // The chunk's block-table columns start start / block_size blocks
@@ -263,7 +262,8 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
                    plan.chunks[c].start / config.block_size;
       table.shape[1] = maxBlocks;
       tessel_tensor lens =
-          scratch(workspace, (plan.chunkLensOffset + c * lensStride) * 4,
+          scratch(workspace,
+                  (plan.chunkLensOffset + c * plan.chunkLensStride) * 4,
                   TESSEL_DTYPE_I32, {n});
       if (tessel_status s = launch(kernels.extendContext,
                                    "a context chunk of the extends",
