@@ -1,7 +1,8 @@
 //===- TesselModule.cpp - The tessel._tessel extension module -------------===//
 //
 // Python handles over the runtime's C API (tessel/runtime.h): devices,
-// bundles, kernels and launches on raw buffers, plus the two things Python
+// bundles, kernels and launches on raw buffers, the attention dispatcher and
+// its plans, plus the two things Python
 // cannot do without C structs: reading a DLPack capsule and writing bundle
 // bytes with the shared writer (tessel/bundle.hpp). The public API is the
 // `tessel` package (tessel/*.py), which turns torch tensors, numpy arrays and
@@ -19,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -57,6 +59,22 @@ void check(tessel_status status) {
 //===----------------------------------------------------------------------===//
 // Handles
 //===----------------------------------------------------------------------===//
+
+/// One (data pointer, tessel_dtype, shape) launch buffer, as Kernel::launch
+/// takes them.
+using RawBuffer = std::tuple<uintptr_t, int, std::vector<int64_t>>;
+
+tessel_tensor toTensor(const RawBuffer &buffer) {
+  const auto &[data, dtype, shape] = buffer;
+  tessel_tensor t = {};
+  t.data = reinterpret_cast<void *>(data);
+  t.dtype = static_cast<tessel_dtype>(dtype);
+  // The runtime refuses a rank past the maximum before it reads a dim.
+  t.rank = static_cast<int32_t>(shape.size());
+  for (size_t d = 0; d < shape.size() && d < TESSEL_BUNDLE_MAX_RANK; ++d)
+    t.shape[d] = shape[d];
+  return t;
+}
 
 using DevicePtr = std::shared_ptr<tessel_device_t>;
 using BundlePtr = std::shared_ptr<tessel_bundle_t>;
@@ -111,20 +129,10 @@ struct Kernel {
   }
 
   /// buffers: one (data pointer, tessel_dtype, shape) per argument.
-  void launch(const std::vector<std::tuple<uintptr_t, int, std::vector<int64_t>>>
-                  &buffers,
-              uintptr_t stream) const {
-    std::vector<tessel_tensor> tensors(buffers.size());
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      const auto &[data, dtype, shape] = buffers[i];
-      tessel_tensor &t = tensors[i];
-      t.data = reinterpret_cast<void *>(data);
-      t.dtype = static_cast<tessel_dtype>(dtype);
-      // The runtime refuses a rank past the maximum before it reads a dim.
-      t.rank = static_cast<int32_t>(shape.size());
-      for (size_t d = 0; d < shape.size() && d < TESSEL_BUNDLE_MAX_RANK; ++d)
-        t.shape[d] = shape[d];
-    }
+  void launch(const std::vector<RawBuffer> &buffers, uintptr_t stream) const {
+    std::vector<tessel_tensor> tensors;
+    for (const RawBuffer &buffer : buffers)
+      tensors.push_back(toTensor(buffer));
     tessel_status status;
     {
       py::gil_scoped_release release;
@@ -203,6 +211,153 @@ struct Bundle {
         handle.get(), op.c_str(), static_cast<tessel_dtype>(dtype),
         cParams.data(), cParams.size(), &kernel));
     return indexOf(kernel);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The attention dispatcher
+//===----------------------------------------------------------------------===//
+
+/// A dispatcher keeps its bundle alive (the C API needs the bundle to
+/// outlive it); plans keep their dispatcher.
+struct Attention {
+  BundlePtr bundle;
+  std::shared_ptr<tessel_attention_t> handle;
+
+  /// `config`: the fields of tessel_attention_config by name; enums and
+  /// dtypes as their integer values (the tessel package maps names).
+  Attention(const Bundle &b, const std::map<std::string, int64_t> &config)
+      : bundle(b.handle) {
+    tessel_attention_config c;
+    tessel_attention_config_init(&c);
+    for (const auto &[key, value] : config) {
+      int32_t v = static_cast<int32_t>(value);
+      if (key == "kind") c.kind = static_cast<tessel_attention_kind>(v);
+      else if (key == "dtype") c.dtype = static_cast<tessel_dtype>(v);
+      else if (key == "num_q_heads") c.num_q_heads = v;
+      else if (key == "num_kv_heads") c.num_kv_heads = v;
+      else if (key == "head_dim") c.head_dim = v;
+      else if (key == "v_head_dim") c.v_head_dim = v;
+      else if (key == "block_size") c.block_size = v;
+      else if (key == "kv_layout") c.kv_layout = v;
+      else if (key == "latent_dim") c.latent_dim = v;
+      else if (key == "rope_dim") c.rope_dim = v;
+      else if (key == "latent_block_size") c.latent_block_size = v;
+      else if (key == "routing") c.routing = static_cast<tessel_routing>(v);
+      else if (key == "decode_threshold") c.decode_threshold = v;
+      else if (key == "context_chunk_tokens") c.context_chunk_tokens = value;
+      else if (key == "max_kv_splits") c.max_kv_splits = v;
+      else if (key == "compute_units") c.compute_units = v;
+      else
+        throw py::type_error("tessel.Attention: no config field '" + key + "'");
+    }
+    tessel_attention attention = nullptr;
+    check(tessel_attention_create(bundle.get(), &c, &attention));
+    handle.reset(attention, tessel_attention_release);
+  }
+
+  std::string routing() const {
+    return tessel_routing_name(tessel_attention_routing(handle.get()));
+  }
+
+  std::vector<int32_t> order(const std::vector<int32_t> &queryLens,
+                             const std::vector<int32_t> &contextLens) const {
+    if (queryLens.size() != contextLens.size())
+      throw py::value_error("query_lens and context_lens differ in length");
+    std::vector<int32_t> out(queryLens.size());
+    check(tessel_attention_order(handle.get(), queryLens.data(),
+                                 contextLens.data(), queryLens.size(),
+                                 out.data()));
+    return out;
+  }
+};
+
+struct AttentionPlan {
+  Attention attention;
+  std::unique_ptr<tessel_attention_plan_t,
+                  decltype(&tessel_attention_plan_release)>
+      handle{nullptr, tessel_attention_plan_release};
+
+  AttentionPlan(const Attention &attention, size_t capacity)
+      : attention(attention) {
+    tessel_attention_plan plan = nullptr;
+    check(tessel_attention_plan_create(attention.handle.get(), capacity, &plan));
+    handle.reset(plan);
+  }
+
+  void build(const std::vector<int32_t> &queryLens,
+             const std::vector<int32_t> &contextLens, int32_t maxBlocks) {
+    if (queryLens.size() != contextLens.size())
+      throw py::value_error("query_lens and context_lens differ in length");
+    check(tessel_attention_plan_build(handle.get(), queryLens.data(),
+                                      contextLens.data(), queryLens.size(),
+                                      maxBlocks));
+  }
+
+  py::dict info() const {
+    tessel_attention_plan_info i;
+    tessel_attention_plan_get_info(handle.get(), &i);
+    py::dict d;
+    d["num_decodes"] = i.num_decodes;
+    d["num_extends"] = i.num_extends;
+    d["num_prefills"] = i.num_prefills;
+    d["decode_tokens"] = i.decode_tokens;
+    d["extend_tokens"] = i.extend_tokens;
+    d["prefill_tokens"] = i.prefill_tokens;
+    d["kv_splits"] = i.kv_splits;
+    d["context_chunks"] = i.context_chunks;
+    d["workspace_bytes"] = i.workspace_bytes;
+    return d;
+  }
+
+  std::vector<std::pair<int64_t, int64_t>> chunks() const {
+    tessel_attention_plan_info i;
+    tessel_attention_plan_get_info(handle.get(), &i);
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (int32_t c = 0; c < i.context_chunks; ++c) {
+      int64_t start = 0, width = 0;
+      check(tessel_attention_plan_chunk(handle.get(), c, &start, &width));
+      out.emplace_back(start, width);
+    }
+    return out;
+  }
+
+  /// buffers: tessel_attention_buffers fields by name.
+  void run(const std::map<std::string, RawBuffer> &buffers,
+           uintptr_t workspace, size_t workspaceBytes, uintptr_t stream) {
+    tessel_attention_buffers b = {};
+    const std::pair<const char *, tessel_tensor *> fields[] = {
+        {"q", &b.q},
+        {"k", &b.k},
+        {"v", &b.v},
+        {"k_cache", &b.k_cache},
+        {"v_cache", &b.v_cache},
+        {"block_table", &b.block_table},
+        {"seq_lens", &b.seq_lens},
+        {"slot_mapping", &b.slot_mapping},
+        {"out", &b.out},
+        {"q_latent", &b.q_latent},
+        {"latent_cache", &b.latent_cache},
+        {"latent_block_table", &b.latent_block_table},
+        {"out_latent", &b.out_latent}};
+    for (const auto &[name, buffer] : buffers) {
+      tessel_tensor *field = nullptr;
+      for (const auto &[fieldName, slot] : fields)
+        if (name == fieldName)
+          field = slot;
+      if (!field)
+        throw py::type_error("tessel.Attention: no buffer '" + name + "'");
+      *field = toTensor(buffer);
+    }
+    tessel_status status;
+    {
+      py::gil_scoped_release release;
+      status = tessel_attention_run(handle.get(), &b,
+                                    reinterpret_cast<void *>(workspace),
+                                    workspaceBytes,
+                                    reinterpret_cast<void *>(stream));
+    }
+    check(status);
   }
 };
 
@@ -390,6 +545,23 @@ PYBIND11_MODULE(_tessel, m) {
       .def("find", &Bundle::find, py::arg("name"))
       .def("find_by_params", &Bundle::findByParams, py::arg("op"),
            py::arg("dtype"), py::arg("params"));
+
+  py::class_<Attention>(m, "Attention")
+      .def(py::init<const Bundle &, const std::map<std::string, int64_t> &>(),
+           py::arg("bundle"), py::arg("config"))
+      .def_property_readonly("routing", &Attention::routing)
+      .def("order", &Attention::order, py::arg("query_lens"),
+           py::arg("context_lens"));
+
+  py::class_<AttentionPlan>(m, "AttentionPlan")
+      .def(py::init<const Attention &, size_t>(), py::arg("attention"),
+           py::arg("capacity"))
+      .def("build", &AttentionPlan::build, py::arg("query_lens"),
+           py::arg("context_lens"), py::arg("max_blocks"))
+      .def_property_readonly("info", &AttentionPlan::info)
+      .def_property_readonly("chunks", &AttentionPlan::chunks)
+      .def("run", &AttentionPlan::run, py::arg("buffers"),
+           py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"));
 
   m.def("dlpack_info", &dlpackInfo, py::arg("capsule"),
         "data (with byte_offset), device, dtype (code, bits, lanes), shape "

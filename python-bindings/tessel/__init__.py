@@ -10,13 +10,15 @@ where the compiler is installed.
 
     data = tessel.compile(spec_text, targets=["host"])   # needs tessel-aot
 
-Errors of the runtime are tessel.Error, with the runtime's `code`
+tessel.Attention is the attention dispatcher (decode / extend / prefill of
+one mixed batch; docs/dispatcher.md). Errors of the runtime are tessel.Error, with the runtime's `code`
 (tessel.StatusCode) and `message`.
 """
 
 from ._tessel import Device, Error, StatusCode
+from .attention import Attention, Plan
 from .compiler import CompileError, compile
 from .runtime import Bundle, Kernel
 
-__all__ = ["Bundle", "CompileError", "Device", "Error", "Kernel", "StatusCode",
-           "compile"]
+__all__ = ["Attention", "Bundle", "CompileError", "Device", "Error", "Kernel",
+           "Plan", "StatusCode", "compile"]

@@ -2,6 +2,8 @@
 
 ctest (python-tests) sets the environment: PYTHONPATH to the build tree's
 package, TESSEL_TEST_BUNDLE to kernels.mlir compiled for the host,
+TESSEL_TEST_DISPATCH_BUNDLE to examples/attention_dispatch.mlir compiled for
+the host,
 TESSEL_TEST_FAKE_CUDA to the runtime tests' fake libcuda.
 """
 
@@ -35,6 +37,11 @@ def host():
 @pytest.fixture(scope="session")
 def bundle(host, bundle_path):
     return tessel.Bundle(host, bundle_path)
+
+
+@pytest.fixture(scope="session")
+def dispatch_bundle(host):
+    return tessel.Bundle(host, _env("TESSEL_TEST_DISPATCH_BUNDLE"))
 
 
 @pytest.fixture

@@ -1,0 +1,99 @@
+"""tessel.Attention, the dispatcher from Python, on the host backend: mixed
+batches in every routing mode against float64 causal attention over each
+request's cached context and new tokens, and its errors. The kernels are
+examples/attention_dispatch.mlir (bf16, 4 query heads, 2 KV heads, head dim
+64, NHD blocks of 16, scale 1/8)."""
+
+import pytest
+import torch
+
+import tessel
+from attention_reference import Step
+
+HQ, HKV, D, BS = 4, 2, 64, 16
+
+
+def step_of(att, requests, seed):
+    return Step(att, requests, torch.Generator().manual_seed(seed), HQ, HKV,
+                D, BS)
+
+
+def attention(bundle, **overrides):
+    config = dict(num_q_heads=HQ, num_kv_heads=HKV, head_dim=D, block_size=BS,
+                  dtype=torch.bfloat16)
+    config.update(overrides)
+    return tessel.Attention(bundle, **config)
+
+
+MIXED = [(17, 0), (1, 15), (5, 200), (1, 0), (40, 33), (1, 300), (3, 0),
+         (9, 1), (1, 16)]
+
+
+@pytest.mark.parametrize("routing", ["triple", "unified", "two_path"])
+def test_mixed_batch_matches_reference(dispatch_bundle, routing):
+    att = attention(dispatch_bundle, routing=routing,
+                    context_chunk_tokens=64, compute_units=64)
+    assert att.routing == routing
+    step = step_of(att, MIXED, len(routing))
+    plan = att.plan(step.ql, step.cl, step.max_blocks)
+    info = plan.info
+    assert (info["num_decodes"], info["num_extends"],
+            info["num_prefills"]) == (4, 3, 2)
+    assert info["context_chunks"] == len(plan.chunks) >= 2
+    assert [start for start, _ in plan.chunks][0] == 0
+    plan.run(**step.buffers())
+    # The run wrote the new tokens into the cache (the reference reads them
+    # from there, so check the write itself).
+    assert step.cache_written()
+    err = step.error()
+    assert err < 2e-2, f"{routing}: max error {err:.3g}"
+
+
+def test_plan_rebuilds_and_keeps_its_workspace(dispatch_bundle):
+    att = attention(dispatch_bundle)
+    first = step_of(att, [(1, 40), (6, 0)], 5)
+    plan = att.plan(first.ql, first.cl, first.max_blocks, capacity=8)
+    plan.run(**first.buffers())
+    second = step_of(att, [(3, 70), (1, 2), (8, 0)], 6)
+    plan.build(second.ql, second.cl, second.max_blocks)
+    workspace = torch.empty(plan.info["workspace_bytes"], dtype=torch.uint8)
+    plan.run(workspace=workspace, **second.buffers())
+    for step in (first, second):
+        assert step.error() < 2e-2
+
+
+def test_refusals(dispatch_bundle):
+    with pytest.raises(tessel.Error) as e:
+        attention(dispatch_bundle, head_dim=96)
+    assert e.value.code == tessel.StatusCode.UNSUPPORTED
+    assert "needs a kernel for the decode split-KV partials" in str(e.value)
+    assert "head_dim=96" in str(e.value)
+    with pytest.raises(ValueError, match="routing 'fastest' is not one of "
+                                         "auto, triple, unified, two_path"):
+        attention(dispatch_bundle, routing="fastest")
+    att = attention(dispatch_bundle)
+    with pytest.raises(tessel.Error, match="request 1 has query length 0"):
+        att.order([1, 0], [3, 3])
+    with pytest.raises(tessel.Error, match="is a decode after an extend"):
+        att.plan([5, 1], [2, 9], 4)
+    step = step_of(att, [(1, 20), (4, 0)], 9)
+    plan = att.plan(step.ql, step.cl, step.max_blocks)
+    buffers = step.buffers()
+    with pytest.raises(TypeError, match="no buffer 'query'"):
+        plan.run(query=step.q, **buffers)
+    del buffers["k"]
+    with pytest.raises(tessel.Error, match="buffers.k is missing"):
+        plan.run(**buffers)
+    buffers = step.buffers()
+    buffers["q"] = step.q[:, :, ::2]
+    with pytest.raises(ValueError, match="'q'"):
+        plan.run(**buffers)
+    with pytest.raises(TypeError, match="'workspace' must be a contiguous "
+                                        "torch tensor"):
+        plan.run(workspace=bytearray(64), **step.buffers())
+    needed = plan.info["workspace_bytes"]
+    assert needed > 0  # the prefill's cu_seqlens
+    with pytest.raises(tessel.Error, match=f"the plan needs {needed} bytes "
+                                           f"of workspace, got {needed - 1}"):
+        plan.run(workspace=torch.empty(needed - 1, dtype=torch.uint8),
+                 **step.buffers())
