@@ -201,7 +201,10 @@ def plan_problems(plan, batch, budget):
         if start != end:
             found.append(f"chunk starts at {start}, previous ended at {end}")
         end = start + width
-        used = sum(max(0, min(c, end) - start) for c in extends)
+        # In sequence a chunk's tokens over all extends fit the budget; in
+        # parallel (one launch) each extend's do.
+        used = (width if info.context_chunks_parallel else
+                sum(max(0, min(c, end) - start) for c in extends))
         if used > budget:
             found.append(f"chunk [{start}, {end}) holds {used} extend "
                          f"tokens > budget {budget}")
@@ -243,7 +246,9 @@ def check_batch(rt, bundle, case, reqs, gen, device, errors):
         found += [f"{mode} ({att.routing}): {p}" for p in probs]
         errors[mode] = max(errors.get(mode, 0.0), err)
         print(f"    {mode:18s} -> {att.routing:8s} splits {info.kv_splits:<3}"
-              f" chunks {info.context_chunks:<3} ws {info.workspace_bytes:>11}"
+              f" chunks {info.context_chunks:<3}"
+              f"{'p' if info.context_chunks_parallel else ' '}"
+              f" ws {info.workspace_bytes:>11}"
               f"  err {err:.1e}  {'ok' if not probs else 'FAIL'}")
     return found
 

@@ -51,6 +51,7 @@ class PlanInfo(ctypes.Structure):
                 ("num_prefills", size_t), ("decode_tokens", i64),
                 ("extend_tokens", i64), ("prefill_tokens", i64),
                 ("kv_splits", i32), ("context_chunks", i32),
+                ("context_chunks_parallel", i32),
                 ("workspace_bytes", size_t)]
 
     def __repr__(self):

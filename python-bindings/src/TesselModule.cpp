@@ -306,6 +306,7 @@ struct AttentionPlan {
     d["prefill_tokens"] = i.prefill_tokens;
     d["kv_splits"] = i.kv_splits;
     d["context_chunks"] = i.context_chunks;
+    d["context_chunks_parallel"] = i.context_chunks_parallel;
     d["workspace_bytes"] = i.workspace_bytes;
     return d;
   }

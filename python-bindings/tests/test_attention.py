@@ -40,6 +40,7 @@ def test_mixed_batch_matches_reference(dispatch_bundle, routing):
     assert (info["num_decodes"], info["num_extends"],
             info["num_prefills"]) == (4, 3, 2)
     assert info["context_chunks"] == len(plan.chunks) >= 2
+    assert info["context_chunks_parallel"] == 0
     assert [start for start, _ in plan.chunks][0] == 0
     plan.run(**step.buffers())
     # The run wrote the new tokens into the cache (the reference reads them

@@ -285,17 +285,19 @@ TEST_F(DispatchOnFakeCuda, TripleRunLaunchesEachPhaseInOrder) {
   ASSERT_NE(attention, nullptr);
   tessel_attention_plan plan = nullptr;
   ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 8, &plan)));
-  // One long decode (split on 132 SMs), two extends (the 40000-token one in
-  // two chunks of the 32768-token budget), one prefill.
-  std::vector<int32_t> q = {1, 5, 7, 9}, c = {20000, 40000, 100, 0};
+  // One long decode (split on 132 SMs), two extends with 4000 new tokens
+  // (enough to fill the device: the 40000-token context in two chunks of
+  // the 32768-token budget, one after the other), one prefill.
+  std::vector<int32_t> q = {1, 2000, 2000, 9}, c = {20000, 40000, 100, 0};
   ASSERT_TRUE(succeeds(
       tessel_attention_plan_build(plan, q.data(), c.data(), 4, 2501)));
   tessel_attention_plan_info info;
   tessel_attention_plan_get_info(plan, &info);
   EXPECT_GT(info.kv_splits, 1);
   ASSERT_EQ(info.context_chunks, 2);
+  ASSERT_EQ(info.context_chunks_parallel, 0);
 
-  FakeBatch batch(22, 4, 2501);
+  FakeBatch batch(4010, 4, 2501);
   Buffer workspace(info.workspace_bytes);
   state->num_params = 0;
   ASSERT_TRUE(succeeds(tessel_attention_run(plan, &batch.b, workspace.data(),
@@ -304,19 +306,49 @@ TEST_F(DispatchOnFakeCuda, TripleRunLaunchesEachPhaseInOrder) {
   EXPECT_EQ(state->launches, 2 + 1 + 4 + 1);
   EXPECT_STREQ(state->last_launch.function, "prefill_entry");
   // The metadata went to the workspace's head: the extends' cu_seqlens,
-  // rebased to their first token, then (16-byte aligned) the prefill's.
+  // rebased to their first token, then (16-byte aligned) the prefill's,
+  // then each chunk's context lengths (clipped to the chunk).
   const int32_t *image = static_cast<const int32_t *>(workspace.data());
   EXPECT_EQ(std::vector<int32_t>(image, image + 3),
-            (std::vector<int32_t>{0, 5, 12}));
+            (std::vector<int32_t>{0, 2000, 4000}));
   EXPECT_EQ(std::vector<int32_t>(image + 4, image + 6),
             (std::vector<int32_t>{0, 9}));
+  EXPECT_EQ(std::vector<int32_t>(image + 8, image + 10),
+            (std::vector<int32_t>{32656, 100}));
+  EXPECT_EQ(std::vector<int32_t>(image + 12, image + 14),
+            (std::vector<int32_t>{7344, 0}));
 
   // With slot_mapping the run writes the new tokens into the cache first.
   state->launches = 0;
-  batch.b.slot_mapping = tensor(batch.slots.data(), I32, {22});
+  batch.b.slot_mapping = tensor(batch.slots.data(), I32, {4010});
   ASSERT_TRUE(succeeds(tessel_attention_run(plan, &batch.b, workspace.data(),
                                             info.workspace_bytes, nullptr)));
   EXPECT_EQ(state->launches, 1 + 2 + 1 + 4 + 1);
+
+  // A short turn on the same long context: 12 new tokens cannot fill 132
+  // SMs, so the context runs as the windows of one launch, merged at once.
+  std::vector<int32_t> q2 = {1, 5, 7, 9};
+  ASSERT_TRUE(succeeds(
+      tessel_attention_plan_build(plan, q2.data(), c.data(), 4, 2501)));
+  tessel_attention_plan_get_info(plan, &info);
+  EXPECT_EQ(info.context_chunks_parallel, 1);
+  EXPECT_GT(info.context_chunks, 2);
+  int64_t start = 0, width = 0;
+  ASSERT_TRUE(succeeds(tessel_attention_plan_chunk(
+      plan, info.context_chunks - 1, &start, &width)));
+  EXPECT_EQ(start, (info.context_chunks - 1) * width);
+  EXPECT_LE(width, 32768);
+  FakeBatch shortTurn(22, 4, 2501);
+  Buffer workspace2(info.workspace_bytes);
+  state->launches = 0;
+  ASSERT_TRUE(succeeds(tessel_attention_run(plan, &shortTurn.b,
+                                            workspace2.data(),
+                                            info.workspace_bytes, nullptr)));
+  // decode: split + merge; extend: new + windows + one merge; prefill.
+  EXPECT_EQ(state->launches, 2 + 3 + 1);
+  const int32_t *image2 = static_cast<const int32_t *>(workspace2.data());
+  EXPECT_EQ(std::vector<int32_t>(image2 + 8, image2 + 10),
+            (std::vector<int32_t>{40000, 100})); // whole contexts
   tessel_attention_plan_release(plan);
   tessel_attention_release(attention);
 }

@@ -395,10 +395,11 @@ TEST(DispatchPlan, WorkspaceIsExactlyEnough) {
 TEST(DispatchPlan, ChunksShareTheBudget) {
   tessel_attention_config config = baseConfig();
   config.context_chunk_tokens = 32768;
+  config.compute_units = 1; // filled by the new tokens: chunks in sequence
   AttentionPtr attention = create(config);
   ASSERT_TRUE(attention);
   PlanPtr p = plan(attention.get(), 3);
-  std::vector<int32_t> q = {8, 8, 8}, c = {100000, 40000, 500};
+  std::vector<int32_t> q = {64, 64, 64}, c = {100000, 40000, 500};
   ASSERT_EQ(consume(tessel_attention_plan_build(p.get(), q.data(), c.data(), 3,
                                                 100000 / 16 + 1)),
             "");
@@ -410,6 +411,7 @@ TEST(DispatchPlan, ChunksShareTheBudget) {
   EXPECT_EQ(start, 0);
   EXPECT_EQ(width, 16128);
   tessel_attention_plan_info info = infoOf(p.get());
+  EXPECT_EQ(info.context_chunks_parallel, 0);
   int64_t covered = 0;
   for (int32_t i = 0; i < info.context_chunks; ++i) {
     ASSERT_EQ(
@@ -423,6 +425,36 @@ TEST(DispatchPlan, ChunksShareTheBudget) {
             "tessel_attention_plan_chunk: chunk " +
                 std::to_string(info.context_chunks) + " of a schedule of " +
                 std::to_string(info.context_chunks));
+}
+
+TEST(DispatchPlan, ShortTurnsOnLongContextsRunWindowsInParallel) {
+  // A few new tokens over long contexts cannot fill the device: the
+  // context runs as the windows of one launch, merged at once, each window
+  // at most the budget wide.
+  for (int64_t budget : {32768, 256}) {
+    tessel_attention_config config = baseConfig();
+    config.compute_units = 132;
+    config.context_chunk_tokens = budget;
+    AttentionPtr attention = create(config);
+    ASSERT_TRUE(attention);
+    Rng rng(budget);
+    Batch batch(attention.get(), {{4, 3000}, {1, 900}, {7, 2500}, {6, 0}},
+                rng);
+    tessel_attention_plan_info info;
+    ASSERT_EQ(runBatch(attention.get(), batch, true, &info), "");
+    EXPECT_EQ(info.context_chunks_parallel, 1);
+    EXPECT_GE(info.context_chunks, 6);
+    std::string error;
+    PlanPtr p = planBatch(attention.get(), batch, error);
+    ASSERT_TRUE(p) << error;
+    int64_t start = 0, width = 0;
+    ASSERT_EQ(consume(tessel_attention_plan_chunk(p.get(), 1, &start, &width)),
+              "");
+    EXPECT_EQ(start, width);
+    EXPECT_LE(width, budget);
+    EXPECT_TRUE(near("out", batch.out, batch.reference().out))
+        << "budget " << budget;
+  }
 }
 
 //===----------------------------------------------------------------------===//

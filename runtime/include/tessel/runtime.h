@@ -293,8 +293,12 @@ typedef struct tessel_attention_plan_info {
   int64_t decode_tokens, extend_tokens, prefill_tokens;
   /* Split-KV factor of the decode kernel (1: unsplit). */
   int32_t kv_splits;
-  /* Context chunks of the extends, run one after the other (0: none). */
+  /* Context chunks of the extends (0: none), run one after the other; or,
+   * when context_chunks_parallel is 1, all in one split-form launch and
+   * merged at once: the plan does that when the extends' new tokens are
+   * too few to fill the device alone (a short turn on a long context). */
   int32_t context_chunks;
+  int32_t context_chunks_parallel;
   /* Bytes of workspace tessel_attention_run needs (16-byte aligned). */
   size_t workspace_bytes;
 } tessel_attention_plan_info;
@@ -303,7 +307,8 @@ void tessel_attention_plan_get_info(tessel_attention_plan plan,
                                     tessel_attention_plan_info *info);
 /* Chunk `index` of the context schedule: every extend attends to its
  * cached tokens [start, start + width) (clipped to its context) in that
- * chunk; the sum over extends is at most context_chunk_tokens. */
+ * chunk. Run one after the other, a chunk's tokens summed over the extends
+ * are at most context_chunk_tokens; run in parallel, each extend's are. */
 tessel_status tessel_attention_plan_chunk(tessel_attention_plan plan,
                                           size_t index, int64_t *start,
                                           int64_t *width);

@@ -280,6 +280,7 @@ void tessel_attention_plan_get_info(tessel_attention_plan plan,
   info->prefill_tokens = plan->phaseTokens[2];
   info->kv_splits = plan->kvSplits;
   info->context_chunks = static_cast<int32_t>(plan->chunks.size());
+  info->context_chunks_parallel = plan->parallelChunks ? 1 : 0;
   info->workspace_bytes = plan->workspace.total;
 }
 

@@ -45,7 +45,8 @@ struct WorkspaceLayout {
   // Decode split partials [P, D, Hq, Dv] f32 and their LSE [P, Hq, D].
   size_t decodePartials = 0, decodeLse = 0;
   // Extend: accumulators A and B and a chunk C, [T, Hq, Dv] f32 each, and
-  // their LSE [Hq, T].
+  // their LSE [Hq, T]. Parallel chunks: the P + 1 partials [P + 1, T, Hq,
+  // Dv] (the new tokens' first) at extendOut[0], their LSE at extendLse[0].
   size_t extendOut[3] = {}, extendLse[3] = {};
   size_t total = 0;
 };
@@ -69,6 +70,9 @@ struct tessel_attention_plan_t {
   int64_t tokenBase = 0;
   int32_t kvSplits = 1;
   std::vector<tessel::dispatch::Chunk> chunks;
+  /// The chunks are the windows of one split-form launch, merged at once
+  /// with the new tokens' partial (see plan.cpp).
+  bool parallelChunks = false;
   /// The int32 image copied to the workspace: the extend range's
   /// cu_seqlens, the prefill range's, then each chunk's context lengths of
   /// the extend range.

@@ -118,6 +118,10 @@ tessel_status dispatch::findKernels(tessel_bundle bundle,
           query("last merge of an extend into out", "tessel.lse_merge",
                 merge(config.num_q_heads, config.v_head_dim, 0), f32, dtype)))
     return status;
+  set.extendMerge = runtime::findKernel(
+      bundle, query("merge of an extend's windows", "tessel.lse_merge_n",
+                    merge(config.num_q_heads, config.v_head_dim, 0), f32,
+                    dtype));
   // Optional; its dtype is that of k, and it has no "out" argument.
   KernelQuery cacheWrite;
   cacheWrite.role = "cache write";

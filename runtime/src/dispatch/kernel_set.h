@@ -31,6 +31,10 @@ struct KernelSet {
   tessel_kernel extendContext = nullptr;
   tessel_kernel mergeAccumulate = nullptr;
   tessel_kernel mergeOut = nullptr;
+  /// The N-way merge of the new tokens' partial and all context windows
+  /// at once, into out (optional: without it, chunks always run one after
+  /// the other).
+  tessel_kernel extendMerge = nullptr;
   /// reshape_and_cache into the (non-latent) caches; optional.
   tessel_kernel cacheWrite = nullptr;
 };

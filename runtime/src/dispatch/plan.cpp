@@ -51,6 +51,53 @@ Range join(const Range &a, const Range &b) {
 
 size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
+/// Query rows the prefill template gives one workgroup (a tile of 4 warps
+/// of 16 rows, of one query head): what "enough new tokens to fill the
+/// device" is counted in.
+constexpr int64_t kQueryRowsPerWorkgroup = 64;
+
+/// Workgroups per compute unit the parallel windows aim at. A workgroup of
+/// the paged prefill template streams its window of K and V at a fraction
+/// of an SM's bandwidth, so more of them read a long context faster: on
+/// the H200, one 131072-token context under 64 new tokens took 0.59 ms in
+/// windows for 8 per SM, 0.73 ms for 2 (bench/extend_turn_bench.py).
+constexpr int32_t kWindowBlocksPerUnit = 8;
+
+/// The most workspace the parallel windows of an extend may take.
+constexpr size_t kParallelChunksBytes = size_t{256} << 20;
+
+/// The window count of the extend range's context when its chunks should
+/// run in one launch (its new tokens are too few to fill the device alone),
+/// or 0 for chunks one after the other. Windows come from the block-table
+/// width like split-KV decode's, and are at most the chunk budget wide.
+int32_t parallelWindows(const tessel_attention_t &attention, const Range &e,
+                        const int32_t *contexts, int64_t maxBlocks) {
+  const tessel_attention_config &c = attention.config;
+  // MLA's extend table is not the one max_blocks describes.
+  if (e.empty() || !attention.kernels.extendMerge ||
+      c.kind == TESSEL_ATTENTION_MLA || (c.num_q_heads * e.tokens) % 4 != 0)
+    return 0;
+  int64_t longest = 0;
+  for (size_t i = 0; i < e.requests; ++i)
+    longest = std::max<int64_t>(longest, contexts[i]);
+  size_t tiles = static_cast<size_t>(
+      (e.tokens + kQueryRowsPerWorkgroup - 1) / kQueryRowsPerWorkgroup);
+  int32_t windows = chooseKvSplits({tiles, c.num_q_heads, longest, maxBlocks,
+                                    c.block_size, c.compute_units,
+                                    c.max_kv_splits, kWindowBlocksPerUnit});
+  if (windows <= 1)
+    return 0;
+  // Within the budget: more (narrower) windows if need be.
+  int64_t fewest = (maxBlocks * c.block_size + c.context_chunk_tokens - 1) /
+                   c.context_chunk_tokens;
+  windows = static_cast<int32_t>(std::max<int64_t>(windows, fewest));
+  size_t bytes = static_cast<size_t>(windows + 1) * e.tokens *
+                 c.num_q_heads * (c.v_head_dim + 1) * 4;
+  if (windows > c.max_kv_splits || bytes > kParallelChunksBytes)
+    return 0;
+  return windows;
+}
+
 /// Appends the cu_seqlens of `range`, rebased to its first token.
 void appendCuSeqlens(std::vector<int32_t> &image, const Range &range,
                      const int32_t *queryLens) {
@@ -171,13 +218,20 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
                                     config.max_kv_splits});
   }
 
-  // The context schedule of the extend range. Without any context (unified
-  // or two_path on prefills only) one empty chunk still runs: the merge is
-  // what turns the new tokens' f32 partial into out.
+  // The context schedule of the extend range: windows of one launch when
+  // its new tokens are few, else chunks one after the other. Without any
+  // context (unified or two_path on prefills only) one empty chunk still
+  // runs: the merge is what turns the new tokens' f32 partial into out.
   const Range &e = plan.extendRange;
   const int32_t *contexts = contextLens + e.firstRequest;
   plan.chunks.clear();
-  for (int64_t start = 0;;) {
+  int32_t windows = parallelWindows(*plan.attention, e, contexts, maxBlocks);
+  plan.parallelChunks = windows > 0;
+  int64_t windowWidth =
+      windows ? splitWindow(maxBlocks, windows, config.block_size) : 0;
+  for (int32_t p = 0; p < windows; ++p)
+    plan.chunks.push_back({p * windowWidth, windowWidth});
+  for (int64_t start = 0; !plan.parallelChunks;) {
     int64_t width = nextChunkWidth(contexts, e.requests, start,
                                    config.context_chunk_tokens,
                                    config.block_size);
@@ -203,10 +257,16 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
   align();
   plan.chunkLensOffset = image.size();
   plan.chunkLensStride = align16(e.requests * 4) / 4;
-  for (const Chunk &chunk : plan.chunks) {
+  // Sequential chunks read the table shifted to their start, so each gets
+  // its own clipped lengths; parallel windows clip themselves.
+  if (plan.parallelChunks) {
+    image.insert(image.end(), contexts, contexts + e.requests);
+    align();
+  }
+  for (size_t c = 0; c < plan.chunks.size() && !plan.parallelChunks; ++c) {
     for (size_t i = 0; i < e.requests; ++i)
-      image.push_back(static_cast<int32_t>(
-          std::clamp<int64_t>(contexts[i] - chunk.start, 0, chunk.width)));
+      image.push_back(static_cast<int32_t>(std::clamp<int64_t>(
+          contexts[i] - plan.chunks[c].start, 0, plan.chunks[c].width)));
     align();
   }
 
@@ -227,7 +287,13 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
     ws.decodeLse = decodeEnd;
     decodeEnd += align16(rows * hq * 4);
   }
-  if (!e.empty()) {
+  if (plan.parallelChunks) {
+    size_t partials = plan.chunks.size() + 1;
+    ws.extendOut[0] = extendEnd;
+    extendEnd += align16(partials * e.tokens * hq * config.v_head_dim * 4);
+    ws.extendLse[0] = extendEnd;
+    extendEnd += align16(partials * hq * e.tokens * 4);
+  } else if (!e.empty()) {
     for (int i = 0; i < 3; ++i) {
       ws.extendOut[i] = extendEnd;
       extendEnd += align16(e.tokens * hq * config.v_head_dim * 4);

@@ -84,6 +84,116 @@ tessel_status launch(tessel_kernel kernel, const char *role,
   return nullptr;
 }
 
+/// The extend composition with its context chunks one after the other:
+/// the new tokens' partial is the f32 accumulator that each chunk is merged
+/// into (two buffers, ping-pong), the last merge writing out.
+tessel_status runChunks(const tessel_attention_plan_t &plan,
+                        const tessel_attention_buffers &b, void *workspace,
+                        const tessel_tensor &q, const tessel_tensor &k,
+                        const tessel_tensor &v, const tessel_tensor &cu,
+                        const tessel_tensor &out, void *stream) {
+  const tessel_attention_config &config = plan.attention->config;
+  const KernelSet &kernels = plan.attention->kernels;
+  const WorkspaceLayout &ws = plan.workspace;
+  const Range &e = plan.extendRange;
+  const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
+  const int64_t hq = config.num_q_heads, dv = config.v_head_dim;
+  const tessel_dtype f32 = TESSEL_DTYPE_F32;
+  tessel_tensor acc[2], accLse[2];
+  for (int i = 0; i < 2; ++i) {
+    acc[i] = scratch(workspace, ws.extendOut[i], f32, {t, hq, dv});
+    accLse[i] = scratch(workspace, ws.extendLse[i], f32, {hq, t});
+  }
+  tessel_tensor chunk = scratch(workspace, ws.extendOut[2], f32,
+                                {1, t, hq, dv});
+  tessel_tensor chunkLse = scratch(workspace, ws.extendLse[2], f32,
+                                   {1, hq, t});
+  tessel_tensor chunkOut = scratch(workspace, ws.extendOut[2], f32,
+                                   {t, hq, dv});
+  tessel_tensor chunkOutLse = scratch(workspace, ws.extendLse[2], f32,
+                                      {hq, t});
+  if (tessel_status s = launch(kernels.extendNew, "new tokens of the extends",
+                               {q, k, v, cu, acc[0], accLse[0]}, stream))
+    return s;
+  const int64_t maxBlocks = b.block_table.shape[1];
+  int current = 0;
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    // The chunk's block-table columns start start / block_size blocks
+    // into each row: the same table, shifted (see docs/dispatcher.md).
+    tessel_tensor table = rows(b.block_table, e.firstRequest, n);
+    table.data = static_cast<int32_t *>(table.data) +
+                 plan.chunks[c].start / config.block_size;
+    table.shape[1] = maxBlocks;
+    tessel_tensor lens =
+        scratch(workspace,
+                (plan.chunkLensOffset + c * plan.chunkLensStride) * 4,
+                TESSEL_DTYPE_I32, {n});
+    if (tessel_status s = launch(kernels.extendContext,
+                                 "a context chunk of the extends",
+                                 {q, b.k_cache, b.v_cache, table, cu, lens,
+                                  chunk, chunkLse},
+                                 stream))
+      return s;
+    if (c + 1 == plan.chunks.size())
+      return launch(kernels.mergeOut, "the last merge of the extends",
+                    {acc[current], accLse[current], chunkOut, chunkOutLse,
+                     out},
+                    stream);
+    if (tessel_status s = launch(kernels.mergeAccumulate,
+                                 "merging a context chunk",
+                                 {acc[current], accLse[current], chunkOut,
+                                  chunkOutLse, acc[1 - current],
+                                  accLse[1 - current]},
+                                 stream))
+      return s;
+    current = 1 - current;
+  }
+  return nullptr;
+}
+
+/// The extend composition with its context chunks as the P windows of one
+/// split-form launch: partial 0 is the new tokens', partials 1..P the
+/// windows', and one N-way merge writes out.
+tessel_status runParallelChunks(const tessel_attention_plan_t &plan,
+                                const tessel_attention_buffers &b,
+                                void *workspace, const tessel_tensor &q,
+                                const tessel_tensor &k, const tessel_tensor &v,
+                                const tessel_tensor &cu,
+                                const tessel_tensor &out, void *stream) {
+  const tessel_attention_config &config = plan.attention->config;
+  const KernelSet &kernels = plan.attention->kernels;
+  const WorkspaceLayout &ws = plan.workspace;
+  const Range &e = plan.extendRange;
+  const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
+  const int64_t hq = config.num_q_heads, dv = config.v_head_dim;
+  const int64_t windows = static_cast<int64_t>(plan.chunks.size());
+  const tessel_dtype f32 = TESSEL_DTYPE_F32;
+  const size_t slot = t * hq * dv * 4, lseSlot = hq * t * 4;
+  if (tessel_status s = launch(
+          kernels.extendNew, "new tokens of the extends",
+          {q, k, v, cu, scratch(workspace, ws.extendOut[0], f32, {t, hq, dv}),
+           scratch(workspace, ws.extendLse[0], f32, {hq, t})},
+          stream))
+    return s;
+  tessel_tensor lens = scratch(workspace, plan.chunkLensOffset * 4,
+                               TESSEL_DTYPE_I32, {n});
+  if (tessel_status s = launch(
+          kernels.extendContext, "the context windows of the extends",
+          {q, b.k_cache, b.v_cache, rows(b.block_table, e.firstRequest, n), cu,
+           lens,
+           scratch(workspace, ws.extendOut[0] + slot, f32,
+                   {windows, t, hq, dv}),
+           scratch(workspace, ws.extendLse[0] + lseSlot, f32,
+                   {windows, hq, t})},
+          stream))
+    return s;
+  return launch(
+      kernels.extendMerge, "merging the extends' windows",
+      {scratch(workspace, ws.extendOut[0], f32, {windows + 1, t, hq, dv}),
+       scratch(workspace, ws.extendLse[0], f32, {windows + 1, hq, t}), out},
+      stream);
+}
+
 } // namespace
 
 tessel_status dispatch::writeCache(const tessel_attention_t &attention,
@@ -230,66 +340,17 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
   if (!e.empty()) {
     const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
     const int64_t first = e.firstToken - plan.tokenBase;
-    const int64_t dv = config.v_head_dim;
     tessel_tensor q = rows(b.q, first, t), k = rows(b.k, first, t),
                   v = rows(b.v, first, t), out = rows(b.out, first, t);
     tessel_tensor cu = scratch(workspace, plan.extendCuOffset * 4,
                                TESSEL_DTYPE_I32, {n + 1});
-    tessel_tensor acc[2], accLse[2];
-    for (int i = 0; i < 2; ++i) {
-      acc[i] = scratch(workspace, ws.extendOut[i], f32, {t, hq, dv});
-      accLse[i] = scratch(workspace, ws.extendLse[i], f32, {hq, t});
-    }
-    tessel_tensor chunk = scratch(workspace, ws.extendOut[2], f32,
-                                  {1, t, hq, dv});
-    tessel_tensor chunkLse = scratch(workspace, ws.extendLse[2], f32,
-                                     {1, hq, t});
-    tessel_tensor chunkOut = scratch(workspace, ws.extendOut[2], f32,
-                                     {t, hq, dv});
-    tessel_tensor chunkOutLse = scratch(workspace, ws.extendLse[2], f32,
-                                        {hq, t});
-    if (tessel_status s = launch(kernels.extendNew,
-                                 "new tokens of the extends",
-                                 {q, k, v, cu, acc[0], accLse[0]}, stream))
+    tessel_status s = plan.parallelChunks
+                          ? runParallelChunks(plan, b, workspace, q, k, v, cu,
+                                              out, stream)
+                          : runChunks(plan, b, workspace, q, k, v, cu, out,
+                                      stream);
+    if (s)
       return s;
-    const int64_t maxBlocks = b.block_table.shape[1];
-    int current = 0;
-    for (size_t c = 0; c < plan.chunks.size(); ++c) {
-      // The chunk's block-table columns start start / block_size blocks
-      // into each row: the same table, shifted (see docs/dispatcher.md).
-      tessel_tensor table = rows(b.block_table, e.firstRequest, n);
-      table.data = static_cast<int32_t *>(table.data) +
-                   plan.chunks[c].start / config.block_size;
-      table.shape[1] = maxBlocks;
-      tessel_tensor lens =
-          scratch(workspace,
-                  (plan.chunkLensOffset + c * plan.chunkLensStride) * 4,
-                  TESSEL_DTYPE_I32, {n});
-      if (tessel_status s = launch(kernels.extendContext,
-                                   "a context chunk of the extends",
-                                   {q, b.k_cache, b.v_cache, table, cu, lens,
-                                    chunk, chunkLse},
-                                   stream))
-        return s;
-      bool last = c + 1 == plan.chunks.size();
-      if (last) {
-        if (tessel_status s = launch(kernels.mergeOut,
-                                     "the last merge of the extends",
-                                     {acc[current], accLse[current], chunkOut,
-                                      chunkOutLse, out},
-                                     stream))
-          return s;
-      } else {
-        if (tessel_status s = launch(kernels.mergeAccumulate,
-                                     "merging a context chunk",
-                                     {acc[current], accLse[current], chunkOut,
-                                      chunkOutLse, acc[1 - current],
-                                      accLse[1 - current]},
-                                     stream))
-          return s;
-        current = 1 - current;
-      }
-    }
   }
 
   if (!p.empty()) {

@@ -48,11 +48,13 @@ struct SplitInputs {
   int64_t blockSize;
   int32_t computeUnits;
   int32_t maxSplits;
+  /// Blocks of work per compute unit the splits aim at.
+  int32_t blocksPerUnit = 2;
 };
 
 /// The split count P of the split-form decode kernel, whose partial p covers
 /// the window [p W, (p + 1) W), W = ceil(maxBlocks / P) * blockSize. It aims
-/// at two blocks of work per compute unit, with at least kMinSplitTokens of
+/// at blocksPerUnit blocks of work per compute unit, with at least kMinSplitTokens of
 /// context per useful window, and takes the smallest P that gives the most
 /// useful windows (a wide block table can make extra splits empty). 1 means
 /// no split.
