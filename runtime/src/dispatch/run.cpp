@@ -84,67 +84,90 @@ tessel_status launch(tessel_kernel kernel, const char *role,
   return nullptr;
 }
 
+/// What both schedules of the extend composition work on: the plan's
+/// extend range, its rows of the caller's buffers, and its scratch.
+struct ExtendStep {
+  ExtendStep(const tessel_attention_plan_t &plan,
+             const tessel_attention_buffers &b, void *workspace, void *stream)
+      : plan(plan), kernels(plan.attention->kernels), b(b),
+        workspace(workspace), stream(stream), e(plan.extendRange),
+        n(static_cast<int64_t>(e.requests)), t(e.tokens),
+        hq(plan.attention->config.num_q_heads),
+        dv(plan.attention->config.v_head_dim) {
+    int64_t first = e.firstToken - plan.tokenBase;
+    q = rows(b.q, first, t);
+    k = rows(b.k, first, t);
+    v = rows(b.v, first, t);
+    out = rows(b.out, first, t);
+    cu = scratch(workspace, plan.extendCuOffset * 4, TESSEL_DTYPE_I32,
+                 {n + 1});
+  }
+
+  /// f32 scratch of `shape` at byte `offset` of the workspace.
+  tessel_tensor f32(size_t offset, std::initializer_list<int64_t> shape) const {
+    return scratch(workspace, offset, TESSEL_DTYPE_F32, shape);
+  }
+
+  const tessel_attention_plan_t &plan;
+  const KernelSet &kernels;
+  const tessel_attention_buffers &b;
+  void *workspace, *stream;
+  const Range &e;
+  const int64_t n, t, hq, dv;
+  tessel_tensor q, k, v, out, cu;
+};
+
 /// The extend composition with its context chunks one after the other:
 /// the new tokens' partial is the f32 accumulator that each chunk is merged
 /// into (two buffers, ping-pong), the last merge writing out.
-tessel_status runChunks(const tessel_attention_plan_t &plan,
-                        const tessel_attention_buffers &b, void *workspace,
-                        const tessel_tensor &q, const tessel_tensor &k,
-                        const tessel_tensor &v, const tessel_tensor &cu,
-                        const tessel_tensor &out, void *stream) {
-  const tessel_attention_config &config = plan.attention->config;
-  const KernelSet &kernels = plan.attention->kernels;
-  const WorkspaceLayout &ws = plan.workspace;
-  const Range &e = plan.extendRange;
-  const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
-  const int64_t hq = config.num_q_heads, dv = config.v_head_dim;
-  const tessel_dtype f32 = TESSEL_DTYPE_F32;
+tessel_status runChunks(const ExtendStep &x) {
+  const WorkspaceLayout &ws = x.plan.workspace;
+  const int64_t t = x.t, hq = x.hq, dv = x.dv;
   tessel_tensor acc[2], accLse[2];
   for (int i = 0; i < 2; ++i) {
-    acc[i] = scratch(workspace, ws.extendOut[i], f32, {t, hq, dv});
-    accLse[i] = scratch(workspace, ws.extendLse[i], f32, {hq, t});
+    acc[i] = x.f32(ws.extendOut[i], {t, hq, dv});
+    accLse[i] = x.f32(ws.extendLse[i], {hq, t});
   }
-  tessel_tensor chunk = scratch(workspace, ws.extendOut[2], f32,
-                                {1, t, hq, dv});
-  tessel_tensor chunkLse = scratch(workspace, ws.extendLse[2], f32,
-                                   {1, hq, t});
-  tessel_tensor chunkOut = scratch(workspace, ws.extendOut[2], f32,
-                                   {t, hq, dv});
-  tessel_tensor chunkOutLse = scratch(workspace, ws.extendLse[2], f32,
-                                      {hq, t});
-  if (tessel_status s = launch(kernels.extendNew, "new tokens of the extends",
-                               {q, k, v, cu, acc[0], accLse[0]}, stream))
+  // One chunk's partial, as the split form writes it and as a merge reads.
+  tessel_tensor chunk = x.f32(ws.extendOut[2], {1, t, hq, dv});
+  tessel_tensor chunkLse = x.f32(ws.extendLse[2], {1, hq, t});
+  tessel_tensor chunkOut = x.f32(ws.extendOut[2], {t, hq, dv});
+  tessel_tensor chunkOutLse = x.f32(ws.extendLse[2], {hq, t});
+  if (tessel_status s =
+          launch(x.kernels.extendNew, "new tokens of the extends",
+                 {x.q, x.k, x.v, x.cu, acc[0], accLse[0]}, x.stream))
     return s;
-  const int64_t maxBlocks = b.block_table.shape[1];
+  const int64_t maxBlocks = x.b.block_table.shape[1];
+  const int64_t blockSize = x.plan.attention->config.block_size;
   int current = 0;
-  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+  for (size_t c = 0; c < x.plan.chunks.size(); ++c) {
     // The chunk's block-table columns start start / block_size blocks
     // into each row: the same table, shifted (see docs/dispatcher.md).
-    tessel_tensor table = rows(b.block_table, e.firstRequest, n);
+    tessel_tensor table = rows(x.b.block_table, x.e.firstRequest, x.n);
     table.data = static_cast<int32_t *>(table.data) +
-                 plan.chunks[c].start / config.block_size;
+                 x.plan.chunks[c].start / blockSize;
     table.shape[1] = maxBlocks;
-    tessel_tensor lens =
-        scratch(workspace,
-                (plan.chunkLensOffset + c * plan.chunkLensStride) * 4,
-                TESSEL_DTYPE_I32, {n});
-    if (tessel_status s = launch(kernels.extendContext,
+    tessel_tensor lens = scratch(
+        x.workspace,
+        (x.plan.chunkLensOffset + c * x.plan.chunkLensStride) * 4,
+        TESSEL_DTYPE_I32, {x.n});
+    if (tessel_status s = launch(x.kernels.extendContext,
                                  "a context chunk of the extends",
-                                 {q, b.k_cache, b.v_cache, table, cu, lens,
-                                  chunk, chunkLse},
-                                 stream))
+                                 {x.q, x.b.k_cache, x.b.v_cache, table, x.cu,
+                                  lens, chunk, chunkLse},
+                                 x.stream))
       return s;
-    if (c + 1 == plan.chunks.size())
-      return launch(kernels.mergeOut, "the last merge of the extends",
+    if (c + 1 == x.plan.chunks.size())
+      return launch(x.kernels.mergeOut, "the last merge of the extends",
                     {acc[current], accLse[current], chunkOut, chunkOutLse,
-                     out},
-                    stream);
-    if (tessel_status s = launch(kernels.mergeAccumulate,
+                     x.out},
+                    x.stream);
+    if (tessel_status s = launch(x.kernels.mergeAccumulate,
                                  "merging a context chunk",
                                  {acc[current], accLse[current], chunkOut,
                                   chunkOutLse, acc[1 - current],
                                   accLse[1 - current]},
-                                 stream))
+                                 x.stream))
       return s;
     current = 1 - current;
   }
@@ -154,44 +177,31 @@ tessel_status runChunks(const tessel_attention_plan_t &plan,
 /// The extend composition with its context chunks as the P windows of one
 /// split-form launch: partial 0 is the new tokens', partials 1..P the
 /// windows', and one N-way merge writes out.
-tessel_status runParallelChunks(const tessel_attention_plan_t &plan,
-                                const tessel_attention_buffers &b,
-                                void *workspace, const tessel_tensor &q,
-                                const tessel_tensor &k, const tessel_tensor &v,
-                                const tessel_tensor &cu,
-                                const tessel_tensor &out, void *stream) {
-  const tessel_attention_config &config = plan.attention->config;
-  const KernelSet &kernels = plan.attention->kernels;
-  const WorkspaceLayout &ws = plan.workspace;
-  const Range &e = plan.extendRange;
-  const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
-  const int64_t hq = config.num_q_heads, dv = config.v_head_dim;
-  const int64_t windows = static_cast<int64_t>(plan.chunks.size());
-  const tessel_dtype f32 = TESSEL_DTYPE_F32;
+tessel_status runParallelChunks(const ExtendStep &x) {
+  const WorkspaceLayout &ws = x.plan.workspace;
+  const int64_t t = x.t, hq = x.hq, dv = x.dv;
+  const int64_t windows = static_cast<int64_t>(x.plan.chunks.size());
   const size_t slot = t * hq * dv * 4, lseSlot = hq * t * 4;
-  if (tessel_status s = launch(
-          kernels.extendNew, "new tokens of the extends",
-          {q, k, v, cu, scratch(workspace, ws.extendOut[0], f32, {t, hq, dv}),
-           scratch(workspace, ws.extendLse[0], f32, {hq, t})},
-          stream))
+  if (tessel_status s = launch(x.kernels.extendNew, "new tokens of the extends",
+                               {x.q, x.k, x.v, x.cu,
+                                x.f32(ws.extendOut[0], {t, hq, dv}),
+                                x.f32(ws.extendLse[0], {hq, t})},
+                               x.stream))
     return s;
-  tessel_tensor lens = scratch(workspace, plan.chunkLensOffset * 4,
-                               TESSEL_DTYPE_I32, {n});
+  tessel_tensor lens = scratch(x.workspace, x.plan.chunkLensOffset * 4,
+                               TESSEL_DTYPE_I32, {x.n});
   if (tessel_status s = launch(
-          kernels.extendContext, "the context windows of the extends",
-          {q, b.k_cache, b.v_cache, rows(b.block_table, e.firstRequest, n), cu,
-           lens,
-           scratch(workspace, ws.extendOut[0] + slot, f32,
-                   {windows, t, hq, dv}),
-           scratch(workspace, ws.extendLse[0] + lseSlot, f32,
-                   {windows, hq, t})},
-          stream))
+          x.kernels.extendContext, "the context windows of the extends",
+          {x.q, x.b.k_cache, x.b.v_cache,
+           rows(x.b.block_table, x.e.firstRequest, x.n), x.cu, lens,
+           x.f32(ws.extendOut[0] + slot, {windows, t, hq, dv}),
+           x.f32(ws.extendLse[0] + lseSlot, {windows, hq, t})},
+          x.stream))
     return s;
-  return launch(
-      kernels.extendMerge, "merging the extends' windows",
-      {scratch(workspace, ws.extendOut[0], f32, {windows + 1, t, hq, dv}),
-       scratch(workspace, ws.extendLse[0], f32, {windows + 1, hq, t}), out},
-      stream);
+  return launch(x.kernels.extendMerge, "merging the extends' windows",
+                {x.f32(ws.extendOut[0], {windows + 1, t, hq, dv}),
+                 x.f32(ws.extendLse[0], {windows + 1, hq, t}), x.out},
+                x.stream);
 }
 
 } // namespace
@@ -338,18 +348,9 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
   }
 
   if (!e.empty()) {
-    const int64_t n = static_cast<int64_t>(e.requests), t = e.tokens;
-    const int64_t first = e.firstToken - plan.tokenBase;
-    tessel_tensor q = rows(b.q, first, t), k = rows(b.k, first, t),
-                  v = rows(b.v, first, t), out = rows(b.out, first, t);
-    tessel_tensor cu = scratch(workspace, plan.extendCuOffset * 4,
-                               TESSEL_DTYPE_I32, {n + 1});
-    tessel_status s = plan.parallelChunks
-                          ? runParallelChunks(plan, b, workspace, q, k, v, cu,
-                                              out, stream)
-                          : runChunks(plan, b, workspace, q, k, v, cu, out,
-                                      stream);
-    if (s)
+    ExtendStep step(plan, b, workspace, stream);
+    if (tessel_status s = plan.parallelChunks ? runParallelChunks(step)
+                                              : runChunks(step))
       return s;
   }
 
