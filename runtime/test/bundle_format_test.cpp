@@ -29,7 +29,8 @@ std::vector<bundle::Kernel> richKernels() {
        TESSEL_DTYPE_BF16,
        false,
        {bundle::Dim::symbol(1, 64, 3), bundle::Dim::constant(8)}},
-      {"lens", TESSEL_DTYPE_I32, false, {bundle::Dim::symbol(0)}},
+      {"lens", TESSEL_DTYPE_I32, false, {bundle::Dim::symbol(0)},
+       /*elementwise=*/true},
       {"pos", TESSEL_DTYPE_I64, false, {}},
       {"o", TESSEL_DTYPE_F16, true, {bundle::Dim::symbol(0, 1, -1)}},
   };
@@ -478,8 +479,8 @@ TEST(BundleReader, RejectsBadArgs) {
                        {"arg 0 ('x'): rank 9 exceeds the limit 8"}));
   EXPECT_TRUE(argFails(offsetof(A, is_output), uint8_t{2},
                        {"is_output is 2, expected 0 or 1"}));
-  EXPECT_TRUE(argFails(offsetof(A, reserved0), uint8_t{1},
-                       {"arg 0 ('x'): reserved0 is 1, expected 0"}));
+  EXPECT_TRUE(argFails(offsetof(A, elementwise), uint8_t{2},
+                       {"arg 0 ('x'): elementwise is 2, expected 0 or 1"}));
   EXPECT_TRUE(argFails(offsetof(A, dims_offset), uint64_t{UINT64_MAX - 15},
                        {"arg 0 ('x') dims: offset 18446744073709551600 + 1 x "
                         "16 bytes runs past the end"}));

@@ -260,6 +260,21 @@ TEST_F(FakeCuda, BuffersMustBe16ByteAligned) {
                          "16 bytes (GPU kernels access buffers in 16-byte "
                          "vectors)"}));
   EXPECT_EQ(state->launches, 0);
+
+  // An argument the kernels read one element at a time (a block table)
+  // needs only element alignment.
+  bundle::Kernel elementwise = gpuKernel("add", "sm80");
+  elementwise.args[1].elementwise = true;
+  BundlePtr second = loadOrFail(device.get(), pack({elementwise}));
+  EXPECT_TRUE(succeeds(tessel_kernel_launch(
+      tessel_bundle_kernel_at(second.get(), 0), args, 3, nullptr)));
+  EXPECT_EQ(state->launches, 1);
+  args[1].data = reinterpret_cast<void *>(0x20002);
+  EXPECT_TRUE(failsWith(
+      tessel_kernel_launch(tessel_bundle_kernel_at(second.get(), 0), args, 3,
+                           nullptr),
+      TESSEL_INVALID_ARGUMENT,
+      {"arg 'b' data 0x20002 is not aligned to 4 bytes (the size of f32)"}));
 }
 
 TEST_F(FakeCuda, LaunchErrorsAreMapped) {

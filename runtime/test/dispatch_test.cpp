@@ -150,6 +150,8 @@ bundle::Kernel roleKernel(const std::string &name, const char *op,
     arg.name = spec.name;
     arg.dtype = spec.dtype;
     arg.isOutput = spec.output;
+    // As the compiler marks them: read one entry at a time.
+    arg.elementwise = arg.name == "block_table";
     for (int d = 0; d < spec.rank; ++d) {
       arg.dims.push_back(bundle::Dim::symbol(k.symbols.size()));
       k.symbols.push_back(name + std::to_string(k.symbols.size()));

@@ -115,6 +115,7 @@ bundle::Kernel describeKernel(StringRef name, const KernelSignature &sig,
     a.name = arg.name;
     a.dtype = toBundleDtype(arg.type.getElementType());
     a.isOutput = arg.isOutput;
+    a.elementwise = arg.elementwise;
     for (const KernelDim &d : arg.dims)
       a.dims.push_back(d.symbol < 0
                            ? bundle::Dim::constant(d.constant)

@@ -320,6 +320,21 @@ TEST(Dispatch, RandomBatchesInEveryMode) {
   }
 }
 
+TEST(Dispatch, BlockTablesNeedOnlyElementAlignment) {
+  // The compiler marks block tables as read one entry at a time, which lets
+  // the dispatcher pass row ranges and chunk-shifted tables to GPU kernels.
+  for (const char *name : {"dispatch_decode", "dispatch_decode_split",
+                           "dispatch_extend_context"}) {
+    Kernel kernel(defaultBundle().path, name);
+    ASSERT_TRUE(kernel.valid());
+    for (size_t i = 0; i < tessel_kernel_num_args(kernel.handle()); ++i)
+      EXPECT_EQ(tessel_kernel_arg_is_elementwise(kernel.handle(), i),
+                std::string(tessel_kernel_arg_name(kernel.handle(), i)) ==
+                    "block_table")
+          << name << " arg " << tessel_kernel_arg_name(kernel.handle(), i);
+  }
+}
+
 TEST(Dispatch, WriteCacheAlone) {
   AttentionPtr attention = create(baseConfig());
   ASSERT_TRUE(attention);

@@ -13,14 +13,12 @@ using namespace mlir::tessel;
 FailureOr<MmaAtom> mlir::tessel::chooseAttentionAtom(Operation *op,
                                                      const TargetInfo &target,
                                                      Type elem) {
-  SmallVector<MmaAtom> atoms =
-      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
-  if (atoms.empty())
-    return op->emitOpError() << "GPU template: " << target.getChip()
-                             << " has no MMA for " << elem
-                             << " operands with f32 accumulation";
-  MmaAtom atom = atoms.front();
-  for (const MmaAtom &a : atoms)
+  FailureOr<SmallVector<MmaAtom>> atoms =
+      f32AccumulatorAtoms(op, target, elem);
+  if (failed(atoms))
+    return failure();
+  MmaAtom atom = atoms->front();
+  for (const MmaAtom &a : *atoms)
     if (a.m < atom.m)
       atom = a;
   return atom;

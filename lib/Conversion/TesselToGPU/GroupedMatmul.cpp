@@ -539,17 +539,15 @@ FailureOr<std::pair<MmaAtom, Config>>
 chooseConfig(Operation *op, const KernelContext &ctx, Type elem, Config cfg,
              bool aRowsM, bool bRowsN, int64_t &sharedBytes) {
   const TargetInfo &target = ctx.target;
-  SmallVector<MmaAtom> atoms =
-      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
-  if (atoms.empty())
-    return op->emitOpError() << "GPU template: " << target.getChip()
-                             << " has no MMA for " << elem
-                             << " operands with f32 accumulation";
+  FailureOr<SmallVector<MmaAtom>> atoms =
+      f32AccumulatorAtoms(op, target, elem);
+  if (failed(atoms))
+    return failure();
   // With async copies a ring of 4 (measured best on the H200); staged
   // through registers, a double buffer.
   bool async = target.getAsyncCopyBytes() > 0;
   cfg.stages = ctx.stages > 0 ? ctx.stages : (async ? cfg.stages : 2);
-  if (failed(applyTileOverride(op, cfg, atoms.front(), target.getWarpSize(),
+  if (failed(applyTileOverride(op, cfg, atoms->front(), target.getWarpSize(),
                                aRowsM, bRowsN)))
     return failure();
   if (!async && cfg.stages != 2)
@@ -570,7 +568,7 @@ chooseConfig(Operation *op, const KernelContext &ctx, Type elem, Config cfg,
                              << " bytes of shared memory, more than the "
                              << target.getSharedMemoryBytes() << " a block of "
                              << target.getChip() << " can use";
-  return std::make_pair(atoms.front(), cfg);
+  return std::make_pair(atoms->front(), cfg);
 }
 
 /// T, the rows of `a` (argument 0): its shape symbol, or the constant.

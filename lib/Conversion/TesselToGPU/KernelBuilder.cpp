@@ -22,6 +22,18 @@ LogicalResult mlir::tessel::checkChunkRows(Operation *op, StringRef what,
                            << ", so that every row is made of 16-byte chunks";
 }
 
+FailureOr<SmallVector<MmaAtom>>
+mlir::tessel::f32AccumulatorAtoms(Operation *op, const TargetInfo &target,
+                                  Type elem) {
+  SmallVector<MmaAtom> atoms =
+      target.getMmaAtoms(elem, Float32Type::get(op->getContext()));
+  if (atoms.empty())
+    return op->emitOpError() << "GPU template: " << target.getChip()
+                             << " has no MMA for " << elem
+                             << " operands with f32 accumulation";
+  return atoms;
+}
+
 void KernelBuilder::ifThen(Value cond, function_ref<void()> body) {
   auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);

@@ -29,6 +29,12 @@ constexpr int64_t kChunk = 8;
 LogicalResult checkChunkRows(Operation *op, StringRef what, int64_t size,
                              Type elem);
 
+/// The target's MMA atoms for `elem` operands with f32 accumulation; none
+/// is an error on `op` naming the chip and the type.
+FailureOr<SmallVector<MmaAtom>> f32AccumulatorAtoms(Operation *op,
+                                                    const TargetInfo &target,
+                                                    Type elem);
+
 class KernelBuilder {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const TargetInfo &target)

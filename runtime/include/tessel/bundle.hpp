@@ -42,10 +42,12 @@ struct Arg {
   tessel_dtype dtype = TESSEL_DTYPE_INVALID;
   bool isOutput = false;
   std::vector<Dim> dims;
+  /// Read one element at a time (see tessel_bundle_arg::elementwise).
+  bool elementwise = false;
 
   bool operator==(const Arg &o) const {
     return name == o.name && dtype == o.dtype && isOutput == o.isOutput &&
-           dims == o.dims;
+           dims == o.dims && elementwise == o.elementwise;
   }
   bool operator!=(const Arg &o) const { return !(*this == o); }
 };

@@ -74,7 +74,10 @@ typedef struct tessel_bundle_arg {
   uint8_t dtype;            /* tessel_dtype */
   uint8_t rank;             /* <= TESSEL_BUNDLE_MAX_RANK */
   uint8_t is_output;        /* 1 if the kernel writes it */
-  uint8_t reserved0;
+  uint8_t elementwise;      /* 1 if GPU kernels read it one element at a
+                               time (index arrays such as block tables): its
+                               base needs element alignment only; 0: they may
+                               move 16-byte vectors from its base */
   uint64_t dims_offset;     /* rank tessel_bundle_dim records */
 } tessel_bundle_arg;
 

@@ -113,6 +113,10 @@ const char *tessel_kernel_arg_name(tessel_kernel kernel, size_t index);
 /* 1 if the kernel writes argument `index`, 0 if it only reads it (or there is
  * no such argument). */
 int tessel_kernel_arg_is_output(tessel_kernel kernel, size_t index);
+/* 1 if GPU launches need argument `index` aligned to its element size only
+ * (the kernel reads it one element at a time, e.g. a block table), 0 if to
+ * 16 bytes (or there is no such argument). */
+int tessel_kernel_arg_is_elementwise(tessel_kernel kernel, size_t index);
 /* Returns 0 and sets *value if the kernel has this shape parameter. */
 int tessel_kernel_param(tessel_kernel kernel, const char *key, int64_t *value);
 /* The shape parameters in bundle order: the key of parameter `index`, with

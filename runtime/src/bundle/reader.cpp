@@ -180,14 +180,15 @@ bool Reader::readArg(const std::string &where, uint64_t offset, Arg &arg) {
   if (rec.is_output > 1)
     return fail(format("%s: is_output is %u, expected 0 or 1", label.c_str(),
                        rec.is_output));
-  if (rec.reserved0 != 0)
-    return fail(format("%s: reserved0 is %u, expected 0", label.c_str(),
-                       rec.reserved0));
+  if (rec.elementwise > 1)
+    return fail(format("%s: elementwise is %u, expected 0 or 1",
+                       label.c_str(), rec.elementwise));
   if (!inFile(rec.dims_offset, rec.rank, sizeof(tessel_bundle_dim),
               label + " dims"))
     return false;
   arg.dtype = static_cast<tessel_dtype>(rec.dtype);
   arg.isOutput = rec.is_output != 0;
+  arg.elementwise = rec.elementwise != 0;
   arg.dims.resize(rec.rank);
   for (uint32_t d = 0; d < rec.rank; ++d) {
     auto dim = load<tessel_bundle_dim>(rec.dims_offset +

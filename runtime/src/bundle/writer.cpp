@@ -168,6 +168,7 @@ std::string Writer::write(const std::vector<Kernel> &kernels) {
       argRec.dtype = static_cast<uint8_t>(arg.dtype);
       argRec.rank = static_cast<uint8_t>(arg.dims.size());
       argRec.is_output = arg.isOutput ? 1 : 0;
+      argRec.elementwise = arg.elementwise ? 1 : 0;
       argRec.dims_offset = dimsCursor;
       put(rec.args_offset + a * sizeof(tessel_bundle_arg), argRec);
       for (const Dim &dim : arg.dims) {

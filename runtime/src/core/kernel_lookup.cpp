@@ -6,6 +6,8 @@
 
 #include "../support/format.h"
 
+#include <vector>
+
 using namespace tessel;
 using namespace tessel::runtime;
 
@@ -85,22 +87,17 @@ tessel_status runtime::missingKernel(tessel_bundle bundle,
                                      const KernelQuery &query,
                                      const std::string &who,
                                      const char *hint) {
-  std::string others;
-  size_t listed = 0, total = 0;
-  for (const auto &kernel : bundle->kernels) {
-    if (kernel->meta.op != query.op)
-      continue;
-    if (listed < 8) {
-      others += (listed ? "; " : "") + describe(kernel->meta);
-      ++listed;
-    }
-    ++total;
-  }
-  if (total > listed)
-    others += format("; and %zu more", total - listed);
-  std::string has = total ? format("these %s kernels: %s", query.op,
-                                   others.c_str())
-                          : format("no %s kernel", query.op);
+  std::vector<const bundle::Kernel *> sameOp;
+  for (const auto &kernel : bundle->kernels)
+    if (kernel->meta.op == query.op)
+      sameOp.push_back(&kernel->meta);
+  std::string has =
+      sameOp.empty()
+          ? format("no %s kernel", query.op)
+          : format("these %s kernels: %s", query.op,
+                   joinLimited(sameOp, 8, [](const bundle::Kernel *k) {
+                     return describe(*k);
+                   }).c_str());
   return makeStatus(TESSEL_UNSUPPORTED,
                     format("%s needs a kernel for the %s: %s; the bundle has "
                            "%s. Compile one for this configuration%s",

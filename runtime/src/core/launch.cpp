@@ -189,21 +189,15 @@ tessel_status LaunchChecker::checkData(size_t index,
                        bundle::dtypeName(meta.args[index].dtype));
   // GPU kernels move rows in 16-byte vectors (cp.async, global_load_dwordx4)
   // from the buffer's start: a misaligned base would fault on the device.
-  // Block tables are the exception: the attention templates read them one
-  // entry at a time, so a table may start at any row or column (the
-  // dispatcher passes a phase's rows, shifted by a context chunk's blocks).
-  size_t alignment = meta.args[index].name == "block_table"
-                         ? tessel_dtype_size(tensor.dtype)
-                         : kGpuAlignment;
-  if (meta.target != "host" &&
-      reinterpret_cast<uintptr_t>(tensor.data) % alignment != 0)
+  // Arguments they read one element at a time (block tables) may start at
+  // any element (checked above): the dispatcher passes a phase's rows of a
+  // table, shifted by a context chunk's blocks.
+  if (meta.target != "host" && !meta.args[index].elementwise &&
+      reinterpret_cast<uintptr_t>(tensor.data) % kGpuAlignment != 0)
     return makeStatusf(TESSEL_INVALID_ARGUMENT,
                        "kernel '%s': arg '%s' data %p is not aligned to %zu "
-                       "bytes (GPU kernels access %s)",
-                       name, argName(index), tensor.data, alignment,
-                       alignment == kGpuAlignment
-                           ? "buffers in 16-byte vectors"
-                           : "block tables one entry at a time");
+                       "bytes (GPU kernels access buffers in 16-byte vectors)",
+                       name, argName(index), tensor.data, kGpuAlignment);
   return nullptr;
 }
 

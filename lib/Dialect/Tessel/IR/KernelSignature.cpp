@@ -31,6 +31,7 @@ struct OperandSpec {
   StringRef name;
   bool isOutput;
   SmallVector<DimName> dims;
+  bool elementwise = false;
 };
 
 /// Collects the operand specs and parameters of one op.
@@ -42,6 +43,11 @@ struct SpecBuilder {
   void out(Value v, StringRef name, ArrayRef<DimName> dims) {
     if (v)
       operands.push_back({v, name, true, SmallVector<DimName>(dims)});
+  }
+  /// A block table [B, MB]: every GPU template reads it one entry at a time.
+  void blockTable(Value v) {
+    in(v, "block_table", {"B", "MB"});
+    operands.back().elementwise = true;
   }
   void param(StringRef key, int64_t value) { params.push_back({key.str(), value}); }
   void caches(Value kc, Value vc, KVLayout layout) {
@@ -102,7 +108,7 @@ void describe(PrefillAttentionOp op, SpecBuilder &b) {
 void describe(DecodeAttentionOp op, SpecBuilder &b) {
   b.in(op.getQ(), "q", {"B", "Hq", "Dqk"});
   b.caches(op.getKCache(), op.getVCache(), op.getLayout());
-  b.in(op.getBlockTable(), "block_table", {"B", "MB"});
+  b.blockTable(op.getBlockTable());
   b.in(op.getSeqLens(), "seq_lens", {"B"});
   b.out(op.getOut(), "out", {"B", "Hq", "Dv"});
   b.out(op.getLse(), "lse", {"Hq", "B"});
@@ -116,7 +122,7 @@ void describe(ExtendAttentionOp op, SpecBuilder &b) {
   b.in(op.getK(), "k", {"T", "Hkv", "Dqk"});
   b.in(op.getV(), "v", {"T", "Hkv", "Dv"});
   b.caches(op.getKCache(), op.getVCache(), op.getLayout());
-  b.in(op.getBlockTable(), "block_table", {"B", "MB"});
+  b.blockTable(op.getBlockTable());
   b.in(op.getCuSeqlens(), "cu_seqlens", {{"B", 1, 1}});
   b.in(op.getContextLens(), "context_lens", {"B"});
   b.out(op.getOut(), "out", {"T", "Hq", "Dv"});
@@ -130,7 +136,7 @@ void describe(PagedAttentionOp op, SpecBuilder &b) {
   const char *tokens = op.getCuSeqlens() ? "T" : "B";
   b.in(op.getQ(), "q", {tokens, "Hq", "Dqk"});
   b.caches(op.getKCache(), op.getVCache(), op.getLayout());
-  b.in(op.getBlockTable(), "block_table", {"B", "MB"});
+  b.blockTable(op.getBlockTable());
   b.in(op.getCuSeqlens(), "cu_seqlens", {{"B", 1, 1}});
   b.in(op.getContextLens(), "context_lens", {"B"});
   if (op.isSplit()) {
@@ -166,7 +172,7 @@ void describe(ReshapeAndCacheOp op, SpecBuilder &b) {
 void describe(MLADecodeOp op, SpecBuilder &b) {
   b.in(op.getQ(), "q", {"B", "H", "Dq"});
   b.in(op.getKvCache(), "kv_cache", {"NB", "BS", "Dq"});
-  b.in(op.getBlockTable(), "block_table", {"B", "MB"});
+  b.blockTable(op.getBlockTable());
   b.in(op.getSeqLens(), "seq_lens", {"B"});
   if (op.isSplit()) {
     b.out(op.getOut(), "out", {"P", "B", "H", "L"});
@@ -334,7 +340,7 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
   llvm::StringMap<int> symbolIndex;
   for (const OperandSpec *s : byArg) {
     KernelArg arg{s->name.str(), cast<MemRefType>(s->value.getType()),
-                  s->isOutput, {}};
+                  s->isOutput, {}, s->elementwise};
     for (auto [d, name] : llvm::enumerate(s->dims)) {
       int64_t size = arg.type.getDimSize(d);
       KernelDim dim;

@@ -34,6 +34,9 @@ struct KernelArg {
   MemRefType type;
   bool isOutput = false;
   SmallVector<KernelDim> dims;
+  /// The GPU templates read it one element at a time (a block table), so
+  /// its base needs only element alignment.
+  bool elementwise = false;
 };
 
 struct KernelSignature {
