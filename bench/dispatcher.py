@@ -42,7 +42,8 @@ class Config(ctypes.Structure):
                 ("kv_layout", i32), ("latent_dim", i32), ("rope_dim", i32),
                 ("latent_block_size", i32), ("routing", i32),
                 ("decode_threshold", i32), ("context_chunk_tokens", i64),
-                ("max_kv_splits", i32), ("compute_units", i32)]
+                ("max_kv_splits", i32), ("compute_units", i32),
+                ("softmax_scale", ctypes.c_float)]
 
 
 class PlanInfo(ctypes.Structure):
@@ -182,7 +183,7 @@ class Dispatcher:
 
     def write_cache(self, k, v, k_cache, v_cache, slot_mapping):
         """tessel_attention_write_cache on the runtime's stream."""
-        args = [ctypes.byref(Runtime.tensor(t))
+        args = [ctypes.byref(Runtime.tensor(t, None))
                 for t in (k, v, k_cache, v_cache, slot_mapping)]
         self.rt.check(self.rt.lib.tessel_attention_write_cache(
             self.handle, *args, self.rt.stream()))
@@ -227,7 +228,8 @@ class Plan:
     def run(self, tensors, workspace):
         """Launches on the runtime's stream; `tensors` maps BUFFERS names to
         torch tensors (missing: absent); `workspace` a uint8 tensor."""
-        buffers = Buffers(*(Runtime.tensor(tensors.get(n)) for n in BUFFERS))
+        buffers = Buffers(*(Runtime.tensor(tensors.get(n), None)
+                            for n in BUFFERS))
         self.rt.check(self.rt.lib.tessel_attention_run(
             self.handle, ctypes.byref(buffers), workspace.data_ptr(),
             workspace.numel(), self.rt.stream()))

@@ -84,8 +84,11 @@ def check(rt, kernels, name, new, ctx, gen):
     parts = torch.full((P + 1, T, hq, dv), math.nan, device=dev)
     lses = torch.full((P + 1, hq, T), math.nan, device=dev)
     out = torch.full((T, hq, dv), math.nan, device=dev, dtype=torch.bfloat16)
-    rt.launch(kernels[f"ext_prefill_{tag}"], [q, k, v, cu, parts[0], lses[0]])
-    rt.launch(kernels[name], [q, *caches, bt, cu, cl, parts[1:], lses[1:]])
+    softmax_scale = d ** -0.5
+    rt.launch(kernels[f"ext_prefill_{tag}"],
+              [q, k, v, cu, parts[0], lses[0], softmax_scale])
+    rt.launch(kernels[name],
+              [q, *caches, bt, cu, cl, parts[1:], lses[1:], softmax_scale])
     rt.launch(kernels[f"ext_merge_{tag}"], [parts, lses, out])
     torch.cuda.synchronize()
 
@@ -105,7 +108,7 @@ def check(rt, kernels, name, new, ctx, gen):
         keys = keys.repeat_interleave(g, 1).transpose(0, 1)  # [H, c+n, D]
         vals = vals.repeat_interleave(g, 1).transpose(0, 1)
         qs = q[s0:s0 + n].float().transpose(0, 1)             # [H, n, D]
-        s = qs @ keys.transpose(1, 2) * d ** -0.5
+        s = qs @ keys.transpose(1, 2) * softmax_scale
         mask = torch.ones(n, c + n, device=dev, dtype=torch.bool)
         mask[:, c:] = torch.ones(n, n, device=dev, dtype=torch.bool).tril()
         s = s.masked_fill(~mask, -math.inf)

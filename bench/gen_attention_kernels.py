@@ -51,14 +51,13 @@ def prefill_kernel(Hq, Hkv, Dqk, Dv, dtype, causal, lse):
     v, out = f"memref<?x{Hkv}x{Dv}x{e}>", f"memref<?x{Hq}x{Dv}x{e}>"
     lse_t = f"memref<{Hq}x?xf32>"
     args = (f"%q: {q}, %k: {k}, %v: {v}, %cu: memref<?xi32>, %out: {out}" +
-            (f", %lse: {lse_t}" if lse else ""))
-    attrs = f"scale = {Dqk ** -0.5:.8f} : f32" + (", causal" if causal else "")
+            (f", %lse: {lse_t}" if lse else "") + ", %scale: f32")
     return (f"func.func @{prefill_name(Hq, Hkv, Dqk, Dv, dtype, causal, lse)}"
             f"({args}) {{\n"
             f"  tessel.prefill_attention q(%q : {q}) k(%k : {k}) v(%v : {v}) "
             f"cu_seqlens(%cu : memref<?xi32>) out(%out : {out})" +
-            (f" lse(%lse : {lse_t})" if lse else "") +
-            f" {{{attrs}}}\n  return\n}}\n")
+            (f" lse(%lse : {lse_t})" if lse else "") + " scale(%scale)" +
+            (" {causal}" if causal else "") + "\n  return\n}\n")
 
 
 # Extend, composed: causal prefill of the new tokens (f32 out + LSE),
@@ -89,15 +88,15 @@ def extend_kernels(Hq, Hkv, D, Dv, BS, layout):
         kc = f"memref<?x{Hkv}x{D // 8}x{BS}x8xbf16>"
         vc = f"memref<?x{Hkv}x{BS // 8}x{Dv}x8xbf16>"
         lay = "shuffled"
-    scale = f"{D ** -0.5:.8f}"
     out = []
     if layout == "nhd":
         out.append(
             f"func.func @ext_prefill_{tag}(%q: {q}, %k: {kv}, %v: {vv}, "
-            f"%cu: memref<?xi32>, %out: {part}, %lse: {plse}) {{\n"
+            f"%cu: memref<?xi32>, %out: {part}, %lse: {plse}, "
+            f"%scale: f32) {{\n"
             f"  tessel.prefill_attention q(%q : {q}) k(%k : {kv}) v(%v : {vv}) "
             f"cu_seqlens(%cu : memref<?xi32>) out(%out : {part}) "
-            f"lse(%lse : {plse}) {{scale = {scale} : f32, causal}}\n"
+            f"lse(%lse : {plse}) scale(%scale) {{causal}}\n"
             f"  return\n}}\n")
         out.append(
             f"func.func @ext_merge_{tag}(%p: {parts}, %pl: {plses}, "
@@ -107,12 +106,13 @@ def extend_kernels(Hq, Hkv, D, Dv, BS, layout):
     out.append(
         f"func.func @ext_ctx_{tag}_bs{BS}_{layout}(%q: {q}, %kc: {kc}, "
         f"%vc: {vc}, %bt: memref<?x?xi32>, %cu: memref<?xi32>, "
-        f"%cl: memref<?xi32>, %out: {parts}, %lse: {plses}) {{\n"
+        f"%cl: memref<?xi32>, %out: {parts}, %lse: {plses}, "
+        f"%scale: f32) {{\n"
         f"  tessel.paged_attention q(%q : {q}) k_cache(%kc : {kc}) "
         f"v_cache(%vc : {vc}) block_table(%bt : memref<?x?xi32>) "
         f"cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) "
         f"out(%out : {parts}) lse(%lse : {plses}) layout({lay}) "
-        f"{{scale = {scale} : f32}}\n  return\n}}\n")
+        f"scale(%scale)\n  return\n}}\n")
     return "".join(out)
 
 
@@ -130,11 +130,12 @@ def mla_kernel(H, BS, split):
         out, lse = f"memref<?x{H}x512xbf16>", f"memref<{H}x?xf32>"
     name = f"mla{'split' if split else ''}_h{H}_bs{BS}"
     return (f"func.func @{name}(%q: {q}, %c: {c}, %bt: memref<?x?xi32>, "
-            f"%sl: memref<?xi32>, %out: {out}, %lse: {lse}) {{\n"
+            f"%sl: memref<?xi32>, %out: {out}, %lse: {lse}, "
+            f"%scale: f32) {{\n"
             f"  tessel.mla_decode q(%q : {q}) kv_cache(%c : {c}) "
             f"block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) "
-            f"out(%out : {out}) lse(%lse : {lse}) "
-            f"{{scale = {192 ** -0.5:.8f} : f32}}\n  return\n}}\n")
+            f"out(%out : {out}) lse(%lse : {lse}) scale(%scale)\n"
+            f"  return\n}}\n")
 
 
 def name(Hq, Hkv, D, BS, layout, dtype, split, lse):
@@ -169,13 +170,13 @@ def kernel(Hq, Hkv, D, BS, layout, dtype, split, lse):
     if lse:
         args += f", %lse: {lse_t}"
         lse_part = f" lse(%lse : {lse_t})"
-    scale = D ** -0.5
+    args += ", %scale: f32"
     return (f"func.func @{name(Hq, Hkv, D, BS, layout, dtype, split, lse)}"
             f"({args}) {{\n"
             f"  tessel.{op} q(%q : {q}) k_cache(%kc : {kc}) "
             f"v_cache(%vc : {vc}) block_table(%bt : memref<?x?xi32>) "
             f"{lens}(%sl : memref<?xi32>) out(%out : {out}){lse_part} "
-            f"layout({lay}) {{scale = {scale:.8f} : f32}}\n  return\n}}\n")
+            f"layout({lay}) scale(%scale)\n  return\n}}\n")
 
 
 if __name__ == "__main__":

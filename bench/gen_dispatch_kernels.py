@@ -30,14 +30,18 @@ def memref(*dims, elem=BF16):
     return "memref<" + "x".join(str(d) for d in dims) + f"x{elem}>"
 
 
-def kernel(name, op, operands, attrs=""):
+def kernel(name, op, operands, attrs="", scaled=False):
     """One func.func around one tessel op. `operands` are (keyword,
-    [(ssa name, type), ...]) in the op's order."""
+    [(ssa name, type), ...]) in the op's order; `scaled`: an attention op,
+    whose softmax scale is the kernel's last argument, an f32."""
     params = ", ".join(f"%{n}: {t}" for _, group in operands
-                       for n, t in group)
+                       for n, t in group) + (", %scale: f32" if scaled else "")
     body = " ".join(
         f"{kw}(" + ", ".join(f"%{n} : {t}" for n, t in group) + ")"
         for kw, group in operands)
+    if scaled:  # after layout(...), before the attribute dictionary
+        clauses, brace, rest = attrs.partition(" {")
+        attrs = clauses + " scale(%scale)" + brace + rest
     return (f"func.func @{name}({params}) {{\n"
             f"  tessel.{op} {body}{attrs}\n  return\n}}\n")
 
@@ -58,18 +62,17 @@ def mha_set(prefix, hq, hkv, d, bs, layouts):
     parts = memref("?", "?", hq, d, elem="f32")
     plses = memref("?", hq, "?", elem="f32")
     i32, i32x2 = "memref<?xi32>", "memref<?x?xi32>"
-    scale = f" {{scale = {d ** -0.5:.8f} : f32}}"
-    causal = f" {{scale = {d ** -0.5:.8f} : f32, causal}}"
+    causal = " {causal}"
     new = [("q", [("q", q)]), ("k", [("k", kv)]), ("v", [("v", kv)]),
            ("cu_seqlens", [("cu", i32)])]
     merge_in = [("a", [("oa", part), ("la", plse)]),
                 ("b", [("ob", part), ("lb", plse)])]
     out = [
         kernel(f"{prefix}_prefill", "prefill_attention",
-               new + [("out", [("out", o)])], causal),
+               new + [("out", [("out", o)])], causal, scaled=True),
         kernel(f"{prefix}_extend_new", "prefill_attention",
                new + [("out", [("out", part)]), ("lse", [("lse", plse)])],
-               causal),
+               causal, scaled=True),
         kernel(f"{prefix}_extend_merge_acc", "lse_merge",
                merge_in + [("out", [("out", part)]),
                            ("lse_out", [("lo", plse)])]),
@@ -88,16 +91,18 @@ def mha_set(prefix, hq, hkv, d, bs, layouts):
         out += [
             kernel(f"{tag}_decode", "decode_attention",
                    paged + [("seq_lens", [("sl", i32)]),
-                            ("out", [("out", o)])], lay_attr + scale),
+                            ("out", [("out", o)])], lay_attr, scaled=True),
             kernel(f"{tag}_decode_split", "paged_attention",
                    paged + [("context_lens", [("sl", i32)]),
                             ("out", [("out", parts)]),
-                            ("lse", [("lse", plses)])], lay_attr + scale),
+                            ("lse", [("lse", plses)])], lay_attr,
+                   scaled=True),
             kernel(f"{tag}_extend_context", "paged_attention",
                    paged + [("cu_seqlens", [("cu", i32)]),
                             ("context_lens", [("cl", i32)]),
                             ("out", [("out", parts)]),
-                            ("lse", [("lse", plses)])], lay_attr + scale),
+                            ("lse", [("lse", plses)])], lay_attr,
+                   scaled=True),
             kernel(f"{tag}_reshape_and_cache", "reshape_and_cache",
                    [("k", [("k", kv)]), ("v", [("v", kv)]),
                     ("k_cache", [("kc", kc)]), ("v_cache", [("vc", vc)]),

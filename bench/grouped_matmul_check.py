@@ -73,7 +73,7 @@ def read_bundle(path):
     data = open(path, "rb").read()
     (magic, version, _, size, _, count, record, _, kernels, strings,
      _) = HEADER.unpack_from(data, 0)
-    assert magic == b"TESSELKB" and version == 1 and size == len(data), path
+    assert magic == b"TESSELKB" and version == 2 and size == len(data), path
     assert record == KERNEL.size, "kernel record size"
 
     def string(offset):

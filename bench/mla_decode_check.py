@@ -31,6 +31,8 @@ from paged_decode_check import merge, session
 
 NAME = re.compile(r"mla(?P<split>split)?_h(?P<h>\d+)_bs(?P<bs>\d+)$")
 CONTEXTS = [0, 1, 18, 463, 1328, 33000]
+# DeepSeek-V3's softmax scale (qk head dim 192), given at launch.
+SCALE = 192 ** -0.5
 
 
 def batch(H, BS, lens, gen):
@@ -60,7 +62,7 @@ def reference(q, cache, bt, lens, BS, windows=None):
             continue
         tok = torch.arange(s0, e0, device="cuda")
         rows = cache[bt[b, tok // BS].long(), tok % BS].float()  # [n, 576]
-        s = q[b].float() @ rows.T * 192 ** -0.5
+        s = q[b].float() @ rows.T * SCALE
         lse[:, b] = torch.logsumexp(s, -1)
         out[b] = torch.softmax(s, -1) @ rows[:, :512]
     return out, lse
@@ -79,7 +81,7 @@ def check(rt, kernel, name, lens, gen, P=1):
         out = torch.full((B, H, 512), math.nan, device="cuda",
                          dtype=torch.bfloat16)
         lse = torch.full((H, B), math.nan, device="cuda")
-    rt.launch(kernel, [q, cache, bt, sl, out, lse])
+    rt.launch(kernel, [q, cache, bt, sl, out, lse, SCALE])
     torch.cuda.synchronize()
     if split:
         per = -(-bt.shape[1] // P) * BS
@@ -123,14 +125,15 @@ def bench(rt, kernels, gen):
         out = torch.empty(B, 128, 512, device="cuda", dtype=torch.bfloat16)
         lse = torch.empty(128, B, device="cuda")
         k = kernels["mla_h128_bs64"]
-        fn, rep = graphed(lambda: rt.launch(k, [q, cache, bt, sl, out, lse]))
+        fn, rep = graphed(lambda: rt.launch(k, [q, cache, bt, sl, out, lse,
+                                                SCALE]))
         t = timed(fn) / rep
         P = max(1, min(-(-2 * sms // (B * 8)), ctx // 1024))
         parts = torch.empty(P, B, 128, 512, device="cuda")
         plse = torch.empty(P, 128, B, device="cuda")
         ks = kernels["mlasplit_h128_bs64"]
         fn, rep = graphed(lambda: rt.launch(ks, [q, cache, bt, sl, parts,
-                                                 plse]))
+                                                 plse, SCALE]))
         t_split = timed(fn) / rep
         best = min(t, t_split)
         print(f"  B={B:<4} ctx={ctx:<6} direct {kv / t / 1e9:5.2f} TB/s "

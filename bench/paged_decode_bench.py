@@ -118,13 +118,14 @@ def main():
         out = torch.empty(B, HQ, D, device="cuda", dtype=torch.bfloat16)
         lse = torch.empty(HQ, B, device="cuda")
         args = [batch.q, batch.k, batch.v, batch.bt, batch.sl]
-        fn, rep = graphed(lambda: rt.launch(dec, args + [out, lse]))
+        fn, rep = graphed(lambda: rt.launch(dec, args + [out, lse, c.scale]))
         t_dec = timed(fn) / rep
 
         P = splits_for(B, ctx, sms)
         parts = torch.empty(P, B, HQ, D, device="cuda")
         plse = torch.empty(P, HQ, B, device="cuda")
-        fn, rep = graphed(lambda: rt.launch(split, args + [parts, plse]))
+        fn, rep = graphed(lambda: rt.launch(split,
+                                            args + [parts, plse, c.scale]))
         t_split = timed(fn) / rep
         if merge:
             fn, rep = graphed(lambda: rt.launch(merge, [parts, plse, out]))

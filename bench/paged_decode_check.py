@@ -109,10 +109,15 @@ class Runtime:
         return found
 
     @staticmethod
-    def tensor(t):
-        """The tessel_tensor of a dense torch tensor; NULL data for None."""
+    def tensor(t, keep):
+        """The tessel_tensor of a dense torch tensor; NULL data for None; a
+        Python float is a scalar argument (the softmax scale): rank 0, data
+        pointing to an f32 that `keep` holds until the launch returns."""
         if t is None:
             return TesselTensor()
+        if isinstance(t, float):
+            keep.append(ctypes.c_float(t))
+            return TesselTensor(ctypes.addressof(keep[-1]), 1, 0)
         assert t.is_contiguous()
         return TesselTensor(t.data_ptr(), TESSEL_DTYPE[t.dtype], t.dim(),
                             (ctypes.c_int64 * 8)(*t.shape))
@@ -124,7 +129,9 @@ class Runtime:
         return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
     def launch(self, kernel, tensors):
-        args = (TesselTensor * len(tensors))(*map(self.tensor, tensors))
+        keep = []
+        args = (TesselTensor * len(tensors))(
+            *[self.tensor(t, keep) for t in tensors])
         self.check(self.lib.tessel_kernel_launch(kernel, args, len(tensors),
                                                  self.stream()))
 
@@ -252,12 +259,13 @@ def run_decode(rt, kernel, c, batch, splits=None):
     if c.split:
         out = torch.full((splits, B, c.hq, c.d), math.nan, device="cuda")
         lse = torch.full((splits, c.hq, B), math.nan, device="cuda")
-        rt.launch(kernel, [batch.q, kc, vc, batch.bt, batch.sl, out, lse])
+        rt.launch(kernel, [batch.q, kc, vc, batch.bt, batch.sl, out, lse,
+                           c.scale])
         return out, lse
     out = torch.full((B, c.hq, c.d), math.nan, device="cuda", dtype=c.dtype)
     lse = (torch.full((c.hq, B), math.nan, device="cuda") if c.lse else None)
     rt.launch(kernel, [batch.q, kc, vc, batch.bt, batch.sl, out] +
-              ([lse] if c.lse else []))
+              ([lse] if c.lse else []) + [c.scale])
     return out, lse
 
 
@@ -309,7 +317,8 @@ def graph_check(rt, kernel, c, gen):
     B = len(lens)
     out = torch.full((B, c.hq, c.d), math.nan, device="cuda", dtype=c.dtype)
     lse = torch.full((c.hq, B), math.nan, device="cuda")
-    args = [batch.q, kc, vc, batch.bt, batch.sl, out] + ([lse] if c.lse else [])
+    args = [batch.q, kc, vc, batch.bt, batch.sl, out] + \
+        ([lse] if c.lse else []) + [c.scale]
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         rt.launch(kernel, args)  # warm up outside capture

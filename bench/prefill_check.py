@@ -87,7 +87,7 @@ def run(rt, kernel, c, q, k, v, cu):
     T = q.shape[0]
     out = torch.full((T, c.hq, c.dv), math.nan, device="cuda", dtype=c.dtype)
     lse = torch.full((c.hq, T), math.nan, device="cuda")
-    rt.launch(kernel, [q, k, v, cu, out] + ([lse] if c.lse else []))
+    rt.launch(kernel, [q, k, v, cu, out] + ([lse] if c.lse else []) + [c.scale])
     return out, lse
 
 
@@ -130,7 +130,8 @@ def bench(rt, kernels, gen):
             out = torch.empty(T, hq, 128, device="cuda", dtype=c.dtype)
             lse = torch.empty(hq, T, device="cuda")
             fn, rep = graphed(lambda: rt.launch(kernel,
-                                                [q, k, v, cu, out, lse]))
+                                                [q, k, v, cu, out, lse,
+                                                 c.scale]))
             t_tessel = timed(fn) / rep
             flops = sum(4 * n * n * hq * 128 / 2 for n in lens)
             peers = {}

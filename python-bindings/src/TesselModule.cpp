@@ -112,9 +112,16 @@ struct Kernel {
   }
 
   std::vector<bool> outputs() const {
+    return argFlags(tessel_kernel_arg_is_output);
+  }
+  std::vector<bool> scalars() const {
+    return argFlags(tessel_kernel_arg_is_scalar);
+  }
+  /// One flag of each argument, e.g. tessel_kernel_arg_is_output.
+  std::vector<bool> argFlags(int (*flag)(tessel_kernel, size_t)) const {
     std::vector<bool> out;
     for (size_t i = 0, e = tessel_kernel_num_args(handle); i < e; ++i)
-      out.push_back(tessel_kernel_arg_is_output(handle, i) != 0);
+      out.push_back(flag(handle, i) != 0);
     return out;
   }
 
@@ -224,12 +231,14 @@ struct Attention {
   BundlePtr bundle;
   std::shared_ptr<tessel_attention_t> handle;
 
-  /// `config`: the fields of tessel_attention_config by name; enums and
-  /// dtypes as their integer values (the tessel package maps names).
-  Attention(const Bundle &b, const std::map<std::string, int64_t> &config)
+  /// `config`: the integer fields of tessel_attention_config by name; enums
+  /// and dtypes as their integer values (the tessel package maps names).
+  Attention(const Bundle &b, const std::map<std::string, int64_t> &config,
+            double softmaxScale)
       : bundle(b.handle) {
     tessel_attention_config c;
     tessel_attention_config_init(&c);
+    c.softmax_scale = static_cast<float>(softmaxScale);
     for (const auto &[key, value] : config) {
       int32_t v = static_cast<int32_t>(value);
       if (key == "kind") c.kind = static_cast<tessel_attention_kind>(v);
@@ -534,6 +543,7 @@ PYBIND11_MODULE(_tessel, m) {
       })
       .def_property_readonly("args", &Kernel::args)
       .def_property_readonly("outputs", &Kernel::outputs)
+      .def_property_readonly("scalars", &Kernel::scalars)
       .def_property_readonly("params", &Kernel::params)
       .def("launch", &Kernel::launch, py::arg("buffers"), py::arg("stream"));
 
@@ -548,8 +558,9 @@ PYBIND11_MODULE(_tessel, m) {
            py::arg("dtype"), py::arg("params"));
 
   py::class_<Attention>(m, "Attention")
-      .def(py::init<const Bundle &, const std::map<std::string, int64_t> &>(),
-           py::arg("bundle"), py::arg("config"))
+      .def(py::init<const Bundle &, const std::map<std::string, int64_t> &,
+                    double>(),
+           py::arg("bundle"), py::arg("config"), py::arg("softmax_scale"))
       .def_property_readonly("routing", &Attention::routing)
       .def("order", &Attention::order, py::arg("query_lens"),
            py::arg("context_lens"));

@@ -11,6 +11,8 @@ torch and numpy are never imported here: a tensor of either can only exist
 once its module is loaded, so ``sys.modules`` says whether to look for one.
 """
 
+import array
+import numbers
 import sys
 from typing import Any, NamedTuple, Optional, Tuple
 
@@ -192,6 +194,17 @@ def to_buffer(x, what: str, device: Tuple[str, int], output: bool,
         return _from_dlpack(x, what, device, dlpack_stream)
     raise TypeError(f"{what} is of type {type(x).__name__}; expected a torch "
                     f"tensor, a numpy array or an object with __dlpack__")
+
+
+def scalar_buffer(x, what: str) -> Buffer:
+    """The buffer of a scalar argument (rank 0, f32, such as an attention
+    kernel's softmax scale): the runtime reads its value from host memory
+    during the launch call."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{what} is an f32 scalar passed by value; expected a "
+                        f"Python float, got {type(x).__name__}")
+    value = array.array("f", [float(x)])
+    return Buffer(value.buffer_info()[0], _tessel.DTYPES["f32"], (), value)
 
 
 def torch_stream(values) -> Optional[int]:

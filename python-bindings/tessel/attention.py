@@ -17,7 +17,7 @@ plan allocates it (next to q, with torch) and keeps it for later runs.
 Every refusal of the runtime is a tessel.Error with its message.
 """
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import _buffers, _tessel
 from .runtime import Bundle
@@ -50,7 +50,10 @@ class Attention:
                  decode_threshold: int = 1,
                  context_chunk_tokens: int = 32768, max_kv_splits: int = 32,
                  compute_units: int = 0, latent_dim: int = 0,
-                 rope_dim: int = 0, latent_block_size: int = 0):
+                 rope_dim: int = 0, latent_block_size: int = 0,
+                 softmax_scale: Optional[float] = None):
+        """`softmax_scale`: the scale of q.k in every phase (the kernels take
+        it at launch); None or 0: 1/sqrt(head_dim)."""
         config = dict(
             kind=_choice("kind", kind, _KINDS),
             dtype=_tessel.DTYPES[_buffers.dtype_name(dtype)],
@@ -64,7 +67,9 @@ class Attention:
             latent_dim=latent_dim, rope_dim=rope_dim,
             latent_block_size=latent_block_size)
         self._bundle = bundle
-        self._handle = _tessel.Attention(bundle._handle, config)
+        self._handle = _tessel.Attention(
+            bundle._handle, config,
+            0.0 if softmax_scale is None else float(softmax_scale))
         device = bundle.device
         self._device = (device.kind, device.ordinal)
 

@@ -25,7 +25,7 @@ class Kernel:
     target that the bundle has. Calling it launches it (see `launch`)."""
 
     __slots__ = ("_bundle", "_handle", "_name", "_args", "_index", "_outputs",
-                 "_device")
+                 "_scalars", "_device")
 
     def __init__(self, bundle: "Bundle", handle: "_tessel.Kernel"):
         self._bundle = bundle
@@ -34,6 +34,7 @@ class Kernel:
         self._args = tuple(handle.args)
         self._index = {name: i for i, name in enumerate(self._args)}
         self._outputs = tuple(handle.outputs)
+        self._scalars = tuple(handle.scalars)
         device = bundle.device
         self._device = (device.kind, device.ordinal)
 
@@ -65,6 +66,12 @@ class Kernel:
     def outputs(self) -> Tuple[str, ...]:
         """The names of the arguments the kernel writes."""
         return tuple(a for a, out in zip(self._args, self._outputs) if out)
+
+    @property
+    def scalars(self) -> Tuple[str, ...]:
+        """The names of the arguments passed by value as Python floats (the
+        attention kernels' softmax scale, 'scale')."""
+        return tuple(a for a, s in zip(self._args, self._scalars) if s)
 
     @property
     def params(self) -> Dict[str, int]:
@@ -109,9 +116,12 @@ class Kernel:
             # DLPack numbers CUDA's legacy default stream 1 (0 is ambiguous).
             dlpack_stream = handle or (1 if self._device[0] == "cuda" else 0)
         buffers = [
+            _buffers.scalar_buffer(value, f"kernel '{self._name}': arg '{arg}'")
+            if scalar else
             _buffers.to_buffer(value, f"kernel '{self._name}': arg '{arg}'",
                                self._device, output, dlpack_stream)
-            for value, arg, output in zip(values, self._args, self._outputs)
+            for value, arg, output, scalar in zip(values, self._args,
+                                                  self._outputs, self._scalars)
         ]
         self._handle.launch([(b.data, b.dtype, b.shape) for b in buffers],
                             handle)
@@ -120,7 +130,7 @@ class Kernel:
         """The argument values in launch order, from positional and named
         ones, as Python binds a call."""
         names = self._args
-        signature = f"kernel '{self._name}' takes {len(names)} tensors " \
+        signature = f"kernel '{self._name}' takes {len(names)} args " \
                     f"({', '.join(names)})"
         if len(tensors) > len(names):
             raise TypeError(f"{signature}, got {len(tensors)}")

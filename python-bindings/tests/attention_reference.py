@@ -61,11 +61,13 @@ class Step:
             setattr(self, name, getattr(self, name).to(device))
         return self
 
-    def reference(self):
+    def reference(self, scale=None):
         """float64 attention of each new token over its request's cached
         tokens and the new ones up to itself (read from the caches, which
         the run has written), one request at a time on the tensors'
-        device."""
+        device; softmax scale 1/sqrt(d) unless given."""
+        if scale is None:
+            scale = self.d ** -0.5
         g, bs = self.hq // self.hkv, self.bs
         out, t = [], 0
         for b, (q, c) in enumerate(zip(self.ql, self.cl)):
@@ -75,8 +77,7 @@ class Step:
             values = self.v_cache[rows, pos % bs].double()
             # [HKV, G, q, D]: the G query heads of each KV head.
             qs = self.q[t:t + q].double().reshape(q, self.hkv, g, self.d)
-            scores = torch.einsum("qhgd,nhd->hgqn", qs,
-                                  keys) / self.d ** 0.5
+            scores = torch.einsum("qhgd,nhd->hgqn", qs, keys) * scale
             causal = pos[None, :] > (c + torch.arange(q, device=pos.device)
                                      )[:, None]
             scores.masked_fill_(causal, float("-inf"))
@@ -93,9 +94,9 @@ class Step:
                     and torch.equal(self.v_cache[slots // self.bs,
                                                  slots % self.bs], self.v))
 
-    def error(self) -> float:
+    def error(self, scale=None) -> float:
         """The output's largest error, relative to the largest reference
-        value."""
-        ref = self.reference()
+        value (of softmax scale `scale`, default 1/sqrt(d))."""
+        ref = self.reference(scale)
         return ((self.out.double() - ref).abs().max() /
                 ref.abs().max()).item()

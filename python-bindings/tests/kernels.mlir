@@ -8,14 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 // Causal varlen prefill, GQA 4:2, head dim 64, with the LSE.
-func.func @prefill_f32_h4kv2_d64(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+func.func @prefill_f32_h4kv2_d64(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
 
 // The same in bf16 (torch only: numpy has no bfloat16).
-func.func @prefill_bf16_h4kv2_d64(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %cu: memref<?xi32>, %out: memref<?x4x64xbf16>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xbf16>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+func.func @prefill_bf16_h4kv2_d64(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %cu: memref<?xi32>, %out: memref<?x4x64xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xbf16>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
 

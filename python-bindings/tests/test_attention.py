@@ -50,6 +50,20 @@ def test_mixed_batch_matches_reference(dispatch_bundle, routing):
     assert err < 2e-2, f"{routing}: max error {err:.3g}"
 
 
+@pytest.mark.parametrize("routing", ["triple", "unified", "two_path"])
+def test_each_dispatcher_runs_its_own_scale(dispatch_bundle, routing):
+    """The kernels take the softmax scale at launch: two dispatchers of one
+    bundle with different scales give the answers of their own scales (far
+    apart, so a kernel that ignored the scale would fail)."""
+    for scale, other in ((None, 0.3), (0.3, None)):
+        att = attention(dispatch_bundle, routing=routing, softmax_scale=scale,
+                        compute_units=64)
+        step = step_of(att, MIXED, 21)
+        att.plan(step.ql, step.cl, step.max_blocks).run(**step.buffers())
+        assert step.error(scale) < 2e-2
+        assert step.error(other) > 5e-2
+
+
 def test_plan_rebuilds_and_keeps_its_workspace(dispatch_bundle):
     att = attention(dispatch_bundle)
     first = step_of(att, [(1, 40), (6, 0)], 5)

@@ -83,15 +83,17 @@ def test_kernel_introspection(bundle):
     assert k.op == "tessel.prefill_attention"
     assert k.target == "host"
     assert k.dtype == "f32"
-    assert k.args == ("q", "k", "v", "cu_seqlens", "out", "lse")
+    assert k.args == ("q", "k", "v", "cu_seqlens", "out", "lse", "scale")
     assert k.outputs == ("out", "lse")
+    assert k.scalars == ("scale",)
     params = k.params
     assert {key: params[key] for key in
             ("num_q_heads", "num_kv_heads", "head_dim", "v_head_dim", "has_lse",
              "causal")} == {"num_q_heads": 4, "num_kv_heads": 2, "head_dim": 64,
                             "v_head_dim": 64, "has_lse": 1, "causal": 1}
     assert k.bundle is bundle
-    assert "prefill_f32_h4kv2_d64" in repr(k) and "(q, k, v, cu_seqlens, out, lse)" in repr(k)
+    assert "prefill_f32_h4kv2_d64" in repr(k) and \
+        "(q, k, v, cu_seqlens, out, lse, scale)" in repr(k)
     g = bundle["gmm_f32_tb_g5_k19_n37"]
     assert (g.params["N"], g.params["K"], g.params["trans_b"],
             g.params["groups"]) == (37, 19, 1, 5)

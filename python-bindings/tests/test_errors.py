@@ -75,7 +75,8 @@ def test_numpy_has_no_bfloat16(bundle, rng):
     with pytest.raises(TypeError, match="numpy dtype uint16.*numpy has no "
                                         "bfloat16: pass a torch tensor"):
         kernel(bits, bits[:, :2], bits[:, :2], np.array([0, 6], np.int32),
-               np.zeros((6, 4, 64), np.uint16), np.zeros((4, 6), np.float32))
+               np.zeros((6, 4, 64), np.uint16), np.zeros((4, 6), np.float32),
+               0.125)
 
 
 def test_wrong_dtype(gmm, args, bundle):
@@ -88,9 +89,27 @@ def test_wrong_dtype(gmm, args, bundle):
     runtime_error(bundle["prefill_f32_h4kv2_d64"],
                   [q, torch.zeros(6, 2, 64), torch.zeros(6, 2, 64),
                    torch.tensor([0, 6], dtype=torch.int32), torch.zeros(6, 4, 64),
-                   torch.zeros(4, 6)],
+                   torch.zeros(4, 6), 0.125],
                   "kernel 'prefill_f32_h4kv2_d64': arg 'q' has dtype bf16 (value 3), "
                   "expected f32")
+
+
+def test_bad_scale(bundle):
+    """The softmax scale is a Python float passed by value, and finite."""
+    kernel = bundle["prefill_f32_h4kv2_d64"]
+    out = torch.full((6, 4, 64), float("nan"))
+    args = [torch.ones(6, 4, 64), torch.ones(6, 2, 64), torch.ones(6, 2, 64),
+            torch.tensor([0, 6], dtype=torch.int32), out, torch.zeros(4, 6)]
+    for bad, kind in ((torch.tensor(0.125), "Tensor"), ("0.125", "str"),
+                      (True, "bool")):
+        with pytest.raises(TypeError, match="kernel 'prefill_f32_h4kv2_d64': "
+                           "arg 'scale' is an f32 scalar passed by value; "
+                           f"expected a Python float, got {kind}"):
+            kernel(*args, bad)
+    with pytest.raises(tessel.Error, match="kernel 'prefill_f32_h4kv2_d64': "
+                       "arg 'scale' is nan; it must be finite"):
+        kernel(*args, float("nan"))
+    assert torch.isnan(out).all()
 
 
 def test_wrong_shape(gmm, args):
@@ -126,7 +145,7 @@ def test_not_contiguous(gmm, args):
 
 
 def test_wrong_number_of_args(gmm, args):
-    signature = f"kernel '{KERNEL}' takes 4 tensors \\(a, b, group_offsets, c\\)"
+    signature = f"kernel '{KERNEL}' takes 4 args \\(a, b, group_offsets, c\\)"
     fails(TypeError, gmm, args[:3], match=signature + "; missing: c")
     fails(TypeError, gmm, args + [args[3]], match=signature + ", got 5")
     with pytest.raises(TypeError, match=signature + "; it has no arg 'd'"):

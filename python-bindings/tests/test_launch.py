@@ -26,10 +26,28 @@ def test_prefill_numpy(bundle, rng):
     q, k, v, cu = prefill_inputs(rng)
     out = np.full((q.shape[0], 4, 64), np.nan, np.float32)
     lse = np.full((4, q.shape[0]), np.nan, np.float32)
-    bundle["prefill_f32_h4kv2_d64"](q, k, v, cu, out, lse)
+    bundle["prefill_f32_h4kv2_d64"](q, k, v, cu, out, lse, SCALE)
     want_out, want_lse = reference.prefill_attention(q, k, v, cu, SCALE)
     np.testing.assert_allclose(out, want_out, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_prefill_scale_is_a_launch_argument(bundle, rng):
+    """One kernel, two scales, two right answers (which differ: a kernel
+    that ignored the scale would fail one)."""
+    q, k, v, cu = prefill_inputs(rng)
+    kernel = bundle["prefill_f32_h4kv2_d64"]
+    assert kernel.scalars == ("scale",)
+    results = []
+    for scale in (SCALE, 0.3):
+        out = np.full((q.shape[0], 4, 64), np.nan, np.float32)
+        lse = np.full((4, q.shape[0]), np.nan, np.float32)
+        kernel(q, k, v, cu, out, lse, scale=scale)
+        want_out, want_lse = reference.prefill_attention(q, k, v, cu, scale)
+        np.testing.assert_allclose(out, want_out, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+        results.append(out)
+    assert np.abs(results[0] - results[1]).max() > 1e-2
 
 
 def test_prefill_torch_by_name(bundle, rng):
@@ -39,7 +57,7 @@ def test_prefill_torch_by_name(bundle, rng):
     kernel = bundle.find("prefill_attention", dtype=torch.float32,
                          num_q_heads=4, num_kv_heads=2, head_dim=64)
     assert kernel.name == "prefill_f32_h4kv2_d64"
-    kernel(q, k, v, out=out, lse=lse, cu_seqlens=cu)
+    kernel(q, k, v, out=out, lse=lse, cu_seqlens=cu, scale=SCALE)
     want_out, want_lse = reference.prefill_attention(q, k, v, cu.numpy(), SCALE)
     np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(lse.numpy(), want_lse, rtol=1e-5, atol=1e-5)
@@ -50,7 +68,8 @@ def test_prefill_torch_bf16(bundle, rng):
     q, k, v = (torch.from_numpy(x).to(torch.bfloat16) for x in (q, k, v))
     out = torch.full((q.shape[0], 4, 64), float("nan"), dtype=torch.bfloat16)
     lse = torch.full((4, q.shape[0]), float("nan"))
-    bundle["prefill_bf16_h4kv2_d64"].launch(q, k, v, torch.from_numpy(cu), out, lse)
+    bundle["prefill_bf16_h4kv2_d64"].launch(q, k, v, torch.from_numpy(cu), out, lse,
+                                            SCALE)
     # The reference sees the same bf16-rounded inputs.
     want_out, want_lse = reference.prefill_attention(
         q.float().numpy(), k.float().numpy(), v.float().numpy(), cu, SCALE)
@@ -147,7 +166,7 @@ def test_dlpack_objects(bundle, rng):
     out = torch.full((q.shape[0], 4, 64), float("nan"), dtype=torch.bfloat16)
     lse = torch.full((4, q.shape[0]), float("nan"))
     bundle["prefill_bf16_h4kv2_d64"](*(DLPackOnly(x) for x in (q, k, v)), cu,
-                                     DLPackOnly(out), lse)
+                                     DLPackOnly(out), lse, SCALE)
     want_out, _ = reference.prefill_attention(
         q.float().numpy(), k.float().numpy(), v.float().numpy(), cu, SCALE)
     np.testing.assert_allclose(out.float().numpy(), want_out, rtol=2e-2, atol=2e-2)

@@ -31,7 +31,7 @@ std::vector<bundle::Kernel> richKernels() {
        {bundle::Dim::symbol(1, 64, 3), bundle::Dim::constant(8)}},
       {"lens", TESSEL_DTYPE_I32, false, {bundle::Dim::symbol(0)},
        /*elementwise=*/true},
-      {"pos", TESSEL_DTYPE_I64, false, {}},
+      {"scale", TESSEL_DTYPE_F32, false, {}},
       {"o", TESSEL_DTYPE_F16, true, {bundle::Dim::symbol(0, 1, -1)}},
   };
   decode.params = {{"num_q_heads", 32}, {"head_dim", 128}, {"neg", -7}};
@@ -249,6 +249,19 @@ TEST(BundleWriter, RefusesWhatTheReaderWouldReject) {
                 "symbols)"),
             std::string::npos);
   bad = k;
+  bad.args[0].dims.clear();
+  bad.args[0].dtype = TESSEL_DTYPE_I32;
+  EXPECT_NE(serializeError(bad).find("arg 'x': a scalar (rank 0) must be an "
+                                     "f32 input, not an output or "
+                                     "elementwise"),
+            std::string::npos);
+  bad.args[0].dtype = TESSEL_DTYPE_F32;
+  EXPECT_EQ(serializeError(bad), "");
+  bad.args[0].isOutput = true;
+  EXPECT_NE(serializeError(bad).find("arg 'x': a scalar (rank 0) must be an "
+                                     "f32 input"),
+            std::string::npos);
+  bad = k;
   bad.binary.clear();
   EXPECT_NE(serializeError(bad).find("binary is empty"), std::string::npos);
   bad = k;
@@ -324,14 +337,25 @@ TEST(BundleReader, RejectsNullAndNonBundles) {
 
 TEST(BundleReader, RejectsNewerVersionAsUnsupported) {
   std::vector<uint8_t> bytes = smallBundle();
-  patch<uint32_t>(bytes, offsetof(tessel_bundle_header, version), 2);
+  patch<uint32_t>(bytes, offsetof(tessel_bundle_header, version), 3);
   EXPECT_TRUE(
       parseFails(bytes, ParseError::Unsupported,
-                 {"bundle version 2 is newer than this runtime (supports 1)"}));
+                 {"bundle version 3 is newer than this runtime (supports 2)"}));
   // A newer bundle is reported as such even if its header grew.
   bytes.resize(20);
   EXPECT_TRUE(parseFails(bytes, ParseError::Unsupported,
-                         {"bundle version 2 is newer"}));
+                         {"bundle version 3 is newer"}));
+}
+
+TEST(BundleReader, RejectsVersion1AsUnsupported) {
+  // Its attention kernels have the softmax scale compiled in: a caller that
+  // passes one would silently get the compiled one.
+  std::vector<uint8_t> bytes = smallBundle();
+  patch<uint32_t>(bytes, offsetof(tessel_bundle_header, version), 1);
+  EXPECT_TRUE(parseFails(bytes, ParseError::Unsupported,
+                         {"bundle version 1 is older than this runtime's 2",
+                          "softmax scale compiled in",
+                          "recompile it with this release's tessel-aot"}));
 }
 
 TEST(BundleReader, RejectsBadHeaderFields) {

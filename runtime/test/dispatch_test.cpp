@@ -125,7 +125,7 @@ TEST(DispatchSchedule, SplitKvFillsTheDevice) {
 //===----------------------------------------------------------------------===//
 
 /// An argument of a role kernel: every dim its own symbol, so any shape of
-/// the right rank and dtype passes the launch checks.
+/// the right rank and dtype passes the launch checks (rank 0: a scalar).
 struct ArgSpec {
   const char *name;
   tessel_dtype dtype;
@@ -181,25 +181,26 @@ std::vector<bundle::Kernel> mhaKernels(bool withCacheWrite) {
   ArgSpec q{"q", BF16, 3}, k{"k", BF16, 3}, v{"v", BF16, 3},
       kc{"k_cache", BF16, 4}, vc{"v_cache", BF16, 4},
       bt{"block_table", I32, 2}, cu{"cu_seqlens", I32, 1},
-      lens{"context_lens", I32, 1};
+      lens{"context_lens", I32, 1}, scale{"scale", F32, 0};
   std::vector<bundle::Kernel> set = {
       roleKernel("decode_split", "tessel.paged_attention", BF16,
                  with({{"block_size", 16}, {"layout", 0}, {"split", 1}}),
                  {q, kc, vc, bt, lens, {"out", F32, 4, true},
-                  {"lse", F32, 3, true}}),
+                  {"lse", F32, 3, true}, scale}),
       roleKernel("decode_merge", "tessel.lse_merge_n", F32, merge(0),
                  {{"partials", F32, 4}, {"partial_lse", F32, 3},
                   {"out", BF16, 3, true}}),
       roleKernel("prefill", "tessel.prefill_attention", BF16,
                  with({{"causal", 1}, {"has_lse", 0}}),
-                 {q, k, v, cu, {"out", BF16, 3, true}}),
+                 {q, k, v, cu, {"out", BF16, 3, true}, scale}),
       roleKernel("extend_new", "tessel.prefill_attention", BF16,
                  with({{"causal", 1}, {"has_lse", 1}}),
-                 {q, k, v, cu, {"out", F32, 3, true}, {"lse", F32, 2, true}}),
+                 {q, k, v, cu, {"out", F32, 3, true}, {"lse", F32, 2, true},
+                  scale}),
       roleKernel("extend_context", "tessel.paged_attention", BF16,
                  with({{"block_size", 16}, {"layout", 0}, {"split", 1}}),
                  {q, kc, vc, bt, cu, lens, {"out", F32, 4, true},
-                  {"lse", F32, 3, true}}),
+                  {"lse", F32, 3, true}, scale}),
       roleKernel("merge_acc", "tessel.lse_merge", F32, merge(1),
                  {{"o_a", F32, 3}, {"lse_a", F32, 2}, {"o_b", F32, 3},
                   {"lse_b", F32, 2}, {"out", F32, 3, true},
@@ -432,13 +433,14 @@ TEST_F(DispatchOnFakeCuda, MlaDecodesRunAbsorbed) {
       if (param.first == "num_kv_heads")
         param.second = 32;
   ArgSpec qArg{"q", BF16, 3}, cache{"kv_cache", BF16, 3},
-      bt{"block_table", I32, 2}, lens{"seq_lens", I32, 1};
+      bt{"block_table", I32, 2}, lens{"seq_lens", I32, 1},
+      scale{"scale", F32, 0};
   set.push_back(roleKernel("mla_split", "tessel.mla_decode", BF16,
                            {{"num_heads", 32}, {"head_dim", 576},
                             {"latent_dim", 512}, {"split", 1},
                             {"block_size", 64}, {"has_lse", 1}},
                            {qArg, cache, bt, lens, {"out", F32, 4, true},
-                            {"lse", F32, 3, true}}));
+                            {"lse", F32, 3, true}, scale}));
   set.push_back(roleKernel("mla_merge", "tessel.lse_merge_n", F32,
                            {{"num_heads", 32}, {"head_dim", 512},
                             {"has_lse", 0}},

@@ -34,7 +34,7 @@ Kernel kernel(const char *name, const char *target) {
              false,
              {Dim::symbol(1, 64, 1), Dim::constant(8)}},
             {"o", TESSEL_DTYPE_F32, true, {Dim::symbol(0)}},
-            {"pos", TESSEL_DTYPE_I64, false, {}}};
+            {"scale", TESSEL_DTYPE_F32, false, {}}};
   k.params = {{"num_q_heads", 32}, {"head_dim", 128}};
   k.grid = {Dim::symbol(0), Dim::constant(32), Dim::symbol(1, 2, -1)};
   k.gridDiv = {1, 4, 64};

@@ -177,7 +177,7 @@ TEST(Load, ValidatesBeforeLoading) {
                                                   bytes.size(), &bundle),
                         TESSEL_UNSUPPORTED,
                         {"bundle version 7 is newer than this runtime "
-                         "(supports 1)"}));
+                         "(supports 2)"}));
   EXPECT_EQ(bundle, nullptr);
 }
 

@@ -5,47 +5,47 @@
 
 
 // llama3_8b: 32 query heads, 8 KV heads, head dim 128.
-func.func @llama3_8b_prefill(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>) {
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) {scale = 0.088388348 : f32, causal}
+func.func @llama3_8b_prefill(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) scale(%scale) {causal}
   return
 }
-func.func @llama3_8b_prefill_lse(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) {scale = 0.088388348 : f32, causal}
+func.func @llama3_8b_prefill_lse(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @llama3_8b_decode(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>) {
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @llama3_8b_decode(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 // Split-KV partials of llama3_8b decode (P from the shape of out), merged by llama3_8b_lse_merge_n.
-func.func @llama3_8b_decode_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @llama3_8b_decode_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) scale(%scale)
   return
 }
 func.func @llama3_8b_reshape_and_cache(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %slots: memref<?xi32>) {
   tessel.reshape_and_cache k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
   return
 }
-func.func @llama3_8b_decode_shuffled(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>) {
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(shuffled) {scale = 0.088388348 : f32}
+func.func @llama3_8b_decode_shuffled(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(shuffled) scale(%scale)
   return
 }
 func.func @llama3_8b_reshape_and_cache_shuffled(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %slots: memref<?xi32>) {
   tessel.reshape_and_cache k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) slot_mapping(%slots : memref<?xi32>) layout(shuffled)
   return
 }
-func.func @llama3_8b_extend(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x32x128xbf16>) {
-  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @llama3_8b_extend(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 // Extend on a GPU, as the dispatcher runs it: the new tokens' causal prefill as an f32
 // partial, then the cached context chunk by chunk (split form), each folded in by llama3_8b_extend_merge_*.
-func.func @llama3_8b_extend_new(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xf32>, %lse: memref<32x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xf32>) lse(%lse : memref<32x?xf32>) {scale = 0.088388348 : f32, causal}
+func.func @llama3_8b_extend_new(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xf32>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xf32>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @llama3_8b_extend_context(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @llama3_8b_extend_context(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) scale(%scale)
   return
 }
 // Extend merges: a context chunk into the f32 accumulator, the last one into out.
@@ -63,47 +63,47 @@ func.func @llama3_8b_lse_merge_n(%p: memref<?x?x32x128xf32>, %pl: memref<?x32x?x
 }
 
 // qwen3_235b: 64 query heads, 4 KV heads, head dim 128.
-func.func @qwen3_235b_prefill(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xbf16>) {
-  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xbf16>) {scale = 0.088388348 : f32, causal}
+func.func @qwen3_235b_prefill(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xbf16>) scale(%scale) {causal}
   return
 }
-func.func @qwen3_235b_prefill_lse(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xbf16>, %lse: memref<64x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xbf16>) lse(%lse : memref<64x?xf32>) {scale = 0.088388348 : f32, causal}
+func.func @qwen3_235b_prefill_lse(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xbf16>, %lse: memref<64x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xbf16>) lse(%lse : memref<64x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @qwen3_235b_decode(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>) {
-  tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @qwen3_235b_decode(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 // Split-KV partials of qwen3_235b decode (P from the shape of out), merged by qwen3_235b_lse_merge_n.
-func.func @qwen3_235b_decode_split(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @qwen3_235b_decode_split(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) scale(%scale)
   return
 }
 func.func @qwen3_235b_reshape_and_cache(%k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %slots: memref<?xi32>) {
   tessel.reshape_and_cache k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
   return
 }
-func.func @qwen3_235b_decode_shuffled(%q: memref<?x64x128xbf16>, %kc: memref<?x4x16x16x8xbf16>, %vc: memref<?x4x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>) {
-  tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x4x16x16x8xbf16>) v_cache(%vc : memref<?x4x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(shuffled) {scale = 0.088388348 : f32}
+func.func @qwen3_235b_decode_shuffled(%q: memref<?x64x128xbf16>, %kc: memref<?x4x16x16x8xbf16>, %vc: memref<?x4x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x4x16x16x8xbf16>) v_cache(%vc : memref<?x4x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(shuffled) scale(%scale)
   return
 }
 func.func @qwen3_235b_reshape_and_cache_shuffled(%k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x4x16x16x8xbf16>, %vc: memref<?x4x2x128x8xbf16>, %slots: memref<?xi32>) {
   tessel.reshape_and_cache k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x4x16x16x8xbf16>) v_cache(%vc : memref<?x4x2x128x8xbf16>) slot_mapping(%slots : memref<?xi32>) layout(shuffled)
   return
 }
-func.func @qwen3_235b_extend(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x64x128xbf16>) {
-  tessel.extend_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @qwen3_235b_extend(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 // Extend on a GPU, as the dispatcher runs it: the new tokens' causal prefill as an f32
 // partial, then the cached context chunk by chunk (split form), each folded in by qwen3_235b_extend_merge_*.
-func.func @qwen3_235b_extend_new(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xf32>, %lse: memref<64x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xf32>) lse(%lse : memref<64x?xf32>) {scale = 0.088388348 : f32, causal}
+func.func @qwen3_235b_extend_new(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xf32>, %lse: memref<64x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xf32>) lse(%lse : memref<64x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @qwen3_235b_extend_context(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) {scale = 0.088388348 : f32}
+func.func @qwen3_235b_extend_context(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) scale(%scale)
   return
 }
 // Extend merges: a context chunk into the f32 accumulator, the last one into out.
@@ -121,30 +121,30 @@ func.func @qwen3_235b_lse_merge_n(%p: memref<?x?x64x128xf32>, %pl: memref<?x64x?
 }
 
 // DeepSeek-V3 MLA: 128 heads, kv_lora_rank 512 + rope 64; non-absorbed prefill/extend with qk 192, v 128.
-func.func @deepseek_v3_mla_decode(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x128x512xbf16>) {
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x128x512xbf16>) {scale = 0.072168784 : f32}
+func.func @deepseek_v3_mla_decode(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x128x512xbf16>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x128x512xbf16>) scale(%scale)
   return
 }
 // Split-KV partials of the MLA decode (P from the shape of out), merged N-way.
-func.func @deepseek_v3_mla_decode_split(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>) {
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x128x512xf32>) lse(%lse : memref<?x128x?xf32>) {scale = 0.072168784 : f32}
+func.func @deepseek_v3_mla_decode_split(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x128x512xf32>) lse(%lse : memref<?x128x?xf32>) scale(%scale)
   return
 }
 func.func @deepseek_v3_mla_merge_n(%p: memref<?x?x128x512xf32>, %pl: memref<?x128x?xf32>, %out: memref<?x128x512xbf16>) {
   tessel.lse_merge_n partials(%p : memref<?x?x128x512xf32>, %pl : memref<?x128x?xf32>) out(%out : memref<?x128x512xbf16>)
   return
 }
-func.func @deepseek_v3_mla_prefill(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xbf16>) {
-  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xbf16>) {scale = 0.072168784 : f32, causal}
+func.func @deepseek_v3_mla_prefill(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xbf16>) scale(%scale) {causal}
   return
 }
 // MLA extend on a GPU (see llama3_8b_extend_new): new tokens, context chunks, merge.
-func.func @deepseek_v3_mla_extend_new(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xf32>, %lse: memref<128x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xf32>) lse(%lse : memref<128x?xf32>) {scale = 0.072168784 : f32, causal}
+func.func @deepseek_v3_mla_extend_new(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xf32>, %lse: memref<128x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xf32>) lse(%lse : memref<128x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @deepseek_v3_mla_extend_context(%q: memref<?x128x192xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x128x128xf32>, %lse: memref<?x128x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x128x192xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x128x128xf32>) lse(%lse : memref<?x128x?xf32>) layout(nhd) {scale = 0.072168784 : f32}
+func.func @deepseek_v3_mla_extend_context(%q: memref<?x128x192xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x128x128xf32>, %lse: memref<?x128x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x128x192xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x128x128xf32>) lse(%lse : memref<?x128x?xf32>) layout(nhd) scale(%scale)
   return
 }
 // Extend merges: a context chunk into the f32 accumulator, the last one into out.
@@ -156,8 +156,8 @@ func.func @deepseek_v3_mla_extend_merge_out(%oa: memref<?x128x128xf32>, %la: mem
   tessel.lse_merge a(%oa : memref<?x128x128xf32>, %la : memref<128x?xf32>) b(%ob : memref<?x128x128xf32>, %lb : memref<128x?xf32>) out(%out : memref<?x128x128xbf16>)
   return
 }
-func.func @deepseek_v3_mla_extend(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x128x128xbf16>) {
-  tessel.extend_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x128x128xbf16>) layout(nhd) {scale = 0.072168784 : f32}
+func.func @deepseek_v3_mla_extend(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %kc: memref<?x16x128x192xbf16>, %vc: memref<?x16x128x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x128x128xbf16>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) k_cache(%kc : memref<?x16x128x192xbf16>) v_cache(%vc : memref<?x16x128x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x128x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 

@@ -113,7 +113,7 @@ bundle::Kernel describeKernel(StringRef name, const KernelSignature &sig,
   for (const KernelArg &arg : sig.args) {
     bundle::Arg a;
     a.name = arg.name;
-    a.dtype = toBundleDtype(arg.type.getElementType());
+    a.dtype = toBundleDtype(arg.elementType());
     a.isOutput = arg.isOutput;
     a.elementwise = arg.elementwise;
     for (const KernelDim &d : arg.dims)
@@ -121,7 +121,8 @@ bundle::Kernel describeKernel(StringRef name, const KernelSignature &sig,
                            ? bundle::Dim::constant(d.constant)
                            : bundle::Dim::symbol(d.symbol, d.mul, d.add));
     // The kernel's dtype is that of its first float operand.
-    if (k.dtype == TESSEL_DTYPE_INVALID && isa<FloatType>(arg.type.getElementType()))
+    if (k.dtype == TESSEL_DTYPE_INVALID && !arg.isScalar() &&
+        isa<FloatType>(arg.elementType()))
       k.dtype = a.dtype;
     k.args.push_back(std::move(a));
   }

@@ -75,7 +75,8 @@ struct PrefillInputs {
         v(randomTensor(c.dtype, {tokens, c.kvHeads, c.vDim}, rng)),
         cuSeqlens(Tensor::i32({static_cast<int64_t>(cu.size())}, cu)),
         out(Tensor::poisoned(c.outDtype, {tokens, c.qHeads, c.vDim})),
-        lse(Tensor::poisoned(F32, {c.qHeads, tokens})) {}
+        lse(Tensor::poisoned(F32, {c.qHeads, tokens})),
+        scale(Tensor::scalar(c.scale)) {}
 
   std::vector<NamedArg> args(bool hasLse) {
     std::vector<NamedArg> a = {{"q", &q},
@@ -85,12 +86,13 @@ struct PrefillInputs {
                                {"out", &out}};
     if (hasLse)
       a.push_back({"lse", &lse});
+    a.push_back({"scale", &scale});
     return a;
   }
 
   std::vector<int32_t> cu;
   int64_t tokens;
-  Tensor q, k, v, cuSeqlens, out, lse;
+  Tensor q, k, v, cuSeqlens, out, lse, scale;
 };
 
 /// Token t of request b sees tokens [cu[b], t] (causal) or all of b's.
@@ -231,6 +233,7 @@ void checkExtend(const ExtendCase &c, const std::vector<int32_t> &newLens,
                                 {"out", &in.out}};
   if (c.hasLse)
     args.push_back({"lse", &in.lse});
+  args.push_back({"scale", &in.scale});
   Kernel kernel(bundle.path, c.kernel);
   ASSERT_TRUE(kernel.run(args));
 
@@ -309,7 +312,8 @@ TEST(Paged, F32NhdWithCuSeqlens) {
                           {"cu_seqlens", &in.cuSeqlens},
                           {"context_lens", &cache.lens},
                           {"out", &in.out},
-                          {"lse", &in.lse}}));
+                          {"lse", &in.lse},
+                          {"scale", &in.scale}}));
   std::vector<int64_t> owner = requestOfToken(in.cu);
   AttentionRef r =
       attendAll(tokenRows(in.q), 2, 64, kScale64,
@@ -343,7 +347,8 @@ TEST(Paged, SplitChunksWithCuSeqlens) {
                           {"cu_seqlens", &in.cuSeqlens},
                           {"context_lens", &cache.lens},
                           {"out", &out},
-                          {"lse", &lse}}));
+                          {"lse", &lse},
+                          {"scale", &in.scale}}));
   std::vector<int64_t> owner = requestOfToken(in.cu);
   expectSplitPartials(out, lse, in.q, cache, 16, 2, kScale64,
                       [&](int64_t t) { return owner[t]; });
@@ -357,6 +362,7 @@ TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
   Tensor q = randomTensor(BF16, {requests, 4, 128}, rng, -2, 2);
   Tensor out = Tensor::poisoned(F32, {requests, 4, 128});
   Tensor lse = Tensor::poisoned(F32, {4, requests});
+  Tensor scale = Tensor::scalar(kScale128);
   Kernel kernel(defaultBundle().path, "paged_bf16_shuf_h4kv1_d128_bs32");
   ASSERT_TRUE(kernel.run({{"q", &q},
                           {"k_cache", &cache.kCache},
@@ -364,7 +370,8 @@ TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
                           {"block_table", &cache.blockTable},
                           {"context_lens", &cache.lens},
                           {"out", &out},
-                          {"lse", &lse}}));
+                          {"lse", &lse},
+                          {"scale", &scale}}));
   AttentionRef r =
       attendAll(tokenRows(q), 1, 128, kScale128,
                 [&](int64_t b, int64_t kvHead, auto &keys, auto &values) {

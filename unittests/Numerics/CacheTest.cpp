@@ -124,6 +124,7 @@ TEST(ReshapeAndCache, WrittenContextDecodes) {
   Tensor q = randomTensor(BF16, {requests, 8, 128}, rng, -2, 2);
   Tensor out = Tensor::poisoned(BF16, {requests, 8, 128});
   Tensor lse = Tensor::poisoned(F32, {8, requests});
+  Tensor scale = Tensor::scalar(0.0883883476f);
   Kernel decode(defaultBundle().path, "decode_bf16_shuf_h8kv1_d128_bs16");
   ASSERT_TRUE(decode.run({{"q", &q},
                           {"k_cache", &cache.kCache},
@@ -131,7 +132,8 @@ TEST(ReshapeAndCache, WrittenContextDecodes) {
                           {"block_table", &cache.blockTable},
                           {"seq_lens", &cache.lens},
                           {"out", &out},
-                          {"lse", &lse}}));
+                          {"lse", &lse},
+                          {"scale", &scale}}));
 
   std::vector<int32_t> cu = cumulative(contexts);
   ref::TokenRows kr = tokenRows(k), vr = tokenRows(v);

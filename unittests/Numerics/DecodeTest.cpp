@@ -70,6 +70,8 @@ void checkDecode(const DecodeCase &c, const std::vector<int32_t> &contexts,
                                 {"out", &out}};
   if (c.hasLse)
     args.push_back({"lse", &lse});
+  Tensor scale = Tensor::scalar(c.scale);
+  args.push_back({"scale", &scale});
   Kernel kernel(bundle.path, c.kernel);
   ASSERT_TRUE(kernel.run(args));
   AttentionRef r = decodeReference(q, cache, c.kvHeads, c.headDim, c.scale);
@@ -114,6 +116,7 @@ TEST_P(Decode, SplitPartialsCoverWholeBlocks) {
   Tensor q = randomTensor(BF16, {requests, heads, dim}, rng, -2, 2);
   Tensor out = Tensor::poisoned(F32, {splits, requests, heads, dim});
   Tensor lse = Tensor::poisoned(F32, {splits, heads, requests});
+  Tensor scale = Tensor::scalar(0.125f);
   Kernel kernel(GetParam().path, "paged_split_bf16_shuf_h8kv2_d64_bs16");
   ASSERT_TRUE(kernel.run({{"q", &q},
                           {"k_cache", &cache.kCache},
@@ -121,7 +124,8 @@ TEST_P(Decode, SplitPartialsCoverWholeBlocks) {
                           {"block_table", &cache.blockTable},
                           {"context_lens", &cache.lens},
                           {"out", &out},
-                          {"lse", &lse}}));
+                          {"lse", &lse},
+                          {"scale", &scale}}));
   expectSplitPartials(out, lse, q, cache, blockSize, 2, 0.125,
                       [](int64_t t) { return t; });
 }
@@ -166,6 +170,8 @@ void checkMla(const MlaCase &c, const std::vector<int32_t> &contexts,
                                 {"out", &out}};
   if (c.hasLse)
     args.push_back({"lse", &lse});
+  Tensor scale = Tensor::scalar(c.scale);
+  args.push_back({"scale", &scale});
   Kernel kernel(bundle.path, c.kernel);
   ASSERT_TRUE(kernel.run(args));
   AttentionRef r = decodeReference(q, cache, 1, c.latentDim, c.scale);
@@ -201,14 +207,17 @@ TEST_P(MlaDecode, SplitPartialsCoverWholeBlocks) {
   Tensor q = randomTensor(BF16, {requests, heads, 576}, rng, -2, 2);
   Tensor out = Tensor::poisoned(F32, {splits, requests, heads, 512});
   Tensor lse = Tensor::poisoned(F32, {splits, heads, requests});
+  const float mlaScale = 0.0416666679f;
+  Tensor scale = Tensor::scalar(mlaScale);
   Kernel kernel(GetParam().path, "mla_split_bf16_h16_d576_l512_bs16");
   ASSERT_TRUE(kernel.run({{"q", &q},
                           {"kv_cache", &cache.kCache},
                           {"block_table", &cache.blockTable},
                           {"seq_lens", &cache.lens},
                           {"out", &out},
-                          {"lse", &lse}}));
-  expectSplitPartials(out, lse, q, cache, blockSize, 1, 0.0416666679,
+                          {"lse", &lse},
+                          {"scale", &scale}}));
+  expectSplitPartials(out, lse, q, cache, blockSize, 1, mlaScale,
                       [](int64_t t) { return t; });
 }
 

@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <numeric>
@@ -25,6 +26,7 @@ namespace tessel::numerics {
 namespace {
 
 constexpr int64_t kQHeads = 4, kKvHeads = 2, kDim = 64, kBlock = 16;
+/// The dispatcher's default, 1/sqrt(kDim).
 constexpr double kScale = 0.125;
 
 tessel_attention_config baseConfig() {
@@ -177,14 +179,14 @@ struct Batch {
   }
 
   /// Token i of request b attends to b's cached tokens [0, context + i].
-  AttentionRef reference() const {
+  AttentionRef reference(double scale = kScale) const {
     std::vector<int64_t> requestOf, positionOf;
     for (size_t b = 0; b < queryLens.size(); ++b)
       for (int32_t i = 0; i < queryLens[b]; ++i) {
         requestOf.push_back(b);
         positionOf.push_back(contextLens[b] + i);
       }
-    return attendAll(tokenRows(q), kKvHeads, kDim, kScale,
+    return attendAll(tokenRows(q), kKvHeads, kDim, scale,
                      [&](int64_t t, int64_t h, auto &keys, auto &values) {
                        int64_t b = requestOf[t];
                        for (int64_t j = 0; j <= positionOf[t]; ++j) {
@@ -316,6 +318,33 @@ TEST(Dispatch, RandomBatchesInEveryMode) {
       ASSERT_EQ(runBatch(attention.get(), batch, false), "");
       EXPECT_TRUE(near("out", batch.out, batch.reference().out))
           << "round " << round << ", " << tessel_routing_name(routing);
+    }
+  }
+}
+
+/// The kernels take the softmax scale at launch: dispatchers of one bundle
+/// with different scales each give the answer of their own scale, in every
+/// routing mode (and the two answers are far apart, so a kernel that ignored
+/// the scale would fail).
+TEST(Dispatch, EachDispatcherRunsItsOwnScale) {
+  for (tessel_routing routing : {TESSEL_ROUTING_TRIPLE, TESSEL_ROUTING_UNIFIED,
+                                 TESSEL_ROUTING_TWO_PATH}) {
+    for (double scale : {kScale, 0.3}) {
+      tessel_attention_config config = baseConfig();
+      config.routing = routing;
+      if (scale != kScale)
+        config.softmax_scale = static_cast<float>(scale);
+      config.compute_units = 64;
+      AttentionPtr attention = create(config);
+      ASSERT_TRUE(attention);
+      Rng rng(31);
+      Batch batch(attention.get(), kMixedBatch, rng);
+      ASSERT_EQ(runBatch(attention.get(), batch, false), "");
+      const double other = scale == kScale ? 0.3 : kScale;
+      EXPECT_TRUE(near("out", batch.out, batch.reference(scale).out))
+          << tessel_routing_name(routing) << " scale " << scale;
+      EXPECT_FALSE(near("out", batch.out, batch.reference(other).out))
+          << tessel_routing_name(routing) << " scale " << scale;
     }
   }
 }
@@ -525,6 +554,12 @@ TEST(DispatchErrors, ConfigFields) {
             prefix + "config.max_kv_splits 0 is outside [1, 256]");
   EXPECT_EQ(createError([](auto &c) { c.compute_units = -1; }),
             prefix + "config.compute_units -1 is negative");
+  EXPECT_EQ(createError([](auto &c) { c.softmax_scale = -0.5f; }),
+            prefix + "config.softmax_scale -0.5 must be finite and positive "
+                     "(0: 1/sqrt(head_dim))");
+  EXPECT_EQ(createError([](auto &c) { c.softmax_scale = INFINITY; }),
+            prefix + "config.softmax_scale inf must be finite and positive "
+                     "(0: 1/sqrt(head_dim))");
   EXPECT_EQ(createError([](auto &c) {
               c.routing = static_cast<tessel_routing>(9);
             }),

@@ -108,6 +108,12 @@ Tensor Tensor::poisoned(tessel_dtype dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+Tensor Tensor::scalar(float value) {
+  Tensor t(TESSEL_DTYPE_F32, {});
+  std::memcpy(t.data(), &value, sizeof value);
+  return t;
+}
+
 Tensor Tensor::i32(std::vector<int64_t> shape, const std::vector<int32_t> &v) {
   Tensor t(TESSEL_DTYPE_I32, std::move(shape));
   EXPECT_EQ(t.numel(), v.size()) << "Tensor::i32: wrong number of values";

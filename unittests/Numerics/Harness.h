@@ -54,6 +54,8 @@ public:
   /// values a lazy kernel might leave behind).
   static Tensor poisoned(tessel_dtype dtype, std::vector<int64_t> shape);
   static Tensor i32(std::vector<int64_t> shape, const std::vector<int32_t> &v);
+  /// A rank-0 f32 tensor: a scalar argument (the softmax scale).
+  static Tensor scalar(float value);
 
   tessel_dtype dtype() const { return type; }
   const std::vector<int64_t> &shape() const { return dims; }

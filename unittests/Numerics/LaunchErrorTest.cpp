@@ -3,8 +3,10 @@
 // The runtime checks every tensor against the signature tessel-aot wrote
 // into the bundle before a kernel runs. Through a real prefill kernel
 // (q [T, 4, 64], k/v [T, 1, 64], cu_seqlens [B + 1], out [T, 4, 64],
-// lse [4, T], all f32 but cu_seqlens), each wrong argument must give an
-// INVALID_ARGUMENT status whose message names the argument, and must not run
+// lse [4, T], all f32 but cu_seqlens; the scale a rank-0 f32 scalar), each
+// wrong argument must give an
+// INVALID_ARGUMENT status whose message names the argument, and must not
+// run
 // the kernel (the poisoned output stays untouched).
 //
 //===----------------------------------------------------------------------===//
@@ -28,10 +30,11 @@ protected:
         v(randomTensor(F32, {10, 1, 64}, rng)),
         cu(Tensor::i32({3}, {0, 4, 10})),
         out(Tensor::poisoned(F32, {10, 4, 64})),
-        lse(Tensor::poisoned(F32, {4, 10})) {}
+        lse(Tensor::poisoned(F32, {4, 10})), scale(Tensor::scalar(0.125f)) {}
 
   std::vector<tessel_tensor> args() const {
-    return {q.arg(), k.arg(), v.arg(), cu.arg(), out.arg(), lse.arg()};
+    return {q.arg(),   k.arg(),   v.arg(),    cu.arg(),
+            out.arg(), lse.arg(), scale.arg()};
   }
 
   /// Launches `bad` and checks the status: INVALID_ARGUMENT, a message with
@@ -51,7 +54,7 @@ protected:
 
   Kernel kernel;
   Rng rng;
-  Tensor q, k, v, cu, out, lse;
+  Tensor q, k, v, cu, out, lse, scale;
 };
 
 TEST_F(LaunchErrors, CorrectArgsAreAccepted) {
@@ -106,7 +109,36 @@ TEST_F(LaunchErrors, InconsistentLseTokens) {
 TEST_F(LaunchErrors, WrongArgCount) {
   auto bad = args();
   bad.pop_back();
-  expectRejected(bad, {"6", "5"});
+  expectRejected(bad, {"7", "6", "scale"});
+}
+
+TEST_F(LaunchErrors, ScaleGivenAsABuffer) {
+  auto bad = args();
+  bad[6].rank = 1;
+  bad[6].shape[0] = 1;
+  expectRejected(bad, {"'scale'", "rank 1", "expected 0"});
+}
+
+TEST_F(LaunchErrors, ScaleWithoutAValue) {
+  auto bad = args();
+  bad[6].data = nullptr;
+  expectRejected(bad, {"'scale'", "scalar", "null", "f32 value"});
+}
+
+TEST_F(LaunchErrors, ScaleNotFinite) {
+  auto bad = args();
+  Tensor nan = Tensor::scalar(std::nanf(""));
+  bad[6] = nan.arg();
+  expectRejected(bad, {"'scale'", "nan", "finite"});
+  Tensor inf = Tensor::scalar(INFINITY);
+  bad[6] = inf.arg();
+  expectRejected(bad, {"'scale'", "inf", "finite"});
+}
+
+TEST_F(LaunchErrors, ScaleOfTheWrongDtype) {
+  auto bad = args();
+  bad[6].dtype = TESSEL_DTYPE_F16;
+  expectRejected(bad, {"'scale'", "dtype", "f16", "f32"});
 }
 
 } // namespace

@@ -17,34 +17,34 @@
 // Prefill: GQA 1/4/8, head dims 64/128/256, MLA 192/128, f32/bf16/f16
 //===----------------------------------------------------------------------===//
 
-func.func @prefill_f32_h4kv4_d64(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %v: memref<?x4x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x4x64xf32>) v(%v : memref<?x4x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+func.func @prefill_f32_h4kv4_d64(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %v: memref<?x4x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x4x64xf32>) v(%v : memref<?x4x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
 // Also the 4096-token timing kernel and the launch error paths.
-func.func @prefill_f32_h4kv1_d64(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+func.func @prefill_f32_h4kv1_d64(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @prefill_f32_h8kv2_d128(%q: memref<?x8x128xf32>, %k: memref<?x2x128xf32>, %v: memref<?x2x128xf32>, %cu: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x8x128xf32>) k(%k : memref<?x2x128xf32>) v(%v : memref<?x2x128xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) {scale = 0.0883883476 : f32, causal}
+func.func @prefill_f32_h8kv2_d128(%q: memref<?x8x128xf32>, %k: memref<?x2x128xf32>, %v: memref<?x2x128xf32>, %cu: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x8x128xf32>) k(%k : memref<?x2x128xf32>) v(%v : memref<?x2x128xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @prefill_bf16_h8kv1_d256(%q: memref<?x8x256xbf16>, %k: memref<?x1x256xbf16>, %v: memref<?x1x256xbf16>, %cu: memref<?xi32>, %out: memref<?x8x256xbf16>, %lse: memref<8x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x8x256xbf16>) k(%k : memref<?x1x256xbf16>) v(%v : memref<?x1x256xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x256xbf16>) lse(%lse : memref<8x?xf32>) {scale = 0.0625 : f32, causal}
+func.func @prefill_bf16_h8kv1_d256(%q: memref<?x8x256xbf16>, %k: memref<?x1x256xbf16>, %v: memref<?x1x256xbf16>, %cu: memref<?xi32>, %out: memref<?x8x256xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x8x256xbf16>) k(%k : memref<?x1x256xbf16>) v(%v : memref<?x1x256xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x256xbf16>) lse(%lse : memref<8x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @prefill_f32_h4kv1_d64_noncausal(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) {scale = 0.125 : f32}
+func.func @prefill_f32_h4kv1_d64_noncausal(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) scale(%scale)
   return
 }
 // MLA non-absorbed: qk 192, v 128; 16-bit inputs with an f32 output.
-func.func @prefill_bf16_mla_h4_qk192_v128(%q: memref<?x4x192xbf16>, %k: memref<?x4x192xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x192xbf16>) k(%k : memref<?x4x192xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.0721687836 : f32, causal}
+func.func @prefill_bf16_mla_h4_qk192_v128(%q: memref<?x4x192xbf16>, %k: memref<?x4x192xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x192xbf16>) k(%k : memref<?x4x192xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @prefill_f16_h4kv2_d64(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %cu: memref<?xi32>, %out: memref<?x4x64xf16>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf16>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+func.func @prefill_f16_h4kv2_d64(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %cu: memref<?xi32>, %out: memref<?x4x64xf16>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf16>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
 
@@ -53,34 +53,34 @@ func.func @prefill_f16_h4kv2_d64(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>,
 //===----------------------------------------------------------------------===//
 
 // Split-KV partials in one kernel: out [P, B, Hq, Dv], lse [P, Hq, B].
-func.func @paged_split_bf16_shuf_h8kv2_d64_bs16(%q: memref<?x8x64xbf16>, %kc: memref<?x2x8x16x8xbf16>, %vc: memref<?x2x2x64x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x8x64xf32>, %lse: memref<?x8x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x2x8x16x8xbf16>) v_cache(%vc : memref<?x2x2x64x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x8x64xf32>) lse(%lse : memref<?x8x?xf32>) layout(shuffled) {scale = 0.125 : f32}
+func.func @paged_split_bf16_shuf_h8kv2_d64_bs16(%q: memref<?x8x64xbf16>, %kc: memref<?x2x8x16x8xbf16>, %vc: memref<?x2x2x64x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x8x64xf32>, %lse: memref<?x8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x2x8x16x8xbf16>) v_cache(%vc : memref<?x2x2x64x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x8x64xf32>) lse(%lse : memref<?x8x?xf32>) layout(shuffled) scale(%scale)
   return
 }
 // MLA split-KV partials in one kernel: out [P, B, H, L], lse [P, H, B].
-func.func @mla_split_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x16x512xf32>, %lse: memref<?x16x?xf32>) {
-  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x16x512xf32>) lse(%lse : memref<?x16x?xf32>) {scale = 0.0416666679 : f32}
+func.func @mla_split_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x16x512xf32>, %lse: memref<?x16x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x16x512xf32>) lse(%lse : memref<?x16x?xf32>) scale(%scale)
   return
 }
-func.func @decode_f32_nhd_h8kv2_d128_bs16(%q: memref<?x8x128xf32>, %kc: memref<?x16x2x128xf32>, %vc: memref<?x16x2x128xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>) {
-  tessel.decode_attention q(%q : memref<?x8x128xf32>) k_cache(%kc : memref<?x16x2x128xf32>) v_cache(%vc : memref<?x16x2x128xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) layout(nhd) {scale = 0.0883883476 : f32}
+func.func @decode_f32_nhd_h8kv2_d128_bs16(%q: memref<?x8x128xf32>, %kc: memref<?x16x2x128xf32>, %vc: memref<?x16x2x128xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x8x128xf32>) k_cache(%kc : memref<?x16x2x128xf32>) v_cache(%vc : memref<?x16x2x128xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) layout(nhd) scale(%scale)
   return
 }
-func.func @decode_f32_shuf_h4kv4_d64_bs32(%q: memref<?x4x64xf32>, %kc: memref<?x4x16x32x4xf32>, %vc: memref<?x4x8x64x4xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x4x16x32x4xf32>) v_cache(%vc : memref<?x4x8x64x4xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) {scale = 0.125 : f32}
+func.func @decode_f32_shuf_h4kv4_d64_bs32(%q: memref<?x4x64xf32>, %kc: memref<?x4x16x32x4xf32>, %vc: memref<?x4x8x64x4xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x4x16x32x4xf32>) v_cache(%vc : memref<?x4x8x64x4xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) scale(%scale)
   return
 }
-func.func @decode_bf16_nhd_h8kv1_d256_bs32(%q: memref<?x8x256xbf16>, %kc: memref<?x32x1x256xbf16>, %vc: memref<?x32x1x256xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x256xbf16>) {
-  tessel.decode_attention q(%q : memref<?x8x256xbf16>) k_cache(%kc : memref<?x32x1x256xbf16>) v_cache(%vc : memref<?x32x1x256xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x256xbf16>) layout(nhd) {scale = 0.0625 : f32}
+func.func @decode_bf16_nhd_h8kv1_d256_bs32(%q: memref<?x8x256xbf16>, %kc: memref<?x32x1x256xbf16>, %vc: memref<?x32x1x256xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x256xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x8x256xbf16>) k_cache(%kc : memref<?x32x1x256xbf16>) v_cache(%vc : memref<?x32x1x256xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x256xbf16>) layout(nhd) scale(%scale)
   return
 }
-func.func @decode_bf16_shuf_h8kv1_d128_bs16(%q: memref<?x8x128xbf16>, %kc: memref<?x1x16x16x8xbf16>, %vc: memref<?x1x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>) {
-  tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x1x16x16x8xbf16>) v_cache(%vc : memref<?x1x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) {scale = 0.0883883476 : f32}
+func.func @decode_bf16_shuf_h8kv1_d128_bs16(%q: memref<?x8x128xbf16>, %kc: memref<?x1x16x16x8xbf16>, %vc: memref<?x1x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x1x16x16x8xbf16>) v_cache(%vc : memref<?x1x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) scale(%scale)
   return
 }
 // Small heads for the > 16384-token split-KV case.
-func.func @decode_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @decode_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
   return
 }
 
@@ -88,20 +88,20 @@ func.func @decode_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %kc: memref<?x1
 // Extend (run against all three bundles)
 //===----------------------------------------------------------------------===//
 
-func.func @extend_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.extend_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @extend_f32_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xf32>, %k: memref<?x1x64xf32>, %v: memref<?x1x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
   return
 }
-func.func @extend_f32_shuf_h2kv2_d128_bs32(%q: memref<?x2x128xf32>, %k: memref<?x2x128xf32>, %v: memref<?x2x128xf32>, %kc: memref<?x2x32x32x4xf32>, %vc: memref<?x2x8x128x4xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x2x128xf32>, %lse: memref<2x?xf32>) {
-  tessel.extend_attention q(%q : memref<?x2x128xf32>) k(%k : memref<?x2x128xf32>) v(%v : memref<?x2x128xf32>) k_cache(%kc : memref<?x2x32x32x4xf32>) v_cache(%vc : memref<?x2x8x128x4xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x2x128xf32>) lse(%lse : memref<2x?xf32>) layout(shuffled) {scale = 0.0883883476 : f32}
+func.func @extend_f32_shuf_h2kv2_d128_bs32(%q: memref<?x2x128xf32>, %k: memref<?x2x128xf32>, %v: memref<?x2x128xf32>, %kc: memref<?x2x32x32x4xf32>, %vc: memref<?x2x8x128x4xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x2x128xf32>, %lse: memref<2x?xf32>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x2x128xf32>) k(%k : memref<?x2x128xf32>) v(%v : memref<?x2x128xf32>) k_cache(%kc : memref<?x2x32x32x4xf32>) v_cache(%vc : memref<?x2x8x128x4xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x2x128xf32>) lse(%lse : memref<2x?xf32>) layout(shuffled) scale(%scale)
   return
 }
-func.func @extend_bf16_shuf_h8kv1_d256_bs16(%q: memref<?x8x256xbf16>, %k: memref<?x1x256xbf16>, %v: memref<?x1x256xbf16>, %kc: memref<?x1x32x16x8xbf16>, %vc: memref<?x1x2x256x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x256xbf16>, %lse: memref<8x?xf32>) {
-  tessel.extend_attention q(%q : memref<?x8x256xbf16>) k(%k : memref<?x1x256xbf16>) v(%v : memref<?x1x256xbf16>) k_cache(%kc : memref<?x1x32x16x8xbf16>) v_cache(%vc : memref<?x1x2x256x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x256xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) {scale = 0.0625 : f32}
+func.func @extend_bf16_shuf_h8kv1_d256_bs16(%q: memref<?x8x256xbf16>, %k: memref<?x1x256xbf16>, %v: memref<?x1x256xbf16>, %kc: memref<?x1x32x16x8xbf16>, %vc: memref<?x1x2x256x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x256xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x8x256xbf16>) k(%k : memref<?x1x256xbf16>) v(%v : memref<?x1x256xbf16>) k_cache(%kc : memref<?x1x32x16x8xbf16>) v_cache(%vc : memref<?x1x2x256x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x256xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) scale(%scale)
   return
 }
-func.func @extend_bf16_nhd_mla_h2_qk192_v128_bs16(%q: memref<?x2x192xbf16>, %k: memref<?x2x192xbf16>, %v: memref<?x2x128xbf16>, %kc: memref<?x16x2x192xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x2x128xbf16>) {
-  tessel.extend_attention q(%q : memref<?x2x192xbf16>) k(%k : memref<?x2x192xbf16>) v(%v : memref<?x2x128xbf16>) k_cache(%kc : memref<?x16x2x192xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x2x128xbf16>) layout(nhd) {scale = 0.0721687836 : f32}
+func.func @extend_bf16_nhd_mla_h2_qk192_v128_bs16(%q: memref<?x2x192xbf16>, %k: memref<?x2x192xbf16>, %v: memref<?x2x128xbf16>, %kc: memref<?x16x2x192xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x2x128xbf16>, %scale: f32) {
+  tessel.extend_attention q(%q : memref<?x2x192xbf16>) k(%k : memref<?x2x192xbf16>) v(%v : memref<?x2x128xbf16>) k_cache(%kc : memref<?x16x2x192xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x2x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
@@ -110,16 +110,16 @@ func.func @extend_bf16_nhd_mla_h2_qk192_v128_bs16(%q: memref<?x2x192xbf16>, %k: 
 //===----------------------------------------------------------------------===//
 
 // Context chunks of extend in one kernel: split form with cu_seqlens.
-func.func @paged_split_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @paged_split_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
   return
 }
-func.func @paged_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @paged_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
   return
 }
-func.func @paged_bf16_shuf_h4kv1_d128_bs32(%q: memref<?x4x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x4x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) {scale = 0.0883883476 : f32}
+func.func @paged_bf16_shuf_h4kv1_d128_bs32(%q: memref<?x4x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) scale(%scale)
   return
 }
 
@@ -149,16 +149,16 @@ func.func @rac_bf16_nhd_kv2_qk192_v128_bs16(%k: memref<?x2x192xbf16>, %v: memref
 // MLA decode, absorbed (run against all three bundles)
 //===----------------------------------------------------------------------===//
 
-func.func @mla_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>) {
-  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x512xbf16>) lse(%lse : memref<16x?xf32>) {scale = 0.0416666679 : f32}
+func.func @mla_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x512xbf16>) lse(%lse : memref<16x?xf32>) scale(%scale)
   return
 }
-func.func @mla_f32_h4_d576_l512_bs32(%q: memref<?x4x576xf32>, %c: memref<?x32x576xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x512xf32>, %lse: memref<4x?xf32>) {
-  tessel.mla_decode q(%q : memref<?x4x576xf32>) kv_cache(%c : memref<?x32x576xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x512xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.0416666679 : f32}
+func.func @mla_f32_h4_d576_l512_bs32(%q: memref<?x4x576xf32>, %c: memref<?x32x576xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x512xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x4x576xf32>) kv_cache(%c : memref<?x32x576xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x512xf32>) lse(%lse : memref<4x?xf32>) scale(%scale)
   return
 }
-func.func @mla_f32_h8_d96_l64_bs16(%q: memref<?x8x96xf32>, %c: memref<?x16x96xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x64xf32>) {
-  tessel.mla_decode q(%q : memref<?x8x96xf32>) kv_cache(%c : memref<?x16x96xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x64xf32>) {scale = 0.102062076 : f32}
+func.func @mla_f32_h8_d96_l64_bs16(%q: memref<?x8x96xf32>, %c: memref<?x16x96xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x64xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x8x96xf32>) kv_cache(%c : memref<?x16x96xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x64xf32>) scale(%scale)
   return
 }
 
@@ -271,28 +271,28 @@ func.func @unpermute_bf16_h64_k4_wf32(%y: memref<?x64xbf16>, %pos: memref<?x4xi3
 // shape parameters; the names only document the roles.
 //===----------------------------------------------------------------------===//
 
-func.func @dispatch_decode(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>) {
-  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @dispatch_decode(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) layout(nhd) scale(%scale)
   return
 }
-func.func @dispatch_decode_split(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @dispatch_decode_split(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
   return
 }
 func.func @dispatch_decode_merge(%p: memref<?x?x4x64xf32>, %pl: memref<?x4x?xf32>, %out: memref<?x4x64xf32>) {
   tessel.lse_merge_n partials(%p : memref<?x?x4x64xf32>, %pl : memref<?x4x?xf32>) out(%out : memref<?x4x64xf32>)
   return
 }
-func.func @dispatch_prefill(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) {scale = 0.125 : f32, causal}
+func.func @dispatch_prefill(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) scale(%scale) {causal}
   return
 }
-func.func @dispatch_extend_new(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+func.func @dispatch_extend_new(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @dispatch_extend_context(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>) {
-  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) {scale = 0.125 : f32}
+func.func @dispatch_extend_context(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
   return
 }
 func.func @dispatch_merge_out(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob: memref<?x4x64xf32>, %lb: memref<4x?xf32>, %out: memref<?x4x64xf32>) {

@@ -40,7 +40,8 @@ namespace {
 struct MlaProblem {
   Value q, cache, blockTable, lens, out, lse;
   int64_t heads, headDim, latentDim, blockSize;
-  double scale;
+  /// The softmax scale argument times log2(e) (scores are base 2).
+  Value scaleLog2;
   bool split;
 };
 
@@ -129,7 +130,6 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
                       [&](int64_t ks) { return idx(ks * atom.k); },
                       scoreAtoms, scoreAtoms)))
     return failure();
-  Value scaleLog2 = f32(pb.scale * M_LOG2E);
   Value tileStart = add(start, mul(tile, tokens));
   for (int64_t j = 0; j < scoreAtoms; ++j)
     for (int64_t e = 0; e < acc; ++e) {
@@ -137,7 +137,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
       (void)row;
       Value token = add(add(tileStart, warpTokens), add(col, j * atom.n));
       Value &v = s[j * acc + e];
-      v = select(lt(token, end), fmul(v, scaleLog2), f32(-INFINITY));
+      v = select(lt(token, end), fmul(v, pb.scaleLog2), f32(-INFINITY));
     }
 
   // The tile's row max, agreed through shared memory [W, 16].
@@ -339,7 +339,7 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
   pb.headDim = qType.getDimSize(2);
   pb.latentDim = outType.getDimSize(outType.getRank() - 1);
   pb.blockSize = cast<MemRefType>(op.getKvCache().getType()).getDimSize(1);
-  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
   pb.split = op.isSplit();
 
   const TargetInfo &target = ctx.target;

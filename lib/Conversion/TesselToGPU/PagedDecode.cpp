@@ -54,7 +54,8 @@ struct DecodeProblem {
   Value q, kCache, vCache, blockTable, lens, out, lse;
   KVLayout layout;
   int64_t groupSize, kvHeads, headDim, valueDim, blockSize;
-  double scale;
+  /// The softmax scale argument times log2(e) (scores are base 2).
+  Value scaleLog2;
   /// out/lse have a leading split dimension [P, ...].
   bool split;
 };
@@ -224,7 +225,6 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
     return failure();
 
   // Scale, mask tokens past the window, and update the row state.
-  Value scaleLog2 = f32(pb.scale * M_LOG2E);
   Value tileStart = add(start, mul(tile, tokens));
   Value negInf = f32(-INFINITY);
   for (int64_t j = 0; j < scoreAtoms; ++j) {
@@ -233,7 +233,7 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
       (void)row;
       Value token = add(add(tileStart, warpTokens), add(col, j * atom.n));
       Value &v = s[j * acc + e];
-      v = select(lt(token, end), fmul(v, scaleLog2), negInf);
+      v = select(lt(token, end), fmul(v, pb.scaleLog2), negInf);
     }
   }
   softmaxStep(s, scoreAtoms, state, outAtoms, [&](int64_t, Value localMax) {
@@ -498,7 +498,7 @@ FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
                                       Value kCache, Value vCache,
                                       Value blockTable, Value lens, Value outArg,
                                       Value lse, KVLayout layout,
-                                      double scale) {
+                                      Value scale) {
   Value q = ctx.arg(qArg), out = ctx.arg(outArg);
   auto qType = cast<MemRefType>(q.getType());
   auto outType = cast<MemRefType>(out.getType());
@@ -512,7 +512,7 @@ FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
   pb.out = out;
   pb.lse = ctx.arg(lse);
   pb.layout = layout;
-  pb.scale = scale;
+  pb.scaleLog2 = ctx.scaleLog2(b, scale);
   pb.split = outType.getRank() == 4;
   pb.kvHeads = getCacheKVHeads(kType, layout);
   pb.blockSize = getCacheBlockSize(kType, layout);
@@ -565,8 +565,7 @@ FailureOr<LaunchGeometry> mlir::tessel::buildPagedDecode(OpBuilder &b,
                                                          KernelContext &ctx) {
   return buildDecode(b, op, ctx, op.getQ(), op.getKCache(), op.getVCache(),
                      op.getBlockTable(), op.getSeqLens(), op.getOut(),
-                     op.getLse(), op.getLayout(),
-                     op.getScaleAttr().getValueAsDouble());
+                     op.getLse(), op.getLayout(), op.getScale());
 }
 
 FailureOr<LaunchGeometry> mlir::tessel::buildPagedDecode(OpBuilder &b,
@@ -576,6 +575,5 @@ FailureOr<LaunchGeometry> mlir::tessel::buildPagedDecode(OpBuilder &b,
     return buildPagedQueries(b, op, ctx);
   return buildDecode(b, op, ctx, op.getQ(), op.getKCache(), op.getVCache(),
                      op.getBlockTable(), op.getContextLens(), op.getOut(),
-                     op.getLse(), op.getLayout(),
-                     op.getScaleAttr().getValueAsDouble());
+                     op.getLse(), op.getLayout(), op.getScale());
 }

@@ -52,7 +52,8 @@ namespace {
 struct PrefillProblem {
   Value q, k, v, cuSeqlens, out, lse;
   int64_t qHeads, kvHeads, headDim, valueDim;
-  double scale;
+  /// The softmax scale argument times log2(e) (scores are base 2).
+  Value scaleLog2;
   bool causal;
   /// The keys are a request's cached context in a paged cache (k, v are
   /// the caches; paged_attention with cu_seqlens) rather than its new
@@ -208,9 +209,8 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
 
   // Scale; mask keys past the request and, with causal, past the row, but
   // only on tiles that reach the request's end or the diagonal.
-  Value scaleLog2 = f32(pb.scale * M_LOG2E);
   for (Value &v : s)
-    v = fmul(v, scaleLog2);
+    v = fmul(v, pb.scaleLog2);
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   Value tileEnd = add(tileStart, cfg.tileKeys);
   Value needMask = lt(keyEnd, tileEnd);
@@ -595,7 +595,7 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
   pb.kvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
   pb.headDim = qType.getDimSize(2);
   pb.valueDim = cast<MemRefType>(op.getOut().getType()).getDimSize(2);
-  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
   pb.causal = op.getCausal();
   return buildFlash(b, op, ctx, pb, qType.getElementType(),
                     ctx.dim(op.getQ(), 0), nullptr);
@@ -624,7 +624,7 @@ mlir::tessel::buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
   pb.kvHeads = getCacheKVHeads(kType, pb.layout);
   pb.headDim = qType.getDimSize(2);
   pb.valueDim = outType.getDimSize(outType.getRank() - 1);
-  pb.scale = op.getScaleAttr().getValueAsDouble();
+  pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
   pb.causal = false;
   return buildFlash(b, op, ctx, pb, qType.getElementType(),
                     ctx.dim(op.getQ(), 0),

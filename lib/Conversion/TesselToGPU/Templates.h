@@ -56,7 +56,7 @@ struct KernelContext {
   int64_t stages;
 
   /// The memref of `operand`, one of the kernel function's arguments (null
-  /// for an absent optional operand).
+  /// for an absent optional operand); a scalar operand's value as is.
   Value arg(Value operand) const {
     if (!operand)
       return Value();
@@ -66,6 +66,9 @@ struct KernelContext {
   const KernelDim &dim(Value operand, unsigned d) const {
     return sig.args[cast<BlockArgument>(operand).getArgNumber()].dims[d];
   }
+  /// The softmax scale operand times log2(e), built where `b` is (the
+  /// kernel's entry): attention templates score in base 2 (exp2).
+  Value scaleLog2(OpBuilder &b, Value scale) const;
 };
 
 /// Ragged-M grouped matmul, B stacked or a pointer table, with or without

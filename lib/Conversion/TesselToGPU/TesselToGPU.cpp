@@ -1,8 +1,8 @@
 //===- TesselToGPU.cpp - Kernel functions to GPU kernels ------------------===//
 //
 // Each kernel function becomes a gpu.module holding one gpu.func that takes
-// the runtime's parameters (data pointers, then shape symbols as i64),
-// rebuilds the argument memrefs and runs the op's template. The launch
+// the runtime's parameters (data pointers and scalar values, then shape
+// symbols as i64), rebuilds the argument memrefs and runs the op's template. The launch
 // geometry the template chose (grid, block, dynamic shared memory) is
 // recorded on the gpu.func for tessel-aot.
 //
@@ -13,7 +13,10 @@
 #include "tessel/Conversion/Passes.h"
 #include "tessel/Conversion/Utils/KernelParams.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_TESSELTOGPU
@@ -22,6 +25,13 @@ namespace mlir::tessel {
 
 using namespace mlir;
 using namespace mlir::tessel;
+
+Value KernelContext::scaleLog2(OpBuilder &b, Value scale) const {
+  Location loc = scale.getLoc();
+  Value log2e = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(llvm::numbers::log2e)));
+  return arith::MulFOp::create(b, loc, arg(scale), log2e);
+}
 
 namespace {
 
@@ -42,7 +52,9 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
   b.setInsertionPointToStart(gpuModule.getBody());
 
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  SmallVector<Type> params(sig.args.size(), ptr);
+  SmallVector<Type> params;
+  for (const KernelArg &arg : sig.args)
+    params.push_back(arg.isScalar() ? arg.type : ptr);
   params.append(sig.symbols.size(), b.getI64Type());
   auto kernel = gpu::GPUFuncOp::create(b, loc, func.getName(),
                                        b.getFunctionType(params, {}));
@@ -56,8 +68,10 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
   for (size_t s = 0; s < sig.symbols.size(); ++s)
     kc.symbols.push_back(kernel.getArgument(sig.args.size() + s));
   for (auto [i, arg] : llvm::enumerate(sig.args))
-    kc.args.push_back(
-        buildArgMemRef(b, loc, arg, kernel.getArgument(i), kc.symbols));
+    kc.args.push_back(arg.isScalar() ? kernel.getArgument(i)
+                                     : buildArgMemRef(b, loc, arg,
+                                                      kernel.getArgument(i),
+                                                      kc.symbols));
 
   FailureOr<LaunchGeometry> geometry =
       llvm::TypeSwitch<Operation *, FailureOr<LaunchGeometry>>(sig.op)

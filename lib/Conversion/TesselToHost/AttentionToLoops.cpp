@@ -196,10 +196,10 @@ class RowAttention {
 public:
   /// Allocates the scratch for rows that see at most `maxKeys` keys.
   RowAttention(LoopBuilder &lb, Value q, Value out, Value lse, int64_t kvHeads,
-               int64_t vDim, APFloat scale, Value maxKeys)
+               int64_t vDim, Value scale, Value maxKeys)
       : lb(lb), q(q), out(out), lse(lse), qHeads(staticDim(q, 1)),
         qkDim(staticDim(q, 2)), vDim(vDim), groupSize(qHeads / kvHeads),
-        scale(scale.convertToFloat()) {
+        scale(scale) {
     Type f32 = lb.builder().getF32Type();
     qRow = lb.alloc(MemRefType::get({qkDim}, f32), {});
     acc = lb.alloc(MemRefType::get({vDim}, f32), {});
@@ -248,7 +248,7 @@ private:
       spanBases.push_back(base);
       auto scoreKey = [&](Value j, ValueRange max) -> SmallVector<Value> {
         Value dotProduct = dot(span.keys(j));
-        Value score = lb.fmul(dotProduct, lb.f32(scale));
+        Value score = lb.fmul(dotProduct, scale);
         lb.storeF32(score, scores, {lb.add(base, j)});
         return {lb.fmax(max.front(), score)};
       };
@@ -312,7 +312,8 @@ private:
   LoopBuilder &lb;
   Value q, out, lse;
   int64_t qHeads, qkDim, vDim, groupSize;
-  float scale;
+  /// The softmax scale, an f32 kernel argument.
+  Value scale;
   /// f32 scratch: the widened query row [Dqk], the scores [maxKeys] and the
   /// output accumulator [Dv].
   Value qRow, scores, acc;
@@ -324,7 +325,7 @@ private:
 /// Without `cuSeqlens` request b has the single query q[b]; without a window
 /// it sees its whole context `contextLens[b]`.
 void lowerPagedQueries(LoopBuilder &lb, Value q, Value out, Value lse,
-                       const PagedCache &cache, int64_t vDim, APFloat scale,
+                       const PagedCache &cache, int64_t vDim, Value scale,
                        Value blockTable, Value cuSeqlens, Value contextLens,
                        Value windowStart, Value windowLen) {
   Value zero = lb.idx(0), one = lb.idx(1);

@@ -2,7 +2,8 @@
 //
 // The runtime calls every kernel the same way, host or GPU: `entry(params)`
 // where params[i] points to the i-th parameter value (the CUDA kernelParams
-// convention): each buffer's data pointer, then each shape symbol as i64.
+// convention): each buffer's data pointer or scalar's value, then each
+// shape symbol as i64.
 // This pass writes that entry for each kernel function: it loads the
 // parameters, rebuilds row-major memref descriptors from the pointers and the
 // symbolic shapes of the kernel signature, and calls the kernel body.
@@ -45,11 +46,13 @@ public:
     for (size_t s = 0; s < sig.symbols.size(); ++s)
       symbols.push_back(loadParam(numArgs + s, i64));
 
-    SmallVector<Value> memrefs;
+    SmallVector<Value> operands;
     for (auto [i, arg] : llvm::enumerate(sig.args))
-      memrefs.push_back(
-          buildArgMemRef(b, loc, arg, loadParam(i, ptrType), symbols));
-    func::CallOp::create(b, loc, kernel, memrefs);
+      operands.push_back(arg.isScalar()
+                             ? loadParam(i, arg.type)
+                             : buildArgMemRef(b, loc, arg,
+                                              loadParam(i, ptrType), symbols));
+    func::CallOp::create(b, loc, kernel, operands);
     func::ReturnOp::create(b, loc);
   }
 

@@ -14,7 +14,7 @@ Value mlir::tessel::buildArgMemRef(OpBuilder &b, Location loc,
   auto constant = [&](int64_t v) -> Value {
     return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
   };
-  int64_t rank = arg.type.getRank();
+  int64_t rank = cast<MemRefType>(arg.type).getRank();
   SmallVector<Value> sizes;
   for (const KernelDim &d : arg.dims) {
     if (d.symbol < 0) {

@@ -45,6 +45,9 @@ struct Arg {
   /// Read one element at a time (see tessel_bundle_arg::elementwise).
   bool elementwise = false;
 
+  /// Rank 0: a scalar passed by value, not a buffer.
+  bool isScalar() const { return dims.empty(); }
+
   bool operator==(const Arg &o) const {
     return name == o.name && dtype == o.dtype && isOutput == o.isOutput &&
            dims == o.dims && elementwise == o.elementwise;

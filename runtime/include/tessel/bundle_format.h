@@ -19,7 +19,10 @@ extern "C" {
 #endif
 
 #define TESSEL_BUNDLE_MAGIC "TESSELKB"
-#define TESSEL_BUNDLE_VERSION 1u
+/* Version 2: kernels take scalars by value (rank-0 args: the attention
+ * kernels' softmax scale). Version 1 bundles are refused: their attention
+ * kernels had the scale compiled in, where callers now pass it. */
+#define TESSEL_BUNDLE_VERSION 2u
 
 /* Upper bounds the reader enforces before it allocates anything, so a
  * corrupt count cannot make it allocate gigabytes. */
@@ -68,7 +71,9 @@ typedef struct tessel_bundle_dim {
   int64_t add;
 } tessel_bundle_dim;
 
-/* One kernel argument: a dense row-major buffer. */
+/* One kernel argument: a dense row-major buffer, or (rank 0) a scalar
+ * passed by value, such as the softmax scale: an f32 input, never
+ * elementwise. */
 typedef struct tessel_bundle_arg {
   uint32_t name;            /* string offset: the operand name, e.g. "q" */
   uint8_t dtype;            /* tessel_dtype */

@@ -117,6 +117,10 @@ int tessel_kernel_arg_is_output(tessel_kernel kernel, size_t index);
  * (the kernel reads it one element at a time, e.g. a block table), 0 if to
  * 16 bytes (or there is no such argument). */
 int tessel_kernel_arg_is_elementwise(tessel_kernel kernel, size_t index);
+/* 1 if argument `index` is a scalar passed by value (rank 0, e.g. the
+ * attention kernels' softmax scale "scale", f32), 0 if a buffer (or there
+ * is no such argument). */
+int tessel_kernel_arg_is_scalar(tessel_kernel kernel, size_t index);
 /* Returns 0 and sets *value if the kernel has this shape parameter. */
 int tessel_kernel_param(tessel_kernel kernel, const char *key, int64_t *value);
 /* The shape parameters in bundle order: the key of parameter `index`, with
@@ -127,7 +131,9 @@ const char *tessel_kernel_param_at(tessel_kernel kernel, size_t index,
 
 /*===-- Launch -------------------------------------------------------------===*/
 
-/* A dense row-major buffer. */
+/* A dense row-major buffer; or, with rank 0, a scalar argument, whose data
+ * points to its value in host memory (read during the launch call, like
+ * CUDA's kernelParams). */
 typedef struct tessel_tensor {
   void *data;
   tessel_dtype dtype;
@@ -236,10 +242,15 @@ typedef struct tessel_attention_config {
                                     together; default 32768 */
   int32_t max_kv_splits;         /* split-KV factor cap; default 32 */
   int32_t compute_units;         /* SMs/CUs to fill; 0: the device's */
+  /* The softmax scale of every phase (the kernels take it at launch);
+   * 0: 1/sqrt(head_dim), which for MLA (head_dim 192) is DeepSeek's scale
+   * before any YaRN factor. */
+  float softmax_scale;
 } tessel_attention_config;
 
 /* Defaults: MHA, bf16, routing AUTO, decode_threshold 1, chunks of 32768
- * tokens, at most 32 KV splits; head geometry 0 (the caller must set it). */
+ * tokens, at most 32 KV splits, softmax scale 1/sqrt(head_dim); head
+ * geometry 0 (the caller must set it). */
 void tessel_attention_config_init(tessel_attention_config *config);
 
 typedef struct tessel_attention_t *tessel_attention;

@@ -127,6 +127,14 @@ bool Reader::readHeader(tessel_bundle_header &h) {
     }
     if (version == 0)
       return fail("bundle version 0 is invalid");
+    if (version < TESSEL_BUNDLE_VERSION) {
+      kind = ParseError::Unsupported;
+      return fail(format("bundle version %u is older than this runtime's %u: "
+                         "its attention kernels have the softmax scale "
+                         "compiled in, where launches now pass it; recompile "
+                         "it with this release's tessel-aot",
+                         version, TESSEL_BUNDLE_VERSION));
+    }
   }
   if (size > TESSEL_BUNDLE_MAX_SIZE)
     return fail(format("bundle is %zu bytes, more than the limit of %llu",

@@ -115,6 +115,11 @@ std::string checkKernel(const Kernel &k) {
     if (arg.dims.size() > TESSEL_BUNDLE_MAX_RANK)
       return format("arg '%s': rank %zu exceeds the limit %u", arg.name.c_str(),
                     arg.dims.size(), TESSEL_BUNDLE_MAX_RANK);
+    if (arg.isScalar() && (arg.isOutput || arg.elementwise ||
+                           arg.dtype != TESSEL_DTYPE_F32))
+      return format("arg '%s': a scalar (rank 0) must be an f32 input, not "
+                    "an output or elementwise",
+                    arg.name.c_str());
     for (size_t d = 0; d < arg.dims.size(); ++d)
       if (!(error = checkDim(arg.dims[d], k.symbols.size())).empty())
         return format("arg '%s' dim %zu: %s", arg.name.c_str(), d,

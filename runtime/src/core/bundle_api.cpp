@@ -415,6 +415,12 @@ int tessel_kernel_arg_is_elementwise(tessel_kernel kernel, size_t index) {
   return kernel->meta.args[index].elementwise ? 1 : 0;
 }
 
+int tessel_kernel_arg_is_scalar(tessel_kernel kernel, size_t index) {
+  if (!kernel || index >= kernel->meta.args.size())
+    return 0;
+  return kernel->meta.args[index].isScalar() ? 1 : 0;
+}
+
 int tessel_kernel_param(tessel_kernel kernel, const char *key, int64_t *value) {
   if (!kernel || !key)
     return -1;

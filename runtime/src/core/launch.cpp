@@ -17,7 +17,9 @@
 
 #include "../support/format.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 using namespace tessel;
 using namespace tessel::runtime;
@@ -67,6 +69,7 @@ public:
 private:
   tessel_status checkDim(size_t index, size_t d, int64_t size);
   tessel_status checkData(size_t index, const tessel_tensor &tensor) const;
+  tessel_status checkScalar(size_t index, const tessel_tensor &tensor) const;
 
   const char *argName(size_t index) const {
     return meta.args[index].name.c_str();
@@ -162,6 +165,8 @@ tessel_status LaunchChecker::checkDim(size_t index, size_t d, int64_t size) {
 
 tessel_status LaunchChecker::checkData(size_t index,
                                        const tessel_tensor &tensor) const {
+  if (meta.args[index].isScalar())
+    return checkScalar(index, tensor);
   // checkArg has matched the dtype with the kernel's: it is valid.
   const size_t elementSize = dtypeSize(meta.args[index].dtype);
   int64_t elements = 1, bytes = 0;
@@ -198,6 +203,23 @@ tessel_status LaunchChecker::checkData(size_t index,
                        "kernel '%s': arg '%s' data %p is not aligned to %zu "
                        "bytes (GPU kernels access buffers in 16-byte vectors)",
                        name, argName(index), tensor.data, kGpuAlignment);
+  return nullptr;
+}
+
+tessel_status LaunchChecker::checkScalar(size_t index,
+                                         const tessel_tensor &tensor) const {
+  // The validator admits f32 scalars only, and checkArg matched the dtype.
+  if (!tensor.data)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "kernel '%s': arg '%s' is a scalar (rank 0) whose data "
+                       "is null; it must point to the f32 value",
+                       name, argName(index));
+  float value;
+  std::memcpy(&value, tensor.data, sizeof value);
+  if (!std::isfinite(value))
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "kernel '%s': arg '%s' is %g; it must be finite", name,
+                       argName(index), static_cast<double>(value));
   return nullptr;
 }
 
@@ -279,11 +301,19 @@ tessel_status launchKernel(tessel_kernel kernel, const tessel_tensor *args,
     return nullptr;
 
   // The kernel parameter convention: params[i] points to parameter i; the
-  // args' data pointers come first, then the symbols as int64_t.
+  // args come first (a buffer's data pointer, a scalar's value, copied so
+  // that the caller's may go as soon as this returns), then the symbols as
+  // int64_t.
   void *pointers[TESSEL_BUNDLE_MAX_ARGS];
+  float scalars[TESSEL_BUNDLE_MAX_ARGS];
   void *params[TESSEL_BUNDLE_MAX_ARGS + TESSEL_BUNDLE_MAX_SYMBOLS];
   size_t numParams = 0;
   for (size_t i = 0; i < num_args; ++i) {
+    if (meta.args[i].isScalar()) {
+      std::memcpy(&scalars[i], args[i].data, sizeof(float));
+      params[numParams++] = &scalars[i];
+      continue;
+    }
     pointers[i] = args[i].data;
     params[numParams++] = &pointers[i];
   }

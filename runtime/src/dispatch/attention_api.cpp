@@ -13,6 +13,7 @@
 #include "../core/handles.h"
 #include "../core/status.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -100,6 +101,12 @@ tessel_status validate(tessel_attention_config &c) {
                c.max_kv_splits);
   if (c.compute_units < 0)
     return bad("config.compute_units %d is negative", c.compute_units);
+  if (c.softmax_scale == 0.0f)
+    c.softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (!(c.softmax_scale > 0.0f) || !std::isfinite(c.softmax_scale))
+    return bad("config.softmax_scale %g must be finite and positive (0: "
+               "1/sqrt(head_dim))",
+               static_cast<double>(c.softmax_scale));
   if (c.kind == TESSEL_ATTENTION_MLA) {
     if (c.latent_dim <= 0 || c.rope_dim < 0)
       return bad("MLA needs config.latent_dim > 0 and rope_dim >= 0 (got %d "

@@ -54,6 +54,15 @@ tessel_tensor scratch(void *workspace, size_t offset, tessel_dtype dtype,
   return t;
 }
 
+/// The dispatcher's softmax scale as the attention kernels' scalar
+/// argument (rank 0, read during each launch call).
+tessel_tensor scaleArg(const tessel_attention_config &config) {
+  tessel_tensor t = {};
+  t.data = const_cast<float *>(&config.softmax_scale);
+  t.dtype = TESSEL_DTYPE_F32;
+  return t;
+}
+
 /// Checks a buffer the run slices itself (the kernels check the rest:
 /// dtypes, head counts and dims, cache shapes): present, of rank `rank`,
 /// with `rows` rows.
@@ -93,7 +102,8 @@ struct ExtendStep {
         workspace(workspace), stream(stream), e(plan.extendRange),
         n(static_cast<int64_t>(e.requests)), t(e.tokens),
         hq(plan.attention->config.num_q_heads),
-        dv(plan.attention->config.v_head_dim) {
+        dv(plan.attention->config.v_head_dim),
+        scale(scaleArg(plan.attention->config)) {
     int64_t first = e.firstToken - plan.tokenBase;
     q = rows(b.q, first, t);
     k = rows(b.k, first, t);
@@ -114,6 +124,7 @@ struct ExtendStep {
   void *workspace, *stream;
   const Range &e;
   const int64_t n, t, hq, dv;
+  const tessel_tensor scale;
   tessel_tensor q, k, v, out, cu;
 };
 
@@ -135,7 +146,7 @@ tessel_status runChunks(const ExtendStep &x) {
   tessel_tensor chunkOutLse = x.f32(ws.extendLse[2], {hq, t});
   if (tessel_status s =
           launch(x.kernels.extendNew, "new tokens of the extends",
-                 {x.q, x.k, x.v, x.cu, acc[0], accLse[0]}, x.stream))
+                 {x.q, x.k, x.v, x.cu, acc[0], accLse[0], x.scale}, x.stream))
     return s;
   const int64_t maxBlocks = x.b.block_table.shape[1];
   const int64_t blockSize = x.plan.attention->config.block_size;
@@ -154,7 +165,7 @@ tessel_status runChunks(const ExtendStep &x) {
     if (tessel_status s = launch(x.kernels.extendContext,
                                  "a context chunk of the extends",
                                  {x.q, x.b.k_cache, x.b.v_cache, table, x.cu,
-                                  lens, chunk, chunkLse},
+                                  lens, chunk, chunkLse, x.scale},
                                  x.stream))
       return s;
     if (c + 1 == x.plan.chunks.size())
@@ -185,7 +196,7 @@ tessel_status runParallelChunks(const ExtendStep &x) {
   if (tessel_status s = launch(x.kernels.extendNew, "new tokens of the extends",
                                {x.q, x.k, x.v, x.cu,
                                 x.f32(ws.extendOut[0], {t, hq, dv}),
-                                x.f32(ws.extendLse[0], {hq, t})},
+                                x.f32(ws.extendLse[0], {hq, t}), x.scale},
                                x.stream))
     return s;
   tessel_tensor lens = scratch(x.workspace, x.plan.chunkLensOffset * 4,
@@ -195,7 +206,7 @@ tessel_status runParallelChunks(const ExtendStep &x) {
           {x.q, x.b.k_cache, x.b.v_cache,
            rows(x.b.block_table, x.e.firstRequest, x.n), x.cu, lens,
            x.f32(ws.extendOut[0] + slot, {windows, t, hq, dv}),
-           x.f32(ws.extendLse[0] + lseSlot, {windows, hq, t})},
+           x.f32(ws.extendLse[0] + lseSlot, {windows, hq, t}), x.scale},
           x.stream))
     return s;
   return launch(x.kernels.extendMerge, "merging the extends' windows",
@@ -306,6 +317,7 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
 
   const tessel_dtype f32 = TESSEL_DTYPE_F32;
   const int64_t hq = config.num_q_heads;
+  const tessel_tensor scale = scaleArg(config);
   if (!d.empty()) {
     const int64_t n = static_cast<int64_t>(d.requests);
     tessel_tensor q = mla ? b.q_latent : rows(b.q, d.firstToken, n);
@@ -315,14 +327,18 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
     auto withCaches = [&](tessel_kernel k, const char *role,
                           tessel_tensor o, tessel_tensor lse, bool hasLse) {
       if (mla)
-        return hasLse ? launch(k, role, {q, b.latent_cache, table, lens, o, lse},
+        return hasLse ? launch(k, role,
+                               {q, b.latent_cache, table, lens, o, lse, scale},
                                stream)
-                      : launch(k, role, {q, b.latent_cache, table, lens, o},
+                      : launch(k, role,
+                               {q, b.latent_cache, table, lens, o, scale},
                                stream);
-      return hasLse ? launch(k, role, {q, b.k_cache, b.v_cache, table, lens, o,
-                                       lse},
+      return hasLse ? launch(k, role,
+                             {q, b.k_cache, b.v_cache, table, lens, o, lse,
+                              scale},
                              stream)
-                    : launch(k, role, {q, b.k_cache, b.v_cache, table, lens, o},
+                    : launch(k, role,
+                             {q, b.k_cache, b.v_cache, table, lens, o, scale},
                              stream);
     };
     if (plan.kvSplits == 1 && kernels.decode) {
@@ -362,7 +378,7 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
     if (tessel_status s = launch(kernels.prefill, "prefill",
                                  {rows(b.q, first, t), rows(b.k, first, t),
                                   rows(b.v, first, t), cu,
-                                  rows(b.out, first, t)},
+                                  rows(b.out, first, t), scale},
                                  stream))
       return s;
   }

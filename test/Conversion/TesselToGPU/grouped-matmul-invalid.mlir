@@ -56,13 +56,13 @@ func.func @no_template(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
                        %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>,
                        %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>,
                        %cu: memref<?xi32>, %cl: memref<?xi32>,
-                       %out: memref<?x32x128xbf16>) {
+                       %out: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error@+1 {{'tessel.extend_attention' op is not one GPU kernel: on a GPU, extend is the new tokens' prefill_attention and the cached context's paged_attention (split form, with cu_seqlens), merged by lse_merge_n (kernels <model>_extend_new and _extend_context of the default set)}}
   tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>)
       v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>)
       v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>)
       cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>)
-      out(%out : memref<?x32x128xbf16>) layout(nhd) {scale = 0.088388348 : f32}
+      out(%out : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 

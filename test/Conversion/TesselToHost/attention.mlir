@@ -6,7 +6,7 @@
 // Prefill, causal, GQA (4 query heads on 2 KV heads). Scratch is allocated
 // once per op: the widened query row, the output accumulator, the scores.
 // CHECK-LABEL: func.func @prefill_causal_gqa
-// CHECK-SAME:    (%[[Q:[^:]+]]: memref<?x4x64xbf16>, %[[K:[^:]+]]: memref<?x2x64xbf16>, %[[V:[^:]+]]: memref<?x2x64xbf16>, %[[CU:[^:]+]]: memref<?xi32>, %[[O:[^:]+]]: memref<?x4x64xbf16>, %[[LSE:[^:]+]]: memref<4x?xf32>)
+// CHECK-SAME:    (%[[Q:[^:]+]]: memref<?x4x64xbf16>, %[[K:[^:]+]]: memref<?x2x64xbf16>, %[[V:[^:]+]]: memref<?x2x64xbf16>, %[[CU:[^:]+]]: memref<?xi32>, %[[O:[^:]+]]: memref<?x4x64xbf16>, %[[LSE:[^:]+]]: memref<4x?xf32>, %[[SCALE:[^:]+]]: f32)
 // CHECK:         %[[QROW:.+]] = memref.alloc() : memref<64xf32>
 // CHECK:         %[[ACC:.+]] = memref.alloc() : memref<64xf32>
 // CHECK:         %[[S:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
@@ -32,7 +32,8 @@
 // CHECK:                   memref.load %[[K]][%{{.+}}, %[[KVH]], %{{.+}}] : memref<?x2x64xbf16>
 // CHECK:                   arith.mulf {{.+}} fastmath<reassoc,contract> : f32
 // CHECK:                   arith.addf {{.+}} fastmath<reassoc,contract> : f32
-// CHECK:                 memref.store %{{.+}}, %[[S]]
+// CHECK:                 %[[SCORE:.+]] = arith.mulf %{{.+}}, %[[SCALE]] : f32
+// CHECK:                 memref.store %[[SCORE]], %[[S]]
 // CHECK:                 arith.maximumf
 // Pass 2: the exponentials, their sum and the weighted values.
 // CHECK:               %[[L:.+]] = scf.for %{{.+}} = %{{.+}} to %[[COUNT]] step
@@ -60,11 +61,11 @@
 // CHECK:         memref.dealloc %[[S]]
 func.func @prefill_causal_gqa(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>,
     %v: memref<?x2x64xbf16>, %cu: memref<?xi32>, %o: memref<?x4x64xbf16>,
-    %lse: memref<4x?xf32>) {
+    %lse: memref<4x?xf32>, %scale: f32) {
   tessel.prefill_attention q(%q : memref<?x4x64xbf16>)
       k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>)
       cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x4x64xbf16>)
-      lse(%lse : memref<4x?xf32>) {scale = 0.125 : f32, causal}
+      lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
   return
 }
 
@@ -72,7 +73,7 @@ func.func @prefill_causal_gqa(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>,
 // block_table[b, j / 16] (clamped to [0, NB - 1]), offset j % 16. Context
 // lengths are clamped to MB * BS, or 0 when the cache has no block. No lse.
 // CHECK-LABEL: func.func @decode_nhd
-// CHECK-SAME:    (%[[Q:[^:]+]]: memref<?x8x128xbf16>, %[[KC:[^:]+]]: memref<?x16x2x128xbf16>, %[[VC:[^:]+]]: memref<?x16x2x128xbf16>, %[[BT:[^:]+]]: memref<?x?xi32>, %[[SL:[^:]+]]: memref<?xi32>, %[[O:[^:]+]]: memref<?x8x128xf32>)
+// CHECK-SAME:    (%[[Q:[^:]+]]: memref<?x8x128xbf16>, %[[KC:[^:]+]]: memref<?x16x2x128xbf16>, %[[VC:[^:]+]]: memref<?x16x2x128xbf16>, %[[BT:[^:]+]]: memref<?x?xi32>, %[[SL:[^:]+]]: memref<?xi32>, %[[O:[^:]+]]: memref<?x8x128xf32>, %[[SCALE:[^:]+]]: f32)
 // CHECK:         %[[NBK:.+]] = memref.dim %[[KC]], %{{.+}}
 // CHECK:         %[[NBV:.+]] = memref.dim %[[VC]], %{{.+}}
 // CHECK:         %[[NB:.+]] = arith.minsi %[[NBK]], %[[NBV]]
@@ -110,12 +111,12 @@ func.func @prefill_causal_gqa(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>,
 // CHECK:         memref.dealloc
 func.func @decode_nhd(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>,
     %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>,
-    %o: memref<?x8x128xf32>) {
+    %o: memref<?x8x128xf32>, %scale: f32) {
   tessel.decode_attention q(%q : memref<?x8x128xbf16>)
       k_cache(%kc : memref<?x16x2x128xbf16>)
       v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>)
       seq_lens(%sl : memref<?xi32>) out(%o : memref<?x8x128xf32>) layout(nhd)
-      {scale = 0.0883883 : f32}
+      scale(%scale)
   return
 }
 
@@ -143,19 +144,19 @@ func.func @decode_nhd(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>,
 // CHECK:           arith.truncf %{{.+}} : f32 to bf16
 func.func @decode_shuffled(%q: memref<?x8x128xbf16>,
     %kc: memref<?x2x16x16x8xbf16>, %vc: memref<?x2x2x128x8xbf16>,
-    %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x8x128xbf16>) {
+    %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x8x128xbf16>, %scale: f32) {
   tessel.decode_attention q(%q : memref<?x8x128xbf16>)
       k_cache(%kc : memref<?x2x16x16x8xbf16>)
       v_cache(%vc : memref<?x2x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>)
       seq_lens(%sl : memref<?xi32>) out(%o : memref<?x8x128xbf16>)
-      layout(shuffled) {scale = 0.0883883 : f32}
+      layout(shuffled) scale(%scale)
   return
 }
 
 // Paged attention with cu_seqlens and a window: the window is clamped into
 // the request's clamped context, [first, first + count).
 // CHECK-LABEL: func.func @paged_window
-// CHECK-SAME:    %[[KC:[^:]+]]: memref<?x16x2x128xbf16>, %{{[^:]+}}: memref<?x16x2x128xbf16>, %[[BT:[^:]+]]: memref<?x?xi32>, %[[CU:[^:]+]]: memref<?xi32>, %[[CL:[^:]+]]: memref<?xi32>, %[[O:[^:]+]]: memref<?x8x128xf32>, %[[LSE:[^:]+]]: memref<8x?xf32>, %[[WS:[^:]+]]: index, %[[WL:[^:]+]]: index)
+// CHECK-SAME:    %[[KC:[^:]+]]: memref<?x16x2x128xbf16>, %{{[^:]+}}: memref<?x16x2x128xbf16>, %[[BT:[^:]+]]: memref<?x?xi32>, %[[CU:[^:]+]]: memref<?xi32>, %[[CL:[^:]+]]: memref<?xi32>, %[[O:[^:]+]]: memref<?x8x128xf32>, %[[LSE:[^:]+]]: memref<8x?xf32>, %[[WS:[^:]+]]: index, %[[WL:[^:]+]]: index, %[[SCALE:[^:]+]]: f32)
 // CHECK:         scf.for %[[B:[^ ]+]] =
 // CHECK:           memref.load %[[CL]][%[[B]]]
 // CHECK:           %[[LEN:.+]] = arith.minsi
@@ -183,13 +184,13 @@ func.func @decode_shuffled(%q: memref<?x8x128xbf16>,
 func.func @paged_window(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>,
     %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>,
     %cl: memref<?xi32>, %o: memref<?x8x128xf32>, %l: memref<8x?xf32>,
-    %start: index, %len: index) {
+    %start: index, %len: index, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x8x128xbf16>)
       k_cache(%kc : memref<?x16x2x128xbf16>)
       v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>)
       cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>)
       out(%o : memref<?x8x128xf32>) lse(%l : memref<8x?xf32>)
-      window(%start, %len) layout(nhd) {scale = 0.0883883 : f32}
+      window(%start, %len) layout(nhd) scale(%scale)
   return
 }
 
@@ -224,14 +225,14 @@ func.func @paged_window(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>,
 func.func @extend_nhd(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>,
     %v: memref<?x2x128xbf16>, %kc: memref<?x16x2x128xbf16>,
     %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>,
-    %cl: memref<?xi32>, %o: memref<?x8x128xbf16>, %l: memref<8x?xf32>) {
+    %cl: memref<?xi32>, %o: memref<?x8x128xbf16>, %l: memref<8x?xf32>, %scale: f32) {
   tessel.extend_attention q(%q : memref<?x8x128xbf16>)
       k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>)
       k_cache(%kc : memref<?x16x2x128xbf16>)
       v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>)
       cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>)
       out(%o : memref<?x8x128xbf16>) lse(%l : memref<8x?xf32>) layout(nhd)
-      {scale = 0.0883883 : f32}
+      scale(%scale)
   return
 }
 
@@ -259,11 +260,11 @@ func.func @extend_nhd(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>,
 // CHECK:           math.log
 func.func @mla_decode(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>,
     %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x16x512xbf16>,
-    %l: memref<16x?xf32>) {
+    %l: memref<16x?xf32>, %scale: f32) {
   tessel.mla_decode q(%q : memref<?x16x576xbf16>)
       kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>)
       seq_lens(%sl : memref<?xi32>) out(%o : memref<?x16x512xbf16>)
-      lse(%l : memref<16x?xf32>) {scale = 0.0721688 : f32}
+      lse(%l : memref<16x?xf32>) scale(%scale)
   return
 }
 

@@ -25,9 +25,9 @@ func.func @returns(%a: memref<?x4xi32>, %c: memref<8xi32>, %o: memref<8xi32>, %x
 
 // -----
 
-// expected-error@+1 {{kernel 'windowed': kernel ops take only buffers; 'tessel.paged_attention' has index operands (a window) that a kernel cannot take}}
-func.func @windowed(%q: memref<?x4x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x4x64xf32>, %l: memref<4x?xf32>, %s: index, %n: index) {
-  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x4x64xf32>) lse(%l : memref<4x?xf32>) window(%s, %n) layout(nhd) {scale = 1.0 : f32}
+// expected-error@+1 {{kernel 'windowed': kernel ops take no index operands; 'tessel.paged_attention' has a window that a kernel cannot take}}
+func.func @windowed(%q: memref<?x4x64xf32>, %kc: memref<?x16x1x64xf32>, %vc: memref<?x16x1x64xf32>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x4x64xf32>, %l: memref<4x?xf32>, %s: index, %n: index, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x1x64xf32>) v_cache(%vc : memref<?x16x1x64xf32>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x4x64xf32>) lse(%l : memref<4x?xf32>) window(%s, %n) layout(nhd) scale(%scale)
   return
 }
 

@@ -32,164 +32,164 @@
 // prefill_attention
 //===----------------------------------------------------------------------===//
 
-func.func @prefill_k_rank(%q: memref<?x32x128xbf16>, %k: memref<?x1024xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_k_rank(%q: memref<?x32x128xbf16>, %k: memref<?x1024xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k' must have rank 3, got 2}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x1024xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x1024xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
 // q's rank is checked before k's and v's token counts are compared with it.
-func.func @prefill_q_rank(%q: memref<bf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_q_rank(%q: memref<bf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'q' must have rank 3, got 0}}
-  tessel.prefill_attention q(%q : memref<bf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<bf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_q_type(%q: memref<?x32x128xi16>, %k: memref<?x8x128xi16>, %v: memref<?x8x128xi16>, %cu: memref<?xi32>, %o: memref<?x32x128xf32>) {
+func.func @prefill_q_type(%q: memref<?x32x128xi16>, %k: memref<?x8x128xi16>, %v: memref<?x8x128xi16>, %cu: memref<?xi32>, %o: memref<?x32x128xf32>, %scale: f32) {
   // expected-error @below {{'q' element type must be f32, f16 or bf16, got 'i16'}}
-  tessel.prefill_attention q(%q : memref<?x32x128xi16>) k(%k : memref<?x8x128xi16>) v(%v : memref<?x8x128xi16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xf32>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xi16>) k(%k : memref<?x8x128xi16>) v(%v : memref<?x8x128xi16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xf32>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_v_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_v_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'v' element type must match 'q' ('bf16'), got 'f16'}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_kv_heads_dynamic(%q: memref<?x32x128xbf16>, %k: memref<?x?x128xbf16>, %v: memref<?x?x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_kv_heads_dynamic(%q: memref<?x32x128xbf16>, %k: memref<?x?x128xbf16>, %v: memref<?x?x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k' dim 1 (num_kv_heads) must be static}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x?x128xbf16>) v(%v : memref<?x?x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x?x128xbf16>) v(%v : memref<?x?x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_v_heads(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_v_heads(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'v' dim 1 (num_kv_heads) must be 8, got 4}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_k_tokens(%q: memref<12x32x128xbf16>, %k: memref<10x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<12x32x128xbf16>) {
+func.func @prefill_k_tokens(%q: memref<12x32x128xbf16>, %k: memref<10x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<12x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k' dim 0 (tokens) is 10 but 'q' dim 0 is 12}}
-  tessel.prefill_attention q(%q : memref<12x32x128xbf16>) k(%k : memref<10x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<12x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<12x32x128xbf16>) k(%k : memref<10x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<12x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_cu_seqlens_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi64>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_cu_seqlens_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi64>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'cu_seqlens' must be a memref of i32, got 'i64'}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi64>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi64>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_cu_seqlens_rank(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?x2xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_cu_seqlens_rank(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?x2xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'cu_seqlens' must have rank 1, got 2}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?x2xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?x2xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_qk_head_dim(%q: memref<?x32x64xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_qk_head_dim(%q: memref<?x32x64xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{head dim of 'q' (64) must match the head dim of 'k' (128)}}
-  tessel.prefill_attention q(%q : memref<?x32x64xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x64xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_q_head_dim(%q: memref<?x32x8xbf16>, %k: memref<?x8x8xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_q_head_dim(%q: memref<?x32x8xbf16>, %k: memref<?x8x8xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{head dim of 'q' is 8; supported head dims are multiples of 16 from 16 to 256}}
-  tessel.prefill_attention q(%q : memref<?x32x8xbf16>) k(%k : memref<?x8x8xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x8xbf16>) k(%k : memref<?x8x8xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_v_head_dim(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x272xbf16>, %cu: memref<?xi32>, %o: memref<?x32x272xbf16>) {
+func.func @prefill_v_head_dim(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x272xbf16>, %cu: memref<?xi32>, %o: memref<?x32x272xbf16>, %scale: f32) {
   // expected-error @below {{head dim of 'v' is 272; supported head dims are multiples of 16 from 16 to 256}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x272xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x272xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x272xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x272xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_head_ratio(%q: memref<?x12x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x12x128xbf16>) {
+func.func @prefill_head_ratio(%q: memref<?x12x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x12x128xbf16>, %scale: f32) {
   // expected-error @below {{num_q_heads (12) must be a multiple of num_kv_heads (8)}}
-  tessel.prefill_attention q(%q : memref<?x12x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x12x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x12x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x12x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_out_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xf16>) {
+func.func @prefill_out_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xf16>, %scale: f32) {
   // expected-error @below {{'out' element type must be f32 or match 'q' ('bf16'), got 'f16'}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_out_heads(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x16x128xbf16>) {
+func.func @prefill_out_heads(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x16x128xbf16>, %scale: f32) {
   // expected-error @below {{'out' dim 1 (num_q_heads) must be 32, got 16}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x16x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x16x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_out_head_dim(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x64xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @prefill_out_head_dim(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x64xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'out' dim 2 (v head dim) must be 64, got 128}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
 // Specialised dims of outputs must be static, not only equal when static.
-func.func @prefill_out_heads_dynamic(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x?x128xbf16>) {
+func.func @prefill_out_heads_dynamic(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x?x128xbf16>, %scale: f32) {
   // expected-error @below {{'out' dim 1 (num_q_heads) must be static}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x?x128xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x?x128xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_lse_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<32x?xbf16>) {
+func.func @prefill_lse_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<32x?xbf16>, %scale: f32) {
   // expected-error @below {{'lse' must be a memref of f32, got 'bf16'}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) lse(%lse : memref<32x?xbf16>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) lse(%lse : memref<32x?xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @prefill_lse_heads(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<8x?xf32>) {
+func.func @prefill_lse_heads(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
   // expected-error @below {{'lse' dim 0 (num_q_heads) must be 32, got 8}}
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) lse(%lse : memref<8x?xf32>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>) lse(%lse : memref<8x?xf32>) scale(%scale)
   return
 }
 
 // -----
 
 // The LSE is [heads, tokens], not token-major.
-func.func @prefill_lse_tokens(%q: memref<7x32x128xbf16>, %k: memref<7x8x128xbf16>, %v: memref<7x8x128xbf16>, %cu: memref<?xi32>, %o: memref<7x32x128xbf16>, %lse: memref<32x32xf32>) {
+func.func @prefill_lse_tokens(%q: memref<7x32x128xbf16>, %k: memref<7x8x128xbf16>, %v: memref<7x8x128xbf16>, %cu: memref<?xi32>, %o: memref<7x32x128xbf16>, %lse: memref<32x32xf32>, %scale: f32) {
   // expected-error @below {{'lse' dim 1 (tokens) is 32 but 'q' dim 0 is 7}}
-  tessel.prefill_attention q(%q : memref<7x32x128xbf16>) k(%k : memref<7x8x128xbf16>) v(%v : memref<7x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<7x32x128xbf16>) lse(%lse : memref<32x32xf32>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<7x32x128xbf16>) k(%k : memref<7x8x128xbf16>) v(%v : memref<7x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%o : memref<7x32x128xbf16>) lse(%lse : memref<32x32xf32>) scale(%scale)
   return
 }
 
@@ -199,130 +199,130 @@ func.func @prefill_lse_tokens(%q: memref<7x32x128xbf16>, %k: memref<7x8x128xbf16
 
 // -----
 
-func.func @decode_cache_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1024xbf16>, %vc: memref<?x16x1024xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_cache_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1024xbf16>, %vc: memref<?x16x1024xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k_cache' must have rank 4, got 3}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x1024xbf16>) v_cache(%vc : memref<?x16x1024xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x1024xbf16>) v_cache(%vc : memref<?x16x1024xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_cache_float(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xi8>, %vc: memref<?x16x8x128xi8>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_cache_float(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xi8>, %vc: memref<?x16x8x128xi8>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k_cache' element type must be f32, f16 or bf16, got 'i8'}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xi8>) v_cache(%vc : memref<?x16x8x128xi8>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xi8>) v_cache(%vc : memref<?x16x8x128xi8>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_v_cache_type(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_v_cache_type(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'v_cache' element type must match 'k_cache' ('bf16'), got 'f16'}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_q_type(%q: memref<?x32x128xf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xf16>) {
+func.func @decode_q_type(%q: memref<?x32x128xf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xf16>, %scale: f32) {
   // expected-error @below {{'k_cache' element type must match 'q' ('f16'), got 'bf16'}}
-  tessel.decode_attention q(%q : memref<?x32x128xf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_block_size_dynamic(%q: memref<?x32x128xbf16>, %kc: memref<?x?x8x128xbf16>, %vc: memref<?x?x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_block_size_dynamic(%q: memref<?x32x128xbf16>, %kc: memref<?x?x8x128xbf16>, %vc: memref<?x?x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k_cache' dim 1 (block_size) must be static}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x?x8x128xbf16>) v_cache(%vc : memref<?x?x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x?x8x128xbf16>) v_cache(%vc : memref<?x?x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_block_size(%q: memref<?x32x128xbf16>, %kc: memref<?x8x8x128xbf16>, %vc: memref<?x8x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_block_size(%q: memref<?x32x128xbf16>, %kc: memref<?x8x8x128xbf16>, %vc: memref<?x8x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{block size (8) must be a positive multiple of 16}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x8x128xbf16>) v_cache(%vc : memref<?x8x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x8x128xbf16>) v_cache(%vc : memref<?x8x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_num_blocks(%q: memref<?x32x128xbf16>, %kc: memref<100x16x8x128xbf16>, %vc: memref<50x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_num_blocks(%q: memref<?x32x128xbf16>, %kc: memref<100x16x8x128xbf16>, %vc: memref<50x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'v_cache' dim 0 (num_blocks) is 50 but 'k_cache' dim 0 is 100}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<100x16x8x128xbf16>) v_cache(%vc : memref<50x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<100x16x8x128xbf16>) v_cache(%vc : memref<50x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_v_cache_heads(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_v_cache_heads(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'v_cache' dim 2 (num_kv_heads) must be 8, got 4}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_shuffled_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_shuffled_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k_cache' must have rank 5, got 4}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) scale(%scale)
   return
 }
 
 // -----
 
 // x = 16 bytes / sizeof(bf16) = 8.
-func.func @decode_shuffled_x(%q: memref<?x32x128xbf16>, %kc: memref<?x8x32x16x4xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_shuffled_x(%q: memref<?x32x128xbf16>, %kc: memref<?x8x32x16x4xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k_cache' dim 4 (x = 16 bytes / element size) must be 8, got 4}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x32x16x4xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x32x16x4xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_shuffled_v_blocks(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x4x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_shuffled_v_blocks(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x4x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'v_cache' dim 2 (block_size / x) must be 2, got 4}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_shuffled_head_dim(%q: memref<?x32x128xbf16>, %kc: memref<?x8x?x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_shuffled_head_dim(%q: memref<?x32x128xbf16>, %kc: memref<?x8x?x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'k_cache' dim 2 (head_dim / x) must be static}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x?x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x?x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(shuffled) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_cache_head_dim(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x64xbf16>, %vc: memref<?x16x8x64xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x64xbf16>) {
+func.func @decode_cache_head_dim(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x64xbf16>, %vc: memref<?x16x8x64xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x32x64xbf16>, %scale: f32) {
   // expected-error @below {{head dim of 'q' (128) must match the head dim of 'k_cache' (64)}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x64xbf16>) v_cache(%vc : memref<?x16x8x64xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x64xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x64xbf16>) v_cache(%vc : memref<?x16x8x64xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x64xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_block_table_type(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi64>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_block_table_type(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi64>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'block_table' must be a memref of i32, got 'i64'}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi64>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi64>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_seq_lens_requests(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<4x?xi32>, %sl: memref<3xi32>, %o: memref<?x32x128xbf16>) {
+func.func @decode_seq_lens_requests(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<4x?xi32>, %sl: memref<3xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'seq_lens' dim 0 (requests) is 3 but 'block_table' dim 0 is 4}}
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<4x?xi32>) seq_lens(%sl : memref<3xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<4x?xi32>) seq_lens(%sl : memref<3xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @decode_q_requests(%q: memref<5x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<4xi32>, %o: memref<5x32x128xbf16>) {
+func.func @decode_q_requests(%q: memref<5x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<4xi32>, %o: memref<5x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'q' dim 0 (requests) is 5 but 'seq_lens' dim 0 is 4}}
-  tessel.decode_attention q(%q : memref<5x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<4xi32>) out(%o : memref<5x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.decode_attention q(%q : memref<5x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<4xi32>) out(%o : memref<5x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
@@ -332,25 +332,25 @@ func.func @decode_q_requests(%q: memref<5x32x128xbf16>, %kc: memref<?x16x8x128xb
 
 // -----
 
-func.func @extend_cu_seqlens(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<4xi32>, %cl: memref<4xi32>, %o: memref<?x32x128xbf16>) {
+func.func @extend_cu_seqlens(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<4xi32>, %cl: memref<4xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'cu_seqlens' must have one more entry than 'context_lens' (4), got 4}}
-  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<4xi32>) context_lens(%cl : memref<4xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<4xi32>) context_lens(%cl : memref<4xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @extend_new_kv(%q: memref<?x32x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+func.func @extend_new_kv(%q: memref<?x32x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{new 'k'/'v' (4 heads, dims 128/128) must match the caches (8 heads, dims 128/128)}}
-  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @extend_context_lens_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xf32>, %o: memref<?x32x128xbf16>) {
+func.func @extend_context_lens_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xf32>, %o: memref<?x32x128xbf16>, %scale: f32) {
   // expected-error @below {{'context_lens' must be a memref of i32, got 'f32'}}
-  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xf32>) out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 1.0 : f32}
+  tessel.extend_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xf32>) out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   return
 }
 
@@ -361,74 +361,74 @@ func.func @extend_context_lens_type(%q: memref<?x32x128xbf16>, %k: memref<?x8x12
 // -----
 
 // Only the generic form can give a start without a length.
-func.func @paged_half_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xf32>, %start: index) {
+func.func @paged_half_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xf32>, %start: index, %scale: f32) {
   // expected-error @below {{window needs both a start and a length}}
-  "tessel.paged_attention"(%q, %kc, %vc, %bt, %cl, %o, %start) <{layout = #tessel<kv_layout nhd>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 0, 1, 0>, scale = 1.0 : f32}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?x32x128xf32>, index) -> ()
+  "tessel.paged_attention"(%q, %kc, %vc, %bt, %cl, %o, %start, %scale) <{layout = #tessel<kv_layout nhd>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 0, 1, 0, 1>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?x32x128xf32>, index, f32) -> ()
   return
 }
 
 // -----
 
-func.func @paged_split_with_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %l: memref<?x32x?xf32>, %s: index, %n: index) {
+func.func @paged_split_with_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %l: memref<?x32x?xf32>, %s: index, %n: index, %scale: f32) {
   // expected-error @below {{the split form ('out' [P, T, Hq, Dv]) takes no window: partial p covers ceil(MB / P) blocks}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) lse(%l : memref<?x32x?xf32>) window(%s, %n) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) lse(%l : memref<?x32x?xf32>) window(%s, %n) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @paged_split_without_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>) {
+func.func @paged_split_without_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %scale: f32) {
   // expected-error @below {{the split form ('out' [P, T, Hq, Dv]) needs 'lse' [P, Hq, T]: its partials are merged by it}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @paged_split_partials_disagree(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<4x?x32x128xf32>, %l: memref<3x32x?xf32>) {
+func.func @paged_split_partials_disagree(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<4x?x32x128xf32>, %l: memref<3x32x?xf32>, %scale: f32) {
   // expected-error @below {{partials}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<4x?x32x128xf32>) lse(%l : memref<3x32x?xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<4x?x32x128xf32>) lse(%l : memref<3x32x?xf32>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @paged_split_lse_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %l: memref<32x?xf32>) {
+func.func @paged_split_lse_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x?x32x128xf32>, %l: memref<32x?xf32>, %scale: f32) {
   // expected-error @below {{'lse' must have rank 3, got 2}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) lse(%l : memref<32x?xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x?x32x128xf32>) lse(%l : memref<32x?xf32>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @paged_cu_seqlens(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<3xi32>, %cl: memref<3xi32>, %o: memref<?x32x128xf32>) {
+func.func @paged_cu_seqlens(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<3xi32>, %cl: memref<3xi32>, %o: memref<?x32x128xf32>, %scale: f32) {
   // expected-error @below {{'cu_seqlens' must have one more entry than 'context_lens' (3), got 3}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<3xi32>) context_lens(%cl : memref<3xi32>) out(%o : memref<?x32x128xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<3xi32>) context_lens(%cl : memref<3xi32>) out(%o : memref<?x32x128xf32>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
 // Without cu_seqlens there is one query per request.
-func.func @paged_one_query(%q: memref<6x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<3xi32>, %o: memref<6x32x128xf32>) {
+func.func @paged_one_query(%q: memref<6x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<3xi32>, %o: memref<6x32x128xf32>, %scale: f32) {
   // expected-error @below {{'q' dim 0 (requests) is 6 but 'context_lens' dim 0 is 3}}
-  tessel.paged_attention q(%q : memref<6x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<3xi32>) out(%o : memref<6x32x128xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<6x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<3xi32>) out(%o : memref<6x32x128xf32>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @paged_out_tokens(%q: memref<6x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<6xi32>, %o: memref<5x32x128xf32>) {
+func.func @paged_out_tokens(%q: memref<6x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<6xi32>, %o: memref<5x32x128xf32>, %scale: f32) {
   // expected-error @below {{'out' dim 0 (tokens) is 5 but 'q' dim 0 is 6}}
-  tessel.paged_attention q(%q : memref<6x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<6xi32>) out(%o : memref<5x32x128xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<6x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<6xi32>) out(%o : memref<5x32x128xf32>) layout(nhd) scale(%scale)
   return
 }
 
 // -----
 
-func.func @paged_lse_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xf32>, %lse: memref<?xf32>) {
+func.func @paged_lse_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xf32>, %lse: memref<?xf32>, %scale: f32) {
   // expected-error @below {{'lse' must have rank 2, got 1}}
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xf32>) lse(%lse : memref<?xf32>) layout(nhd) {scale = 1.0 : f32}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xf32>) lse(%lse : memref<?xf32>) layout(nhd) scale(%scale)
   return
 }
 
@@ -466,89 +466,89 @@ func.func @reshape_and_cache_type(%k: memref<?x8x128xf16>, %v: memref<?x8x128xf1
 
 // -----
 
-func.func @mla_cache_rank(%q: memref<?x128x576xbf16>, %c: memref<?x16x1x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>) {
+func.func @mla_cache_rank(%q: memref<?x128x576xbf16>, %c: memref<?x16x1x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %scale: f32) {
   // expected-error @below {{'kv_cache' must have rank 3, got 4}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x1x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x1x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_heads_dynamic(%q: memref<?x?x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x512xbf16>) {
+func.func @mla_heads_dynamic(%q: memref<?x?x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x512xbf16>, %scale: f32) {
   // expected-error @below {{'q' dim 1 (num_heads) must be static}}
-  tessel.mla_decode q(%q : memref<?x?x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x512xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x?x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x512xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_block_size(%q: memref<?x128x576xbf16>, %c: memref<?x0x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>) {
+func.func @mla_block_size(%q: memref<?x128x576xbf16>, %c: memref<?x0x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %scale: f32) {
   // expected-error @below {{block size (0) must be a positive multiple of 16}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x0x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x0x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_head_dim(%q: memref<?x128x1040xbf16>, %c: memref<?x16x1040xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>) {
+func.func @mla_head_dim(%q: memref<?x128x1040xbf16>, %c: memref<?x16x1040xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %scale: f32) {
   // expected-error @below {{MLA head dim of 'q' is 1040; it must be a multiple of 16 from 16 to 1024}}
-  tessel.mla_decode q(%q : memref<?x128x1040xbf16>) kv_cache(%c : memref<?x16x1040xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x1040xbf16>) kv_cache(%c : memref<?x16x1040xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_latent(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x576xbf16>) {
+func.func @mla_latent(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x576xbf16>, %scale: f32) {
   // expected-error @below {{latent dim of 'out' (576) must be a positive multiple of 16 smaller than the head dim of 'q' (576)}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x576xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x576xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_latent_zero(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x0xbf16>) {
+func.func @mla_latent_zero(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x0xbf16>, %scale: f32) {
   // expected-error @below {{latent dim of 'out' (0) must be a positive multiple of 16 smaller than the head dim of 'q' (576)}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x0xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x0xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_head_dim_zero(%q: memref<?x128x0xbf16>, %c: memref<?x16x0xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>) {
+func.func @mla_head_dim_zero(%q: memref<?x128x0xbf16>, %c: memref<?x16x0xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %scale: f32) {
   // expected-error @below {{MLA head dim of 'q' is 0; it must be a multiple of 16 from 16 to 1024}}
-  tessel.mla_decode q(%q : memref<?x128x0xbf16>) kv_cache(%c : memref<?x16x0xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x0xbf16>) kv_cache(%c : memref<?x16x0xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_cache_dim(%q: memref<?x128x576xbf16>, %c: memref<?x16x512xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>) {
+func.func @mla_cache_dim(%q: memref<?x128x576xbf16>, %c: memref<?x16x512xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %scale: f32) {
   // expected-error @below {{'kv_cache' dim 2 (latent + rope dim) must be 576, got 512}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x512xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x512xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_out_type(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xf16>) {
+func.func @mla_out_type(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xf16>, %scale: f32) {
   // expected-error @below {{'out' element type must be f32 or match 'q' ('bf16'), got 'f16'}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xf16>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xf16>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_lse_heads(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %lse: memref<16x?xf32>) {
+func.func @mla_lse_heads(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
   // expected-error @below {{'lse' dim 0 (num_heads) must be 128, got 16}}
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) lse(%lse : memref<16x?xf32>) {scale = 1.0 : f32}
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>) lse(%lse : memref<16x?xf32>) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_half_window(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %len: index) {
+func.func @mla_half_window(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x128x512xbf16>, %len: index, %scale: f32) {
   // expected-error @below {{window needs both a start and a length}}
-  "tessel.mla_decode"(%q, %c, %bt, %sl, %o, %len) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1>, scale = 1.0 : f32}> : (memref<?x128x576xbf16>, memref<?x16x576xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?x128x512xbf16>, index) -> ()
+  "tessel.mla_decode"(%q, %c, %bt, %sl, %o, %len, %scale) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 1>}> : (memref<?x128x576xbf16>, memref<?x16x576xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?x128x512xbf16>, index, f32) -> ()
   return
 }
 
@@ -1008,9 +1008,9 @@ func.func @histogram_zero_topk(%ids: memref<?x0xi32>, %n: memref<8xi32>, %g: mem
 
 // -----
 
-func.func @prefill_empty_cu_seqlens(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %v: memref<?x4x64xf32>, %cu: memref<0xi32>, %o: memref<?x4x64xf32>) {
+func.func @prefill_empty_cu_seqlens(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %v: memref<?x4x64xf32>, %cu: memref<0xi32>, %o: memref<?x4x64xf32>, %scale: f32) {
   // expected-error @below {{'cu_seqlens' must have at least one entry}}
-  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x4x64xf32>) v(%v : memref<?x4x64xf32>) cu_seqlens(%cu : memref<0xi32>) out(%o : memref<?x4x64xf32>) {scale = 1.0 : f32}
+  tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x4x64xf32>) v(%v : memref<?x4x64xf32>) cu_seqlens(%cu : memref<0xi32>) out(%o : memref<?x4x64xf32>) scale(%scale)
   return
 }
 
@@ -1024,16 +1024,16 @@ func.func @unpermute_dynamic_topk(%y: memref<?x64xf32>, %p: memref<?x?xi32>, %w:
 
 // -----
 
-func.func @mla_split_with_window(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x16x512xf32>, %l: memref<?x16x?xf32>, %s: index, %n: index) {
+func.func @mla_split_with_window(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x16x512xf32>, %l: memref<?x16x?xf32>, %s: index, %n: index, %scale: f32) {
   // expected-error @below {{the split form ('out' [P, B, H, L]) takes no window: partial p covers ceil(MB / P) blocks}}
-  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) lse(%l : memref<?x16x?xf32>) window(%s, %n) {scale = 0.07 : f32}
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) lse(%l : memref<?x16x?xf32>) window(%s, %n) scale(%scale)
   return
 }
 
 // -----
 
-func.func @mla_split_without_lse(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x16x512xf32>) {
+func.func @mla_split_without_lse(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %o: memref<?x?x16x512xf32>, %scale: f32) {
   // expected-error @below {{the split form ('out' [P, B, H, L]) needs 'lse' [P, H, B]: its partials are merged by it}}
-  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) {scale = 0.07 : f32}
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) scale(%scale)
   return
 }

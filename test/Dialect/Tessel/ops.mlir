@@ -8,62 +8,62 @@
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: func.func @prefill
-// CHECK:       tessel.prefill_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) cu_seqlens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) {causal, scale = 8.838830e-02 : f32}
-// CHECK:       tessel.prefill_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) cu_seqlens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) {scale = 1.250000e-01 : f32}
+// CHECK:       tessel.prefill_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) cu_seqlens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) scale(%{{.*}}) {causal}
+// CHECK:       tessel.prefill_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) cu_seqlens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) scale(%{{.*}})
 func.func @prefill(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
                    %v: memref<?x8x128xbf16>, %cu: memref<?xi32>,
                    %o: memref<?x32x128xbf16>, %o32: memref<?x32x128xf32>,
-                   %lse: memref<32x?xf32>) {
+                   %lse: memref<32x?xf32>, %scale: f32) {
   tessel.prefill_attention q(%q : memref<?x32x128xbf16>)
       k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
       cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
-      {scale = 0.0883883 : f32, causal}
+      scale(%scale) {causal}
   tessel.prefill_attention q(%q : memref<?x32x128xbf16>)
       k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
       cu_seqlens(%cu : memref<?xi32>) out(%o32 : memref<?x32x128xf32>)
-      lse(%lse : memref<32x?xf32>) {scale = 0.125 : f32}
+      lse(%lse : memref<32x?xf32>) scale(%scale)
   return
 }
 
 // MLA non-absorbed prefill: q/k head dim 192, v/out head dim 128.
 // CHECK-LABEL: func.func @prefill_mla
-// CHECK:       tessel.prefill_attention q(%{{.*}} : memref<?x16x192xf16>) k(%{{.*}} : memref<?x16x192xf16>) v(%{{.*}} : memref<?x16x128xf16>) cu_seqlens(%{{.*}} : memref<5xi32>) out(%{{.*}} : memref<?x16x128xf16>) {causal, scale = 0.0721687972 : f32}
+// CHECK:       tessel.prefill_attention q(%{{.*}} : memref<?x16x192xf16>) k(%{{.*}} : memref<?x16x192xf16>) v(%{{.*}} : memref<?x16x128xf16>) cu_seqlens(%{{.*}} : memref<5xi32>) out(%{{.*}} : memref<?x16x128xf16>) scale(%{{.*}}) {causal}
 func.func @prefill_mla(%q: memref<?x16x192xf16>, %k: memref<?x16x192xf16>,
                        %v: memref<?x16x128xf16>, %cu: memref<5xi32>,
-                       %o: memref<?x16x128xf16>) {
+                       %o: memref<?x16x128xf16>, %scale: f32) {
   tessel.prefill_attention q(%q : memref<?x16x192xf16>)
       k(%k : memref<?x16x192xf16>) v(%v : memref<?x16x128xf16>)
       cu_seqlens(%cu : memref<5xi32>) out(%o : memref<?x16x128xf16>)
-      {scale = 0.0721688 : f32, causal}
+      scale(%scale) {causal}
   return
 }
 
 // CHECK-LABEL: func.func @decode
-// CHECK:       tessel.decode_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) {scale = 8.838830e-02 : f32}
-// CHECK:       tessel.decode_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) lse(%{{.*}} : memref<32x?xf32>) layout({{ ?}}shuffled) {scale = 8.838830e-02 : f32}
+// CHECK:       tessel.decode_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) scale(%{{.*}})
+// CHECK:       tessel.decode_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) lse(%{{.*}} : memref<32x?xf32>) layout({{ ?}}shuffled) scale(%{{.*}})
 func.func @decode(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
                   %vc: memref<?x16x8x128xbf16>,
                   %kcs: memref<?x8x16x16x8xbf16>,
                   %vcs: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>,
                   %sl: memref<?xi32>, %o: memref<?x32x128xbf16>,
-                  %lse: memref<32x?xf32>) {
+                  %lse: memref<32x?xf32>, %scale: f32) {
   tessel.decode_attention q(%q : memref<?x32x128xbf16>)
       k_cache(%kc : memref<?x16x8x128xbf16>)
       v_cache(%vc : memref<?x16x8x128xbf16>)
       block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>)
-      out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 0.0883883 : f32}
+      out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   tessel.decode_attention q(%q : memref<?x32x128xbf16>)
       k_cache(%kcs : memref<?x8x16x16x8xbf16>)
       v_cache(%vcs : memref<?x8x2x128x8xbf16>)
       block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>)
       out(%o : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>)
-      layout(shuffled) {scale = 0.0883883 : f32}
+      layout(shuffled) scale(%scale)
   return
 }
 
 // CHECK-LABEL: func.func @extend
-// CHECK:       tessel.extend_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) {scale = 8.838830e-02 : f32}
-// CHECK:       tessel.extend_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) layout({{ ?}}shuffled) {scale = 8.838830e-02 : f32}
+// CHECK:       tessel.extend_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) scale(%{{.*}})
+// CHECK:       tessel.extend_attention q(%{{.*}} : memref<?x32x128xbf16>) k(%{{.*}} : memref<?x8x128xbf16>) v(%{{.*}} : memref<?x8x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) layout({{ ?}}shuffled) scale(%{{.*}})
 func.func @extend(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
                   %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>,
                   %vc: memref<?x16x8x128xbf16>,
@@ -71,48 +71,48 @@ func.func @extend(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
                   %vcs: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>,
                   %cu: memref<?xi32>, %cl: memref<?xi32>,
                   %o: memref<?x32x128xbf16>, %o32: memref<?x32x128xf32>,
-                  %lse: memref<32x?xf32>) {
+                  %lse: memref<32x?xf32>, %scale: f32) {
   tessel.extend_attention q(%q : memref<?x32x128xbf16>)
       k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
       k_cache(%kc : memref<?x16x8x128xbf16>)
       v_cache(%vc : memref<?x16x8x128xbf16>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
       context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
-      layout(nhd) {scale = 0.0883883 : f32}
+      layout(nhd) scale(%scale)
   tessel.extend_attention q(%q : memref<?x32x128xbf16>)
       k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
       k_cache(%kcs : memref<?x8x16x16x8xbf16>)
       v_cache(%vcs : memref<?x8x2x128x8xbf16>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
       context_lens(%cl : memref<?xi32>) out(%o32 : memref<?x32x128xf32>)
-      lse(%lse : memref<32x?xf32>) layout(shuffled) {scale = 0.0883883 : f32}
+      lse(%lse : memref<32x?xf32>) layout(shuffled) scale(%scale)
   return
 }
 
 // CHECK-LABEL: func.func @paged
-// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) window(%{{.*}}, %{{.*}}) layout({{ ?}}nhd) {scale = 8.838830e-02 : f32}
-// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) {scale = 8.838830e-02 : f32}
-// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) window(%{{.*}}, %{{.*}}) layout({{ ?}}shuffled) {scale = 8.838830e-02 : f32}
-// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) layout({{ ?}}shuffled) {scale = 8.838830e-02 : f32}
+// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) window(%{{.*}}, %{{.*}}) layout({{ ?}}nhd) scale(%{{.*}})
+// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) scale(%{{.*}})
+// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) window(%{{.*}}, %{{.*}}) layout({{ ?}}shuffled) scale(%{{.*}})
+// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) layout({{ ?}}shuffled) scale(%{{.*}})
 func.func @paged(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
                  %vc: memref<?x16x8x128xbf16>,
                  %kcs: memref<?x8x16x16x8xbf16>,
                  %vcs: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>,
                  %cu: memref<?xi32>, %cl: memref<?xi32>,
                  %o: memref<?x32x128xbf16>, %o32: memref<?x32x128xf32>,
-                 %lse: memref<32x?xf32>, %start: index, %len: index) {
+                 %lse: memref<32x?xf32>, %start: index, %len: index, %scale: f32) {
   // Split-KV decode partial: one query per request, a window, f32 partials.
   tessel.paged_attention q(%q : memref<?x32x128xbf16>)
       k_cache(%kc : memref<?x16x8x128xbf16>)
       v_cache(%vc : memref<?x16x8x128xbf16>)
       block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>)
       out(%o32 : memref<?x32x128xf32>) lse(%lse : memref<32x?xf32>)
-      window(%start, %len) layout(nhd) {scale = 0.0883883 : f32}
+      window(%start, %len) layout(nhd) scale(%scale)
   tessel.paged_attention q(%q : memref<?x32x128xbf16>)
       k_cache(%kc : memref<?x16x8x128xbf16>)
       v_cache(%vc : memref<?x16x8x128xbf16>)
       block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>)
-      out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 0.0883883 : f32}
+      out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
   // Extend context chunk: ragged queries.
   tessel.paged_attention q(%q : memref<?x32x128xbf16>)
       k_cache(%kcs : memref<?x8x16x16x8xbf16>)
@@ -120,13 +120,13 @@ func.func @paged(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
       block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
       context_lens(%cl : memref<?xi32>) out(%o32 : memref<?x32x128xf32>)
       lse(%lse : memref<32x?xf32>) window(%start, %len) layout(shuffled)
-      {scale = 0.0883883 : f32}
+      scale(%scale)
   tessel.paged_attention q(%q : memref<?x32x128xbf16>)
       k_cache(%kcs : memref<?x8x16x16x8xbf16>)
       v_cache(%vcs : memref<?x8x2x128x8xbf16>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
       context_lens(%cl : memref<?xi32>) out(%o32 : memref<?x32x128xf32>)
-      layout(shuffled) {scale = 0.0883883 : f32}
+      layout(shuffled) scale(%scale)
   return
 }
 
@@ -156,22 +156,22 @@ func.func @reshape_and_cache(%k: memref<?x8x128xbf16>,
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: func.func @mla_decode
-// CHECK:       tessel.mla_decode q(%{{.*}} : memref<?x128x576xbf16>) kv_cache(%{{.*}} : memref<?x16x576xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x128x512xbf16>) {scale = 0.0721687972 : f32}
-// CHECK:       tessel.mla_decode q(%{{.*}} : memref<?x128x576xbf16>) kv_cache(%{{.*}} : memref<?x16x576xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x128x512xf32>) lse(%{{.*}} : memref<128x?xf32>) window(%{{.*}}, %{{.*}}) {scale = 0.0721687972 : f32}
+// CHECK:       tessel.mla_decode q(%{{.*}} : memref<?x128x576xbf16>) kv_cache(%{{.*}} : memref<?x16x576xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x128x512xbf16>) scale(%{{.*}})
+// CHECK:       tessel.mla_decode q(%{{.*}} : memref<?x128x576xbf16>) kv_cache(%{{.*}} : memref<?x16x576xbf16>) block_table(%{{.*}} : memref<?x?xi32>) seq_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x128x512xf32>) lse(%{{.*}} : memref<128x?xf32>) window(%{{.*}}, %{{.*}}) scale(%{{.*}})
 func.func @mla_decode(%q: memref<?x128x576xbf16>, %c: memref<?x16x576xbf16>,
                       %bt: memref<?x?xi32>, %sl: memref<?xi32>,
                       %o: memref<?x128x512xbf16>,
                       %o32: memref<?x128x512xf32>, %lse: memref<128x?xf32>,
-                      %start: index, %len: index) {
+                      %start: index, %len: index, %scale: f32) {
   tessel.mla_decode q(%q : memref<?x128x576xbf16>)
       kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>)
       seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>)
-      {scale = 0.0721688 : f32}
+      scale(%scale)
   tessel.mla_decode q(%q : memref<?x128x576xbf16>)
       kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>)
       seq_lens(%sl : memref<?xi32>) out(%o32 : memref<?x128x512xf32>)
       lse(%lse : memref<128x?xf32>) window(%start, %len)
-      {scale = 0.0721688 : f32}
+      scale(%scale)
   return
 }
 

@@ -26,7 +26,7 @@
 
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
-func.func @mla(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x128x512xbf16>, %lse: memref<128x?xf32>) {
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x128x512xbf16>) lse(%lse : memref<128x?xf32>) {scale = 0.0721688 : f32}
+func.func @mla(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x128x512xbf16>, %lse: memref<128x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x128x512xbf16>) lse(%lse : memref<128x?xf32>) scale(%scale)
   return
 }

@@ -22,7 +22,7 @@
 
 // NOLOCAL-NOT: .local
 // NOLOCAL-NOT: call
-func.func @mla_split(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>) {
-  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x128x512xf32>) lse(%lse : memref<?x128x?xf32>) {scale = 0.0721688 : f32}
+func.func @mla_split(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x128x512xf32>) lse(%lse : memref<?x128x?xf32>) scale(%scale)
   return
 }

@@ -11,11 +11,11 @@
 // CHECK-DAG:   Compiling entry function 'prefill_d128' for 'sm_90'
 // CHECK-DAG:   Compiling entry function 'prefill_mla' for 'sm_90'
 // NOSPILL-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
-func.func @prefill_d128(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) {scale = 0.0883883 : f32, causal}
+func.func @prefill_d128(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @prefill_mla(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xbf16>, %lse: memref<128x?xf32>) {
-  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xbf16>) lse(%lse : memref<128x?xf32>) {scale = 0.0721688 : f32, causal}
+func.func @prefill_mla(%q: memref<?x128x192xbf16>, %k: memref<?x128x192xbf16>, %v: memref<?x128x128xbf16>, %cu: memref<?xi32>, %out: memref<?x128x128xbf16>, %lse: memref<128x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x128x192xbf16>) k(%k : memref<?x128x192xbf16>) v(%v : memref<?x128x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x128x128xbf16>) lse(%lse : memref<128x?xf32>) scale(%scale) {causal}
   return
 }

@@ -49,6 +49,8 @@ struct SpecBuilder {
     in(v, "block_table", {"B", "MB"});
     operands.back().elementwise = true;
   }
+  /// A scalar passed by value: no dims.
+  void scalar(Value v, StringRef name) { in(v, name, {}); }
   void param(StringRef key, int64_t value) { params.push_back({key.str(), value}); }
   void caches(Value kc, Value vc, KVLayout layout) {
     if (layout == KVLayout::NHD) {
@@ -103,6 +105,7 @@ void describe(PrefillAttentionOp op, SpecBuilder &b) {
   b.out(op.getLse(), "lse", {"Hq", "T"});
   b.attentionParams(op.getQ(), op.getOut(), dimOf(op.getK(), 1), op.getLse());
   b.param("causal", op.getCausal() ? 1 : 0);
+  b.scalar(op.getScale(), "scale");
 }
 
 void describe(DecodeAttentionOp op, SpecBuilder &b) {
@@ -115,6 +118,7 @@ void describe(DecodeAttentionOp op, SpecBuilder &b) {
   auto [bs, kvHeads] = cacheGeometry(op.getKCache(), op.getLayout());
   b.attentionParams(op.getQ(), op.getOut(), kvHeads, op.getLse());
   b.param("block_size", bs);
+  b.scalar(op.getScale(), "scale");
 }
 
 void describe(ExtendAttentionOp op, SpecBuilder &b) {
@@ -130,6 +134,7 @@ void describe(ExtendAttentionOp op, SpecBuilder &b) {
   auto [bs, kvHeads] = cacheGeometry(op.getKCache(), op.getLayout());
   b.attentionParams(op.getQ(), op.getOut(), kvHeads, op.getLse());
   b.param("block_size", bs);
+  b.scalar(op.getScale(), "scale");
 }
 
 void describe(PagedAttentionOp op, SpecBuilder &b) {
@@ -150,6 +155,7 @@ void describe(PagedAttentionOp op, SpecBuilder &b) {
   b.attentionParams(op.getQ(), op.getOut(), kvHeads, op.getLse());
   b.param("block_size", bs);
   b.param("split", op.isSplit() ? 1 : 0);
+  b.scalar(op.getScale(), "scale");
 }
 
 void describe(ReshapeAndCacheOp op, SpecBuilder &b) {
@@ -187,6 +193,7 @@ void describe(MLADecodeOp op, SpecBuilder &b) {
   b.param("split", op.isSplit() ? 1 : 0);
   b.param("block_size", dimOf(op.getKvCache(), 1));
   b.param("has_lse", op.getLse() ? 1 : 0);
+  b.scalar(op.getScale(), "scale");
 }
 
 void describe(LseMergeOp op, SpecBuilder &b) {
@@ -302,9 +309,9 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
         llvm_unreachable("every tessel op has a kernel description");
       });
   if (op->getNumOperands() != b.operands.size())
-    return fail("kernel ops take only buffers; '" +
+    return fail("kernel ops take no index operands; '" +
                 op->getName().getStringRef() +
-                "' has index operands (a window) that a kernel cannot take");
+                "' has a window that a kernel cannot take");
 
   // Map each function argument to the operand spec that uses it.
   SmallVector<const OperandSpec *> byArg(func.getNumArguments(), nullptr);
@@ -324,7 +331,9 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
   // Names with a static size anywhere are constants everywhere.
   llvm::StringMap<int64_t> staticValue;
   for (const OperandSpec &s : b.operands) {
-    auto type = cast<MemRefType>(s.value.getType());
+    auto type = dyn_cast<MemRefType>(s.value.getType());
+    if (!type)
+      continue; // a scalar
     if (!type.getLayout().isIdentity())
       return fail("argument '" + s.name + "' must have the identity layout");
     for (auto [d, name] : llvm::enumerate(s.dims)) {
@@ -339,10 +348,10 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
   sig.params = std::move(b.params);
   llvm::StringMap<int> symbolIndex;
   for (const OperandSpec *s : byArg) {
-    KernelArg arg{s->name.str(), cast<MemRefType>(s->value.getType()),
-                  s->isOutput, {}, s->elementwise};
+    KernelArg arg{s->name.str(), s->value.getType(), s->isOutput, {},
+                  s->elementwise};
     for (auto [d, name] : llvm::enumerate(s->dims)) {
-      int64_t size = arg.type.getDimSize(d);
+      int64_t size = cast<MemRefType>(arg.type).getDimSize(d);
       KernelDim dim;
       if (!ShapedType::isDynamic(size)) {
         dim.constant = size;

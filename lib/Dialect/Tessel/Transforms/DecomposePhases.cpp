@@ -126,7 +126,7 @@ void decomposeExtend(ExtendAttentionOp op, int64_t chunkTokens) {
   std::tie(tmpO, tmpL) = r.partial(tokens, heads, vDim);
 
   PrefillAttentionOp::create(b, loc, op.getQ(), op.getK(), op.getV(),
-                             op.getCuSeqlens(), accO, accL, op.getScaleAttr(),
+                             op.getCuSeqlens(), accO, accL, op.getScale(),
                              b.getUnitAttr());
 
   Value chunk = r.idx(chunkTokens);
@@ -138,7 +138,7 @@ void decomposeExtend(ExtendAttentionOp op, int64_t chunkTokens) {
     PagedAttentionOp::create(b, loc, op.getQ(), op.getKCache(), op.getVCache(),
                              op.getBlockTable(), op.getCuSeqlens(),
                              op.getContextLens(), tmpO, tmpL, start, chunk,
-                             op.getScaleAttr(), op.getLayoutAttr());
+                             op.getScale(), op.getLayoutAttr());
   };
   Value last = arith::SubIOp::create(b, loc, count, r.idx(1));
   r.forLoop(last, [&](Value c) {
@@ -180,7 +180,7 @@ void decomposeDecode(DecodeAttentionOp op, int64_t splitTokens) {
         PagedAttentionOp::create(r.b, r.loc, op.getQ(), op.getKCache(),
                                  op.getVCache(), op.getBlockTable(),
                                  /*cu_seqlens=*/Value(), op.getSeqLens(), o, l,
-                                 start, len, op.getScaleAttr(),
+                                 start, len, op.getScale(),
                                  op.getLayoutAttr());
       });
 }
@@ -192,7 +192,7 @@ void decomposeMLADecode(MLADecodeOp op, int64_t splitTokens) {
       [&](Rewriter &r, Value start, Value len, Value o, Value l) {
         MLADecodeOp::create(r.b, r.loc, op.getQ(), op.getKvCache(),
                             op.getBlockTable(), op.getSeqLens(), o, l, start,
-                            len, op.getScaleAttr());
+                            len, op.getScale());
       });
 }
 

@@ -2,9 +2,10 @@
 //
 // A kernel is a public function whose body is one tessel op whose operands
 // are the function's arguments. Its signature, as the runtime sees it, is the
-// list of buffers (named after the op's operands) with each dimension either
-// a constant or an affine use of a named shape symbol (T, B, ...), plus the
-// integer shape parameters the kernel was specialised on. The host entry
+// list of arguments (named after the op's operands): buffers, with each
+// dimension either a constant or an affine use of a named shape symbol (T,
+// B, ...), and scalars passed by value (the softmax scale); plus the integer
+// shape parameters the kernel was specialised on. The host entry
 // wrapper, tessel-aot and the bundle all derive from this one description.
 //
 //===----------------------------------------------------------------------===//
@@ -31,12 +32,22 @@ struct KernelDim {
 
 struct KernelArg {
   std::string name;
-  MemRefType type;
+  /// A MemRefType for a buffer; a float type for a scalar passed by value.
+  Type type;
   bool isOutput = false;
+  /// One per buffer dimension; none for a scalar.
   SmallVector<KernelDim> dims;
   /// The GPU templates read it one element at a time (a block table), so
   /// its base needs only element alignment.
   bool elementwise = false;
+
+  bool isScalar() const { return !isa<MemRefType>(type); }
+  /// The buffer's element type, or the scalar's type.
+  Type elementType() const {
+    if (auto memref = dyn_cast<MemRefType>(type))
+      return memref.getElementType();
+    return type;
+  }
 };
 
 struct KernelSignature {
@@ -51,7 +62,7 @@ struct KernelSignature {
 
 /// Analyses a kernel function; emits an error naming the function and the
 /// problem (not exactly one tessel op, an operand that is not a distinct
-/// argument, a non-memref argument, a non-identity layout) on failure.
+/// argument, an unused argument, a non-identity layout) on failure.
 FailureOr<KernelSignature> analyzeKernel(func::FuncOp func);
 
 } // namespace mlir::tessel

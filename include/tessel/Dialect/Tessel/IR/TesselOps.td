@@ -42,6 +42,11 @@ def Tessel_PrefillAttentionOp : Tessel_Op<"prefill_attention"> {
     is the natural-log log-sum-exp of the scaled scores (fp32), `-inf` for a
     query that sees no key (then `out` is zero).
 
+    `scale` is an f32 value, not an attribute: in a kernel it is an argument
+    given at launch, so one kernel serves every model's scale (1/sqrt(Dqk),
+    MLA's 1/sqrt(192) times a YaRN factor, Gemma's query pre-scaling, ...).
+    The other attention ops take it the same way.
+
     `q`/`k` head dim and `v`/`out` head dim may differ (MLA non-absorbed
     prefill: 192 and 128). `out` may be fp32 when the inputs are 16-bit.
     Tokens outside every request (padding past `cu_seqlens[B]`) are not part
@@ -56,18 +61,19 @@ def Tessel_PrefillAttentionOp : Tessel_Op<"prefill_attention"> {
     tessel.prefill_attention q(%q : memref<?x32x128xbf16>)
         k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
         cu_seqlens(%cu : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
-        {scale = 0.0883883 : f32, causal}
+        scale(%scale) {causal}
     ```
   }];
   let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k, Tessel_Buffer:$v,
                    Tessel_Buffer:$cu_seqlens, Tessel_OutBuffer:$out,
-                   Tessel_OptOutBuffer:$lse, F32Attr:$scale, UnitAttr:$causal);
+                   Tessel_OptOutBuffer:$lse, F32:$scale, UnitAttr:$causal);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)` `k` `(` $k `:` type($k) `)`
     `v` `(` $v `:` type($v) `)`
     `cu_seqlens` `(` $cu_seqlens `:` type($cu_seqlens) `)`
     `out` `(` $out `:` type($out) `)`
-    (`lse` `(` $lse^ `:` type($lse) `)`)? attr-dict
+    (`lse` `(` $lse^ `:` type($lse) `)`)?
+    `scale` `(` $scale `)` attr-dict
   }];
 }
 
@@ -93,13 +99,13 @@ def Tessel_DecodeAttentionOp : Tessel_Op<"decode_attention"> {
         k_cache(%kc : memref<?x16x8x128xbf16>)
         v_cache(%vc : memref<?x16x8x128xbf16>)
         block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>)
-        out(%o : memref<?x32x128xbf16>) layout(nhd) {scale = 0.0883883 : f32}
+        out(%o : memref<?x32x128xbf16>) layout(nhd) scale(%scale)
     ```
   }];
   let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k_cache,
                    Tessel_Buffer:$v_cache, Tessel_Buffer:$block_table,
                    Tessel_Buffer:$seq_lens, Tessel_OutBuffer:$out,
-                   Tessel_OptOutBuffer:$lse, F32Attr:$scale,
+                   Tessel_OptOutBuffer:$lse, F32:$scale,
                    Tessel_KVLayoutAttr:$layout);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
@@ -108,7 +114,8 @@ def Tessel_DecodeAttentionOp : Tessel_Op<"decode_attention"> {
     `block_table` `(` $block_table `:` type($block_table) `)`
     `seq_lens` `(` $seq_lens `:` type($seq_lens) `)`
     `out` `(` $out `:` type($out) `)`
-    (`lse` `(` $lse^ `:` type($lse) `)`)? `layout` `(` $layout `)` attr-dict
+    (`lse` `(` $lse^ `:` type($lse) `)`)? `layout` `(` $layout `)`
+    `scale` `(` $scale `)` attr-dict
   }];
 }
 
@@ -139,14 +146,14 @@ def Tessel_ExtendAttentionOp : Tessel_Op<"extend_attention"> {
         v_cache(%vc : memref<?x16x8x128xbf16>)
         block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
         context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
-        layout(nhd) {scale = 0.0883883 : f32}
+        layout(nhd) scale(%scale)
     ```
   }];
   let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k, Tessel_Buffer:$v,
                    Tessel_Buffer:$k_cache, Tessel_Buffer:$v_cache,
                    Tessel_Buffer:$block_table, Tessel_Buffer:$cu_seqlens,
                    Tessel_Buffer:$context_lens, Tessel_OutBuffer:$out,
-                   Tessel_OptOutBuffer:$lse, F32Attr:$scale,
+                   Tessel_OptOutBuffer:$lse, F32:$scale,
                    Tessel_KVLayoutAttr:$layout);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)` `k` `(` $k `:` type($k) `)`
@@ -157,7 +164,8 @@ def Tessel_ExtendAttentionOp : Tessel_Op<"extend_attention"> {
     `cu_seqlens` `(` $cu_seqlens `:` type($cu_seqlens) `)`
     `context_lens` `(` $context_lens `:` type($context_lens) `)`
     `out` `(` $out `:` type($out) `)`
-    (`lse` `(` $lse^ `:` type($lse) `)`)? `layout` `(` $layout `)` attr-dict
+    (`lse` `(` $lse^ `:` type($lse) `)`)? `layout` `(` $layout `)`
+    `scale` `(` $scale `)` attr-dict
   }];
 }
 
@@ -194,7 +202,7 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
         v_cache(%vc : memref<?x16x8x128xbf16>)
         block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>)
         out(%o : memref<?x32x128xf32>) lse(%l : memref<32x?xf32>)
-        window(%start, %len) layout(nhd) {scale = 0.0883883 : f32}
+        window(%start, %len) layout(nhd) scale(%scale)
     ```
   }];
   let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$k_cache,
@@ -202,7 +210,7 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
                    Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens,
                    Tessel_Buffer:$context_lens, Tessel_OutBuffer:$out,
                    Tessel_OptOutBuffer:$lse, Optional<Index>:$window_start,
-                   Optional<Index>:$window_len, F32Attr:$scale,
+                   Optional<Index>:$window_len, F32:$scale,
                    Tessel_KVLayoutAttr:$layout);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
@@ -214,7 +222,8 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
     `out` `(` $out `:` type($out) `)`
     (`lse` `(` $lse^ `:` type($lse) `)`)?
     (`window` `(` $window_start^ `,` $window_len `)`)?
-    `layout` `(` $layout `)` attr-dict
+    `layout` `(` $layout `)`
+    `scale` `(` $scale `)` attr-dict
   }];
   let extraClassDeclaration = [{
     /// `out` [P, B, Hq, Dv] and `lse` [P, Hq, B]: split-KV partials.
@@ -278,14 +287,14 @@ def Tessel_MLADecodeOp : Tessel_Op<"mla_decode", [AttrSizedOperandSegments]> {
     tessel.mla_decode q(%q : memref<?x128x576xbf16>)
         kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>)
         seq_lens(%sl : memref<?xi32>) out(%o : memref<?x128x512xbf16>)
-        {scale = 0.0721688 : f32}
+        scale(%scale)
     ```
   }];
   let arguments = (ins Tessel_Buffer:$q, Tessel_Buffer:$kv_cache,
                    Tessel_Buffer:$block_table, Tessel_Buffer:$seq_lens,
                    Tessel_OutBuffer:$out, Tessel_OptOutBuffer:$lse,
                    Optional<Index>:$window_start, Optional<Index>:$window_len,
-                   F32Attr:$scale);
+                   F32:$scale);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `kv_cache` `(` $kv_cache `:` type($kv_cache) `)`
@@ -293,7 +302,8 @@ def Tessel_MLADecodeOp : Tessel_Op<"mla_decode", [AttrSizedOperandSegments]> {
     `seq_lens` `(` $seq_lens `:` type($seq_lens) `)`
     `out` `(` $out `:` type($out) `)`
     (`lse` `(` $lse^ `:` type($lse) `)`)?
-    (`window` `(` $window_start^ `,` $window_len `)`)? attr-dict
+    (`window` `(` $window_start^ `,` $window_len `)`)?
+    `scale` `(` $scale `)` attr-dict
   }];
   let extraClassDeclaration = [{
     /// `out` [P, B, H, L] and `lse` [P, H, B]: split-KV partials.
