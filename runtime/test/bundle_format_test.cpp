@@ -53,7 +53,17 @@ std::vector<bundle::Kernel> richKernels() {
   empty.grid = {bundle::Dim::constant(7), bundle::Dim::constant(1),
                 bundle::Dim::constant(1)};
   empty.dtype = TESSEL_DTYPE_INVALID;
+
+  // Tensor maps: rank 2 over rank 2 and 3 args, 128B swizzle, and a third
+  // without swizzle.
+  bundle::Kernel gmm = tmaKernel("gmm");
+  bundle::TensorMap c;
+  c.arg = 3;
+  c.dims = {{1, 2}, {0, 1}};
+  c.box = {8, 1};
+  gmm.tensorMaps.push_back(c);
   return {addKernel(),
+          gmm,
           decode,
           decodeAmd,
           sumPairsKernel(),
@@ -114,7 +124,7 @@ TEST(BundleFormat, HeaderDescribesTheFile) {
   EXPECT_EQ(header.header_size, sizeof(tessel_bundle_header));
   EXPECT_EQ(header.kernel_record_size, sizeof(tessel_bundle_kernel));
   EXPECT_EQ(header.file_size, bytes.size());
-  EXPECT_EQ(header.num_kernels, 7u);
+  EXPECT_EQ(header.num_kernels, 8u);
   EXPECT_EQ(header.reserved0, 0u);
   EXPECT_EQ(header.crc32, bundle::bundleChecksum(bytes.data(), bytes.size()));
   // The string table ends with a NUL and its strings are stored once.
@@ -209,7 +219,7 @@ TEST(BundleWriter, RefusesWhatTheReaderWouldReject) {
   bundle::Kernel bad = k;
   bad.target = "sm75";
   EXPECT_NE(serializeError(bad).find("unknown target 'sm75' (known: host, "
-                                     "sm80, sm90, gfx942, gfx950)"),
+                                     "sm80, sm90, sm90a, gfx942, gfx950)"),
             std::string::npos);
   bad = k;
   bad.name = "";
@@ -377,9 +387,9 @@ TEST(BundleReader, RejectsBadHeaderFields) {
        4,
        {"header_size is 72, expected 64"}},
       {offsetof(tessel_bundle_header, kernel_record_size),
-       160,
+       152,
        4,
-       {"kernel_record_size is 160, expected 152"}},
+       {"kernel_record_size is 152, expected 160"}},
       {offsetof(tessel_bundle_header, reserved0),
        1,
        4,
@@ -391,11 +401,11 @@ TEST(BundleReader, RejectsBadHeaderFields) {
       {offsetof(tessel_bundle_header, num_kernels),
        1000,
        4,
-       {"kernel records: offset 64 + 1000 x 152 bytes runs past the end"}},
+       {"kernel records: offset 64 + 1000 x 160 bytes runs past the end"}},
       {offsetof(tessel_bundle_header, kernels_offset),
        huge,
        8,
-       {"kernel records: offset 18446744073709551607 + 2 x 152 bytes"}},
+       {"kernel records: offset 18446744073709551607 + 2 x 160 bytes"}},
       {offsetof(tessel_bundle_header, strings_offset),
        huge,
        8,
@@ -455,8 +465,13 @@ TEST(BundleReader, RejectsBadKernelRecords) {
   EXPECT_TRUE(kernelFieldFails<uint32_t>(
       0, offsetof(K, dtype), 6,
       {"kernel 0 ('first'): dtype 6 is not a valid tessel_dtype"}));
-  EXPECT_TRUE(kernelFieldFails<uint32_t>(0, offsetof(K, reserved0), 3,
-                                         {"reserved0 is 3, expected 0"}));
+  EXPECT_TRUE(kernelFieldFails<uint32_t>(
+      0, offsetof(K, num_tensor_maps), 9,
+      {"kernel 0 ('first'): num_tensor_maps 9 exceeds the limit 8"}));
+  EXPECT_TRUE(kernelFieldFails<uint64_t>(
+      1, offsetof(K, tensor_maps_offset), UINT64_MAX,
+      {"kernel 1 ('second') tensor maps: offset 18446744073709551615 + 0 x "
+       "72 bytes runs past the end"}));
   EXPECT_TRUE(kernelFieldFails<uint64_t>(
       0, offsetof(K, args_offset), UINT64_MAX,
       {"kernel 0 ('first') args: offset 18446744073709551615 + 1 x 16 bytes "
@@ -547,6 +562,152 @@ TEST(BundleReader, RejectsBadParams) {
                          {"kernel 1 ('second') param 0: reserved0 is 9"}));
 }
 
+//===-- Tensor maps -------------------------------------------------------===//
+
+TEST(BundleWriter, RefusesBadTensorMaps) {
+  const bundle::Kernel k = tmaKernel("gmm");
+  ASSERT_EQ(serializeError(k), "");
+  auto refuses = [&](auto change, const char *message) {
+    bundle::Kernel bad = k;
+    change(bad);
+    std::string error = serializeError(bad);
+    return error.find(message) != std::string::npos
+               ? ::testing::AssertionSuccess()
+               : ::testing::AssertionFailure()
+                     << "\"" << error << "\" lacks \"" << message << "\"";
+  };
+  using K = bundle::Kernel;
+  EXPECT_TRUE(refuses(
+      [](K &b) { b.tensorMaps.assign(9, b.tensorMaps[0]); },
+      "kernel 0 ('gmm', target 'sm90a'): has 9 tensor maps; the limit is 8"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[1].arg = 4; },
+                      "kernel 0 ('gmm', target 'sm90a'): tensor map 1: arg 4 "
+                      "is out of range (the kernel has 4 args)"));
+  EXPECT_TRUE(refuses(
+      [](K &b) {
+        b.args.push_back({"scale", TESSEL_DTYPE_F32, false, {}});
+        b.tensorMaps[1].arg = 4;
+      },
+      "tensor map 1: arg 4 ('scale') is a scalar; a map views a buffer"));
+  EXPECT_TRUE(refuses(
+      [](K &b) {
+        b.tensorMaps[0].dims.clear();
+        b.tensorMaps[0].box.clear();
+      },
+      "tensor map 0: rank is 0; it must be 1 to 5"));
+  EXPECT_TRUE(refuses(
+      [](K &b) {
+        b.tensorMaps[0].dims.assign(6, {0, 1});
+        b.tensorMaps[0].box.assign(6, 8);
+      },
+      "tensor map 0: rank is 6; it must be 1 to 5"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].box.pop_back(); },
+                      "tensor map 0: has 1 box sizes for 2 dims"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].dims[0] = {1, 3}; },
+                      "tensor map 0: dims[0] is [1, 3); it must end at 2, the "
+                      "rank of arg 'a'"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[1].dims[1] = {0, 1}; },
+                      "tensor map 1: dims[1] is [0, 1); it must end at 2, "
+                      "where dims[0] starts"));
+  EXPECT_TRUE(refuses(
+      [](K &b) { b.tensorMaps[1].dims = {{3, 3}, {0, 3}}; },
+      "tensor map 1: dims[0] is [3, 3), which is empty"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[1].dims[1] = {1, 2}; },
+                      "tensor map 1: dims[1] starts at 1; the last range must "
+                      "start at 0 (every dim of arg 'b' in some map dim)"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[1].box[1] = 0; },
+                      "tensor map 1: box[1] is 0; it must be 1 to 256"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[1].box[1] = 257; },
+                      "tensor map 1: box[1] is 257; it must be 1 to 256"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].box[0] = 12; },
+                      "tensor map 0: box[0] is 12 bf16 elements = 24 bytes; "
+                      "TMA moves multiples of 16 bytes"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].swizzle = 4; },
+                      "tensor map 0: swizzle is 4; it must be 0 (none), 1 "
+                      "(32B), 2 (64B) or 3 (128B)"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].box[0] = 128; },
+                      "tensor map 0: box[0] is 256 bytes, wider than its 128B "
+                      "swizzle span"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].swizzle = 1; },
+                      "tensor map 0: box[0] is 128 bytes, wider than its 32B "
+                      "swizzle span"));
+  EXPECT_TRUE(refuses([](K &b) { b.tensorMaps[0].swizzle = 2; },
+                      "box[0] is 128 bytes, wider than its 64B swizzle span"));
+  // Each swizzle admits rows up to its span; no swizzle, any width.
+  bundle::Kernel fits = k;
+  fits.tensorMaps[0].swizzle = 1;
+  fits.tensorMaps[0].box[0] = 16;
+  EXPECT_EQ(serializeError(fits), "");
+  fits.tensorMaps[0].swizzle = 0;
+  fits.tensorMaps[0].box[0] = 256;
+  EXPECT_EQ(serializeError(fits), "");
+}
+
+/// Patches field `field` of tensor map `map` of a tmaKernel bundle.
+template <typename T>
+::testing::AssertionResult
+tensorMapFieldFails(size_t map, size_t field, T value,
+                    std::initializer_list<const char *> parts) {
+  std::vector<uint8_t> bytes = pack({tmaKernel("gmm")});
+  patch<T>(bytes, tensorMapAt(bytes, 0, map) + field, value);
+  return parseFails(bytes, ParseError::Corrupt, parts);
+}
+
+TEST(BundleReader, RejectsBadTensorMaps) {
+  using M = tessel_bundle_tensor_map;
+  EXPECT_TRUE(tensorMapFieldFails<uint8_t>(
+      1, offsetof(M, rank), 0,
+      {"kernel 0 ('gmm') tensor map 1: rank is 0; it must be 1 to 5"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint8_t>(
+      0, offsetof(M, rank), 6,
+      {"kernel 0 ('gmm') tensor map 0: rank is 6; it must be 1 to 5"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint16_t>(
+      0, offsetof(M, reserved0), 1,
+      {"tensor map 0: reserved0 is 1 and reserved1 is 0, expected 0"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      1, offsetof(M, reserved1), 2,
+      {"tensor map 1: reserved0 is 0 and reserved1 is 2, expected 0"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      1, offsetof(M, box) + 4 * 4, 64,
+      {"kernel 0 ('gmm') tensor map 1: entry 4 of dim_first/dim_last/box is "
+       "past the rank 2 but not zero"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      0, offsetof(M, dim_first) + 2 * 4, 1,
+      {"tensor map 0: entry 2 of dim_first/dim_last/box is past the rank 2"}));
+  // Fields the decoded model's rules catch, with the writer's messages.
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      0, offsetof(M, arg), 7,
+      {"kernel 0 ('gmm', target 'sm90a'): tensor map 0: arg 7 is out of "
+       "range (the kernel has 4 args)"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint8_t>(
+      1, offsetof(M, swizzle), 4, {"tensor map 1: swizzle is 4; it must be"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      1, offsetof(M, dim_last), 2,
+      {"tensor map 1: dims[0] is [2, 2); it must end at 3, the rank of arg "
+       "'b'"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      0, offsetof(M, box) + 4, 300, {"tensor map 0: box[1] is 300"}));
+  EXPECT_TRUE(tensorMapFieldFails<uint32_t>(
+      0, offsetof(M, box), 4,
+      {"tensor map 0: box[0] is 4 bf16 elements = 8 bytes; TMA moves "
+       "multiples of 16 bytes"}));
+}
+
+TEST(BundleFormat, TensorMapRecordsAreWhereTheKernelSays) {
+  std::vector<uint8_t> bytes = pack({tmaKernel("gmm")});
+  auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, 0));
+  EXPECT_EQ(rec.num_tensor_maps, 2u);
+  EXPECT_EQ(rec.tensor_maps_offset % 8, 0u);
+  auto b = readAt<tessel_bundle_tensor_map>(bytes, tensorMapAt(bytes, 0, 1));
+  EXPECT_EQ(b.arg, 1u);
+  EXPECT_EQ(b.rank, 2u);
+  EXPECT_EQ(b.swizzle, 3u);
+  const uint32_t first[5] = {2, 0}, last[5] = {3, 2}, box[5] = {64, 256};
+  EXPECT_EQ(std::memcmp(b.dim_first, first, sizeof first), 0);
+  EXPECT_EQ(std::memcmp(b.dim_last, last, sizeof last), 0);
+  EXPECT_EQ(std::memcmp(b.box, box, sizeof box), 0);
+}
+
 //===-- Reader: strings and names -----------------------------------------===//
 
 TEST(BundleReader, RejectsStringOffsetsOutsideTheTable) {
@@ -620,7 +781,7 @@ TEST(BundleReader, RejectsUnknownTargetAsUnsupported) {
   patch<uint8_t>(bytes, at + 3, '5');
   EXPECT_TRUE(parseFails(bytes, ParseError::Unsupported,
                          {"kernel 0 ('first', target 'sm75'): unknown target "
-                          "'sm75' (known: host, sm80, sm90, gfx942, "
+                          "'sm75' (known: host, sm80, sm90, sm90a, gfx942, "
                           "gfx950)"}));
 }
 

@@ -135,17 +135,19 @@ TEST_F(FakeCuda, OrdinalOutOfRange) {
 }
 
 TEST_F(FakeCuda, TargetsFollowTheComputeCapability) {
+  // sm_90a code runs on 9.0 only; sm_90 cubins on every 9.x.
   const std::pair<const char *, const char *> cases[] = {
-      {"80", "sm80"},      {"86", "sm80"},  {"89", "sm80"},
-      {"90", "sm90,sm80"}, {"100", "sm80"}, {"120", "sm80"}};
+      {"80", "sm80"},  {"86", "sm80"},  {"89", "sm80"},
+      {"90", "sm90a,sm90,sm80"},        {"91", "sm90,sm80"},
+      {"100", "sm80"}, {"120", "sm80"}};
   for (const auto &c : cases) {
     ScopedEnv cc("FAKE_CUDA_CC", c.first);
     DevicePtr device = open();
     ASSERT_TRUE(device);
     EXPECT_EQ(targetsOf(device.get()), c.second) << "compute " << c.first;
   }
-  EXPECT_EQ(state->retains, 6);
-  EXPECT_EQ(state->releases, 6);
+  EXPECT_EQ(state->retains, 7);
+  EXPECT_EQ(state->releases, 7);
 
   ScopedEnv old("FAKE_CUDA_CC", "75");
   DevicePtr device;
@@ -160,7 +162,7 @@ TEST_F(FakeCuda, LoadingPrefersTheFirstTarget) {
       pack({gpuKernel("a", "sm80"), gpuKernel("a", "sm90"),
             gpuKernel("b", "sm80"), gpuKernel("c", "gfx942")});
   {
-    DevicePtr device = open(); // sm_90: sm90, then sm80
+    DevicePtr device = open(); // sm_90: sm90a, sm90, then sm80
     BundlePtr bundle = loadOrFail(device.get(), bytes);
     ASSERT_EQ(tessel_bundle_kernel_count(bundle.get()), 2u);
     tessel_kernel a = tessel_bundle_kernel_at(bundle.get(), 0);
@@ -175,8 +177,8 @@ TEST_F(FakeCuda, LoadingPrefersTheFirstTarget) {
     tessel_kernel kernel = nullptr;
     EXPECT_TRUE(failsWith(
         tessel_bundle_find_kernel(bundle.get(), "c", &kernel), TESSEL_NOT_FOUND,
-        {"kernel 'c' is not built for targets 'sm90' or 'sm80' (the bundle "
-         "has it for: gfx942)"}));
+        {"kernel 'c' is not built for targets 'sm90a', 'sm90' or 'sm80' (the "
+         "bundle has it for: gfx942)"}));
   }
   ScopedEnv ampere("FAKE_CUDA_CC", "80");
   DevicePtr device = open();
@@ -203,8 +205,8 @@ TEST_F(FakeCuda, BundleWithoutTheDevicesTargets) {
   EXPECT_TRUE(failsWith(tessel_bundle_load_memory(device.get(), bytes.data(),
                                                   bytes.size(), &bundle),
                         TESSEL_UNSUPPORTED,
-                        {"bundle has no kernels for targets 'sm90' or 'sm80' "
-                         "(it has: gfx942)"}));
+                        {"bundle has no kernels for targets 'sm90a', 'sm90' "
+                         "or 'sm80' (it has: gfx942)"}));
 }
 
 /// Launches `kernel` as add over `n` elements at fake device addresses.

@@ -8,13 +8,18 @@
  *   FAKE_CUDA_FUNC_MAX_THREADS   a function's max threads per block (1024)
  *   FAKE_CUDA_STATIC_SHARED      a function's static shared bytes (0)
  *   FAKE_CUDA_LAUNCH             cuLaunchKernel's result (0)
+ *   FAKE_CUDA_ENCODE             cuTensorMapEncodeTiled's result (0)
  * Device limits are an H100/H200's. Module images: FAKE_IMAGE_PREFIX loads;
  * "BADPTX" fails with CUDA_ERROR_INVALID_PTX and a JIT log; "NOBINARY" with
  * CUDA_ERROR_NO_BINARY_FOR_GPU; anything else with CUDA_ERROR_INVALID_IMAGE.
  * The entry name "missing_entry" is not found.
  *
+ * cuTensorMapEncodeTiled records its arguments and writes a map whose first
+ * 8 bytes are the address and whose other 120 are 0xA0 + the call's index.
+ *
  * Built three times: complete; FAKE_CUDA_INCOMPLETE lacks two required
- * functions; FAKE_CUDA_MINIMAL lacks the optional ones.
+ * functions; FAKE_CUDA_MINIMAL lacks the optional ones (cuTensorMapEncodeTiled
+ * among them).
  *
  *===---------------------------------------------------------------------===*/
 
@@ -201,6 +206,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   l->stream = stream;
   for (int i = 0; i < state.num_params && i < 8; ++i)
     memcpy(&l->params[i], params[i], 8);
+  for (int j = 0; j < state.num_maps && j < 4; ++j) {
+    memcpy(l->maps[j], params[state.num_params + j], 128);
+    l->map_addresses[j] = (uintptr_t)params[state.num_params + j];
+  }
   l->current = (intptr_t)current;
   strcpy(l->function, f->function);
   ++state.launches;
@@ -217,8 +226,50 @@ CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src,
   return 0;
 }
 
+CUresult cuTensorMapEncodeTiled(void *map, int data_type, unsigned rank,
+                                void *address, const uint64_t *dims,
+                                const uint64_t *strides, const unsigned *box,
+                                const unsigned *element_strides,
+                                int interleave, int swizzle, int l2_promotion,
+                                int oob_fill) {
+  if (state.encodes < 8) {
+    struct fake_tensor_map_call *c = &state.encode_calls[state.encodes];
+    memset(c, 0, sizeof *c);
+    c->data_type = data_type;
+    c->rank = rank;
+    c->address = (uintptr_t)address;
+    for (unsigned i = 0; i < rank && i < 5; ++i) {
+      c->dims[i] = dims[i];
+      c->box[i] = box[i];
+      c->element_strides[i] = element_strides[i];
+      if (i > 0)
+        c->strides[i - 1] = strides[i - 1];
+    }
+    c->interleave = interleave;
+    c->swizzle = swizzle;
+    c->l2_promotion = l2_promotion;
+    c->oob_fill = oob_fill;
+    c->map = (uintptr_t)map;
+    c->current = (intptr_t)current;
+  }
+  int result = env_int("FAKE_CUDA_ENCODE", 0);
+  if (result == 0 && !current)
+    result = 201; /* CUDA_ERROR_INVALID_CONTEXT, as the real driver says */
+  if (result == 0 && (uintptr_t)map % 64 != 0)
+    result = 1; /* CUDA_ERROR_INVALID_VALUE: the driver's alignment rule */
+  if (result == 0) {
+    memset(map, 0xA0 + state.encodes, 128);
+    memcpy(map, &address, sizeof address);
+  }
+  ++state.encodes;
+  return result;
+}
+
 CUresult cuGetErrorName(CUresult error, const char **name) {
   switch (error) {
+  case 1:
+    *name = "CUDA_ERROR_INVALID_VALUE";
+    return 0;
   case 100:
     *name = "CUDA_ERROR_NO_DEVICE";
     return 0;
@@ -246,6 +297,9 @@ CUresult cuGetErrorName(CUresult error, const char **name) {
 
 CUresult cuGetErrorString(CUresult error, const char **text) {
   switch (error) {
+  case 1:
+    *text = "invalid argument";
+    return 0;
   case 100:
     *text = "no CUDA-capable device is detected";
     return 0;

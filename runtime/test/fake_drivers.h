@@ -29,6 +29,25 @@ struct fake_launch {
   intptr_t current;
   /* The name the launched function was looked up by. */
   char function[64];
+  /* CUDA: the 128 bytes params[num_params + j] point to, j < num_maps, and
+   * where they were. */
+  uint8_t maps[4][128];
+  uintptr_t map_addresses[4];
+};
+
+/* CUDA: the arguments of one cuTensorMapEncodeTiled call. */
+struct fake_tensor_map_call {
+  int data_type;
+  unsigned rank;
+  uintptr_t address;
+  uint64_t dims[5], strides[4];
+  unsigned box[5], element_strides[5];
+  int interleave, swizzle, l2_promotion, oob_fill;
+  /* Where it was asked to write the 128-byte map. */
+  uintptr_t map;
+  /* The context current during the call (0: none; the real driver then
+   * answers CUDA_ERROR_INVALID_CONTEXT). */
+  intptr_t current;
 };
 
 struct fake_driver_state {
@@ -36,11 +55,15 @@ struct fake_driver_state {
   /* The image of the last module loaded (up to its NUL for CUDA). */
   char last_image[64];
   int launches;
-  /* How many params each launch records: set by the test. */
-  int num_params;
+  /* How many params each launch records: set by the test; then num_maps
+   * 128-byte tensor maps after them (CUDA). */
+  int num_params, num_maps;
   struct fake_launch last_launch;
   /* CUDA: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) calls. */
   int shared_opt_ins, last_opt_in;
+  /* CUDA: cuTensorMapEncodeTiled calls (the first 8 recorded). */
+  int encodes;
+  struct fake_tensor_map_call encode_calls[8];
   /* CUDA: primary contexts retained and released; pushes and pops. */
   int retains, releases, pushes, pops;
   /* HIP: hipSetDevice calls, and the current device. */

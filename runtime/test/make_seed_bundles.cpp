@@ -44,6 +44,22 @@ Kernel kernel(const char *name, const char *target) {
   return k;
 }
 
+/// A kernel with tensor maps (sm90a), so that the fuzzer reaches the map
+/// records: q viewed as {128, B*32} and kv as {8, S'}.
+Kernel tmaKernel(const char *name) {
+  Kernel k = kernel(name, "sm90a");
+  TensorMap q, kv;
+  q.arg = 0;
+  q.dims = {{2, 3}, {0, 2}};
+  q.box = {64, 128};
+  q.swizzle = 3;
+  kv.arg = 1;
+  kv.dims = {{1, 2}, {0, 1}};
+  kv.box = {8, 64};
+  k.tensorMaps = {q, kv};
+  return k;
+}
+
 /// Makes every kernel record of `bytes` name the whole file as its binary
 /// (the reader must not copy a binary per record) and fixes the checksum.
 void shareWholeFile(std::vector<uint8_t> &bytes) {
@@ -99,7 +115,9 @@ int main(int argc, char **argv) {
     shared[i].name = "k" + std::to_string(i);
   bool ok = write(dir + "/multi-target.tsb",
                   {kernel("decode", "sm80"), kernel("decode", "gfx942"),
-                   kernel("prefill", "sm90"), host}) &&
+                   kernel("prefill", "sm90"), tmaKernel("prefill"),
+                   host}) &&
+            write(dir + "/tensor-maps.tsb", {tmaKernel("gmm")}) &&
             write(dir + "/single.tsb", {kernel("mla", "gfx950")}) &&
             write(dir + "/empty.tsb", {}) &&
             write(dir + "/shared-range.tsb", shared, /*sharedRange=*/true);

@@ -112,6 +112,35 @@ bundle::Kernel gpuKernel(const std::string &name, const std::string &target) {
   return k;
 }
 
+bundle::Kernel tmaKernel(const std::string &name, const std::string &target) {
+  bundle::Kernel k = gpuKernel(name, target);
+  k.op = "tessel.grouped_matmul";
+  k.dtype = TESSEL_DTYPE_BF16;
+  auto t = bundle::Dim::symbol(0), g = bundle::Dim::symbol(1),
+       kd = bundle::Dim::symbol(2), n = bundle::Dim::constant(256);
+  k.args = {arg("a", TESSEL_DTYPE_BF16, false, {t, kd}),
+            arg("b", TESSEL_DTYPE_BF16, false, {g, n, kd}),
+            arg("offsets", TESSEL_DTYPE_I32, false, {g}),
+            arg("c", TESSEL_DTYPE_BF16, true, {t, n})};
+  k.args[2].elementwise = true;
+  k.symbols = {"T", "G", "K"};
+  k.params = {{"n", 256}};
+  k.grid = {t, bundle::Dim::constant(1), bundle::Dim::constant(1)};
+  k.gridDiv = {128, 1, 1};
+  k.block = {384, 1, 1};
+  bundle::TensorMap a, b;
+  a.arg = 0;
+  a.dims = {{1, 2}, {0, 1}};
+  a.box = {64, 128};
+  a.swizzle = 3;
+  b.arg = 1;
+  b.dims = {{2, 3}, {0, 2}};
+  b.box = {64, 256};
+  b.swizzle = 3;
+  k.tensorMaps = {a, b};
+  return k;
+}
+
 std::vector<uint8_t> pack(const std::vector<bundle::Kernel> &kernels) {
   std::vector<uint8_t> bytes;
   std::string error = bundle::serializeBundle(kernels, bytes);
@@ -207,6 +236,12 @@ size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
 size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param) {
   auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, kernel));
   return rec.params_offset + param * sizeof(tessel_bundle_param);
+}
+
+size_t tensorMapAt(const std::vector<uint8_t> &bytes, size_t kernel,
+                   size_t map) {
+  auto rec = readAt<tessel_bundle_kernel>(bytes, kernelAt(bytes, kernel));
+  return rec.tensor_maps_offset + map * sizeof(tessel_bundle_tensor_map);
 }
 
 fake_driver_state *resetFakeCudaState() {

@@ -46,6 +46,15 @@ bundle::Kernel fakeKernel(const std::string &name, const std::string &target);
 /// FAKE_IMAGE_PREFIX "<target>:<name>", NUL-terminated for HIP only.
 bundle::Kernel gpuKernel(const std::string &name, const std::string &target);
 
+/// A grouped-matmul-shaped GPU kernel with two TMA tensor maps: a bf16[T, K],
+/// b bf16[G, 256, K], offsets i32[G] (elementwise), c bf16[T, 256] (output);
+/// symbols T, G, K; grid ceildiv(T, 128) blocks of 384 threads; a binary the
+/// fake CUDA driver loads. Map 0 views a as {K, T} (dims {{1, 2}, {0, 1}},
+/// box {64, 128}, 128B swizzle); map 1 views b as {K, G*256} (dims {{2, 3},
+/// {0, 2}}, box {64, 256}, 128B swizzle).
+bundle::Kernel tmaKernel(const std::string &name,
+                         const std::string &target = "sm90a");
+
 //===-- Handles and statuses ---------------------------------------------===//
 
 struct DeviceDeleter {
@@ -102,6 +111,8 @@ size_t argAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg);
 size_t dimAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t arg,
              size_t dim);
 size_t paramAt(const std::vector<uint8_t> &bytes, size_t kernel, size_t param);
+size_t tensorMapAt(const std::vector<uint8_t> &bytes, size_t kernel,
+                   size_t map);
 
 /// `count` kernels ("k0", "k1", ...) of `target` with fake binaries, whose
 /// records are then patched to all name the whole file as their binary: the

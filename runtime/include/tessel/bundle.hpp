@@ -61,6 +61,30 @@ struct ByteSpan {
   size_t size = 0;
 };
 
+/// A TMA tensor map a kernel takes (sm90a): the runtime encodes it at each
+/// launch (cuTensorMapEncodeTiled) from the address and shape of buffer
+/// argument `arg` and passes it by value, after the shape symbols.
+struct TensorMap {
+  /// The buffer argument it views (dense row-major).
+  uint32_t arg = 0;
+  /// The map's dims, innermost first: dim i is the product of the
+  /// argument's dims [first, last). The ranges tile the argument's dims from
+  /// the last back to the first: dims[0].second == rank, dims[i].first ==
+  /// dims[i + 1].second, dims.back().first == 0. E.g. b [G, N, K] seen as
+  /// {K, G*N}: {{2, 3}, {0, 2}}.
+  std::vector<std::pair<uint32_t, uint32_t>> dims;
+  /// The box (the tile one copy moves) per map dim, innermost first.
+  std::vector<uint32_t> box;
+  /// CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B.
+  uint8_t swizzle = 0;
+
+  bool operator==(const TensorMap &o) const {
+    return arg == o.arg && dims == o.dims && box == o.box &&
+           swizzle == o.swizzle;
+  }
+  bool operator!=(const TensorMap &o) const { return !(*this == o); }
+};
+
 struct Kernel {
   std::string name;
   std::string op;
@@ -75,6 +99,8 @@ struct Kernel {
   std::array<uint32_t, 3> gridDiv = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t sharedBytes = 0;
+  /// TMA tensor maps, in parameter order (none but for sm90a kernels).
+  std::vector<TensorMap> tensorMaps;
   /// The binary, as serializeBundle's input. parseBundle leaves it empty and
   /// sets binaryOffset/binarySize instead: the writer stores identical
   /// binaries once, so many records may name one range (or a hostile file
@@ -90,7 +116,8 @@ struct Kernel {
            entry == o.entry && dtype == o.dtype && args == o.args &&
            symbols == o.symbols && params == o.params && grid == o.grid &&
            gridDiv == o.gridDiv && block == o.block &&
-           sharedBytes == o.sharedBytes && binary == o.binary &&
+           sharedBytes == o.sharedBytes && tensorMaps == o.tensorMaps &&
+           binary == o.binary &&
            binaryOffset == o.binaryOffset && binarySize == o.binarySize;
   }
   bool operator!=(const Kernel &o) const { return !(*this == o); }
@@ -99,6 +126,8 @@ struct Kernel {
 /// "f32", "f16", "bf16", "i32", "i64"; "invalid" for TESSEL_DTYPE_INVALID and
 /// "unknown" for anything else.
 const char *dtypeName(tessel_dtype dtype);
+/// Bytes per element; 0 for TESSEL_DTYPE_INVALID and anything unknown.
+size_t dtypeSize(tessel_dtype dtype);
 
 /// Targets a bundle may name. Anything else is rejected by the reader.
 bool isKnownTarget(const std::string &target);

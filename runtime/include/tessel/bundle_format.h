@@ -20,8 +20,9 @@ extern "C" {
 
 #define TESSEL_BUNDLE_MAGIC "TESSELKB"
 /* Version 2: kernels take scalars by value (rank-0 args: the attention
- * kernels' softmax scale). Version 1 bundles are refused: their attention
- * kernels had the scale compiled in, where callers now pass it. */
+ * kernels' softmax scale) and TMA tensor maps (sm90a). Version 1 bundles are
+ * refused: their attention kernels had the scale compiled in, where callers
+ * now pass it. */
 #define TESSEL_BUNDLE_VERSION 2u
 
 /* Upper bounds the reader enforces before it allocates anything, so a
@@ -31,6 +32,10 @@ extern "C" {
 #define TESSEL_BUNDLE_MAX_RANK 8u
 #define TESSEL_BUNDLE_MAX_SYMBOLS 64u
 #define TESSEL_BUNDLE_MAX_PARAMS 64u
+#define TESSEL_BUNDLE_MAX_TENSOR_MAPS 8u
+/* A tensor map's dims and box: the limits of cuTensorMapEncodeTiled. */
+#define TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK 5u
+#define TESSEL_BUNDLE_MAX_TENSOR_MAP_BOX 256u
 /* The largest bundle, in bytes (4 GiB): the writer refuses to write a larger
  * one and the runtime refuses to read one, before it allocates anything. */
 #define TESSEL_BUNDLE_MAX_SIZE (UINT64_C(1) << 32)
@@ -93,11 +98,29 @@ typedef struct tessel_bundle_param {
   int64_t value;
 } tessel_bundle_param;
 
+/* A TMA tensor map the kernel takes by value (sm90a), encoded by the
+ * runtime at each launch from buffer argument `arg`. Map dim i (innermost
+ * first) is the product of the arg's dims [dim_first[i], dim_last[i]); the
+ * ranges tile the arg's dims from the last back to the first (dim_last[0] ==
+ * the arg's rank, dim_first[i] == dim_last[i + 1], dim_first[rank - 1] == 0).
+ * Entries at and past `rank` are zero. 72 bytes: a multiple of 8, so the
+ * records after it stay aligned in the writer's layout. */
+typedef struct tessel_bundle_tensor_map {
+  uint32_t arg;             /* index of a buffer (rank >= 1) argument */
+  uint8_t rank;             /* map dims, 1 .. TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK */
+  uint8_t swizzle;          /* CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B */
+  uint16_t reserved0;
+  uint32_t dim_first[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK];
+  uint32_t dim_last[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK];
+  uint32_t box[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK]; /* elements per copy, 1..256 */
+  uint32_t reserved1;
+} tessel_bundle_tensor_map;
+
 /* One kernel. Launch geometry: grid[i] = ceildiv(dim value, grid_div[i]). */
 typedef struct tessel_bundle_kernel {
   uint32_t name;            /* string offset, unique per target */
   uint32_t op;              /* string offset: the tessel op, e.g. "tessel.decode_attention" */
-  uint32_t target;          /* string offset: "host", "sm80", "gfx942", ... */
+  uint32_t target;          /* string offset: "host", "sm80", "sm90a", ... */
   uint32_t entry;           /* string offset: symbol of the entry in the binary */
   uint32_t dtype;           /* tessel_dtype of the main data operands */
   uint32_t num_args;        /* <= TESSEL_BUNDLE_MAX_ARGS */
@@ -110,9 +133,10 @@ typedef struct tessel_bundle_kernel {
   uint32_t grid_div[3];
   uint32_t block[3];        /* threads per block (1,1,1 on the host) */
   uint32_t shared_bytes;    /* dynamic shared memory per block */
-  uint32_t reserved0;
+  uint32_t num_tensor_maps; /* <= TESSEL_BUNDLE_MAX_TENSOR_MAPS */
   uint64_t binary_offset;
   uint64_t binary_size;
+  uint64_t tensor_maps_offset; /* num_tensor_maps tessel_bundle_tensor_map */
 } tessel_bundle_kernel;
 
 #ifdef __cplusplus

@@ -57,11 +57,12 @@ typedef struct tessel_device_t *tessel_device;
 tessel_status tessel_device_open(const char *backend, int ordinal,
                                  tessel_device *out_device);
 void tessel_device_release(tessel_device device);
-/* The bundle target this device prefers, e.g. "host", "sm90", "gfx942". */
+/* The bundle target this device prefers, e.g. "host", "sm90a", "gfx942". */
 const char *tessel_device_target(tessel_device device);
 /* The bundle targets this device runs, most preferred first (index 0 is
- * tessel_device_target); NULL past the last. An sm_90 GPU runs "sm90", then
- * "sm80" (whose binaries are PTX, compiled by the driver when loaded). */
+ * tessel_device_target); NULL past the last. An sm_90 GPU (H100, H200) runs
+ * "sm90a", then "sm90", then "sm80" (whose binaries are PTX, compiled by the
+ * driver when loaded); other 9.x GPUs run "sm90", then "sm80". */
 const char *tessel_device_target_at(tessel_device device, size_t index);
 
 /*===-- Bundles ------------------------------------------------------------===*/

@@ -1,7 +1,8 @@
-//===- bundle/dtype.cpp - Element type names ------------------------------===//
+//===- bundle/dtype.cpp - Element type names and sizes --------------------===//
 //
 // The one table of dtype names: the runtime's messages and tessel_dtype_name,
-// and tessel-aot's listings, all print dtypes through it.
+// and tessel-aot's listings, all print dtypes through it. Sizes live here too:
+// the tensor-map rules of the format are in bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,22 @@ const char *dtypeName(tessel_dtype dtype) {
     return "i64";
   }
   return "unknown";
+}
+
+size_t dtypeSize(tessel_dtype dtype) {
+  switch (dtype) {
+  case TESSEL_DTYPE_F32:
+  case TESSEL_DTYPE_I32:
+    return 4;
+  case TESSEL_DTYPE_F16:
+  case TESSEL_DTYPE_BF16:
+    return 2;
+  case TESSEL_DTYPE_I64:
+    return 8;
+  case TESSEL_DTYPE_INVALID:
+    break;
+  }
+  return 0;
 }
 
 } // namespace tessel::bundle

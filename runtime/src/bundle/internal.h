@@ -29,7 +29,9 @@ static_assert(sizeof(tessel_bundle_header) == 64, "bundle header layout");
 static_assert(sizeof(tessel_bundle_dim) == 16, "bundle dim layout");
 static_assert(sizeof(tessel_bundle_arg) == 16, "bundle arg layout");
 static_assert(sizeof(tessel_bundle_param) == 16, "bundle param layout");
-static_assert(sizeof(tessel_bundle_kernel) == 152, "bundle kernel layout");
+static_assert(sizeof(tessel_bundle_tensor_map) == 72,
+              "bundle tensor map layout");
+static_assert(sizeof(tessel_bundle_kernel) == 160, "bundle kernel layout");
 
 namespace tessel::bundle::detail {
 

@@ -99,6 +99,8 @@ private:
   bool readHeader(tessel_bundle_header &header);
   bool readKernel(uint64_t offset, uint32_t index, Kernel &kernel);
   bool readArg(const std::string &where, uint64_t offset, Arg &arg);
+  bool readTensorMap(const std::string &where, uint64_t offset,
+                     TensorMap &map);
 
   const uint8_t *data;
   size_t size;
@@ -206,6 +208,33 @@ bool Reader::readArg(const std::string &where, uint64_t offset, Arg &arg) {
   return true;
 }
 
+bool Reader::readTensorMap(const std::string &where, uint64_t offset,
+                           TensorMap &map) {
+  auto rec = load<tessel_bundle_tensor_map>(offset);
+  const char *w = where.c_str();
+  if (rec.rank < 1 || rec.rank > TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK)
+    return fail(format("%s: rank is %u; it must be 1 to %u", w, rec.rank,
+                       TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK));
+  if (rec.reserved0 != 0 || rec.reserved1 != 0)
+    return fail(format("%s: reserved0 is %u and reserved1 is %u, expected 0",
+                       w, rec.reserved0, rec.reserved1));
+  // Entries past the rank are padding, zero like every reserved field.
+  for (uint32_t i = rec.rank; i < TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK; ++i)
+    if (rec.dim_first[i] || rec.dim_last[i] || rec.box[i])
+      return fail(format("%s: entry %u of dim_first/dim_last/box is past the "
+                         "rank %u but not zero",
+                         w, i, rec.rank));
+  map.arg = rec.arg;
+  map.swizzle = rec.swizzle;
+  map.dims.resize(rec.rank);
+  map.box.resize(rec.rank);
+  for (uint32_t i = 0; i < rec.rank; ++i) {
+    map.dims[i] = {rec.dim_first[i], rec.dim_last[i]};
+    map.box[i] = rec.box[i];
+  }
+  return true;
+}
+
 bool Reader::readKernel(uint64_t offset, uint32_t index, Kernel &k) {
   auto rec = load<tessel_bundle_kernel>(offset);
   std::string where = format("kernel %u", index);
@@ -229,14 +258,17 @@ bool Reader::readKernel(uint64_t offset, uint32_t index, Kernel &k) {
   if (rec.num_params > TESSEL_BUNDLE_MAX_PARAMS)
     return fail(format("%s: num_params %u exceeds the limit %u", w,
                        rec.num_params, TESSEL_BUNDLE_MAX_PARAMS));
-  if (rec.reserved0 != 0)
-    return fail(format("%s: reserved0 is %u, expected 0", w, rec.reserved0));
+  if (rec.num_tensor_maps > TESSEL_BUNDLE_MAX_TENSOR_MAPS)
+    return fail(format("%s: num_tensor_maps %u exceeds the limit %u", w,
+                       rec.num_tensor_maps, TESSEL_BUNDLE_MAX_TENSOR_MAPS));
   if (!inFile(rec.args_offset, rec.num_args, sizeof(tessel_bundle_arg),
               where + " args") ||
       !inFile(rec.symbols_offset, rec.num_symbols, sizeof(uint32_t),
               where + " symbols") ||
       !inFile(rec.params_offset, rec.num_params, sizeof(tessel_bundle_param),
               where + " params") ||
+      !inFile(rec.tensor_maps_offset, rec.num_tensor_maps,
+              sizeof(tessel_bundle_tensor_map), where + " tensor maps") ||
       !inFile(rec.binary_offset, rec.binary_size, 1, where + " binary"))
     return false;
   if (rec.binary_size == 0)
@@ -267,6 +299,14 @@ bool Reader::readKernel(uint64_t offset, uint32_t index, Kernel &k) {
                          param.reserved0));
     k.params[i].second = param.value;
   }
+
+  k.tensorMaps.resize(rec.num_tensor_maps);
+  for (uint32_t i = 0; i < rec.num_tensor_maps; ++i)
+    if (!readTensorMap(format("%s tensor map %u", w, i),
+                       rec.tensor_maps_offset +
+                           i * sizeof(tessel_bundle_tensor_map),
+                       k.tensorMaps[i]))
+      return false;
 
   for (size_t axis = 0; axis < 3; ++axis) {
     k.grid[axis] =

@@ -14,6 +14,8 @@ constexpr const char *kKnownTargets[] = {
     "host",   // x86-64 / aarch64 shared object, reference semantics
     "sm80",   // NVIDIA Ampere cubin (runs on every sm80+ GPU)
     "sm90",   // NVIDIA Hopper cubin
+    "sm90a",  // NVIDIA Hopper with wgmma/TMA/setmaxnreg: sm_90a cubin or PTX
+              // (runs on compute capability 9.0 only)
     "gfx942", // AMD CDNA3 hsaco (MI300X / MI325X)
     "gfx950", // AMD CDNA4 hsaco (MI355X)
 };

@@ -68,6 +68,66 @@ std::string checkNames(const Range &items, const char *what, GetName getName) {
   return std::string();
 }
 
+/// The rules of one tensor map (bundle.hpp, TensorMap): what
+/// cuTensorMapEncodeTiled needs that the bundle alone can tell.
+std::string checkTensorMap(const Kernel &k, const TensorMap &map) {
+  if (map.arg >= k.args.size())
+    return format("arg %u is out of range (the kernel has %zu args)", map.arg,
+                  k.args.size());
+  const Arg &arg = k.args[map.arg];
+  const char *argN = arg.name.c_str();
+  if (arg.isScalar())
+    return format("arg %u ('%s') is a scalar; a map views a buffer", map.arg,
+                  argN);
+  const size_t rank = map.dims.size();
+  if (rank == 0 || rank > TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK)
+    return format("rank is %zu; it must be 1 to %u", rank,
+                  TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK);
+  if (map.box.size() != rank)
+    return format("has %zu box sizes for %zu dims", map.box.size(), rank);
+  // The ranges tile the arg's dims from the last back to the first: the
+  // innermost map dim is made of the arg's innermost dims.
+  uint32_t end = static_cast<uint32_t>(arg.dims.size());
+  for (size_t i = 0; i < rank; ++i) {
+    const auto &range = map.dims[i];
+    if (range.second != end)
+      return i == 0 ? format("dims[0] is [%u, %u); it must end at %u, the "
+                             "rank of arg '%s'",
+                             range.first, range.second, end, argN)
+                    : format("dims[%zu] is [%u, %u); it must end at %u, where "
+                             "dims[%zu] starts",
+                             i, range.first, range.second, end, i - 1);
+    if (range.first >= range.second)
+      return format("dims[%zu] is [%u, %u), which is empty", i, range.first,
+                    range.second);
+    end = range.first;
+  }
+  if (end != 0)
+    return format("dims[%zu] starts at %u; the last range must start at 0 "
+                  "(every dim of arg '%s' in some map dim)",
+                  rank - 1, end, argN);
+  for (size_t i = 0; i < rank; ++i)
+    if (map.box[i] < 1 || map.box[i] > TESSEL_BUNDLE_MAX_TENSOR_MAP_BOX)
+      return format("box[%zu] is %u; it must be 1 to %u", i, map.box[i],
+                    TESSEL_BUNDLE_MAX_TENSOR_MAP_BOX);
+  const uint64_t rowBytes = uint64_t(map.box[0]) * dtypeSize(arg.dtype);
+  if (rowBytes % 16 != 0)
+    return format("box[0] is %u %s elements = %llu bytes; TMA moves "
+                  "multiples of 16 bytes",
+                  map.box[0], dtypeName(arg.dtype),
+                  static_cast<unsigned long long>(rowBytes));
+  if (map.swizzle > 3)
+    return format("swizzle is %u; it must be 0 (none), 1 (32B), 2 (64B) or "
+                  "3 (128B)",
+                  map.swizzle);
+  const uint64_t span = map.swizzle ? 16u << map.swizzle : 0;
+  if (span && rowBytes > span)
+    return format("box[0] is %llu bytes, wider than its %lluB swizzle span",
+                  static_cast<unsigned long long>(rowBytes),
+                  static_cast<unsigned long long>(span));
+  return std::string();
+}
+
 std::string checkKernel(const Kernel &k) {
   const std::pair<const std::string *, const char *> fields[] = {
       {&k.name, "name"},
@@ -91,6 +151,9 @@ std::string checkKernel(const Kernel &k) {
   if (k.params.size() > TESSEL_BUNDLE_MAX_PARAMS)
     return format("has %zu params; the limit is %u", k.params.size(),
                   TESSEL_BUNDLE_MAX_PARAMS);
+  if (k.tensorMaps.size() > TESSEL_BUNDLE_MAX_TENSOR_MAPS)
+    return format("has %zu tensor maps; the limit is %u", k.tensorMaps.size(),
+                  TESSEL_BUNDLE_MAX_TENSOR_MAPS);
 
   std::string error =
       checkNames(k.args, "arg",
@@ -134,6 +197,9 @@ std::string checkKernel(const Kernel &k) {
     if (k.block[axis] == 0)
       return format("block[%zu] is 0", axis);
   }
+  for (size_t m = 0; m < k.tensorMaps.size(); ++m)
+    if (!(error = checkTensorMap(k, k.tensorMaps[m])).empty())
+      return format("tensor map %zu: %s", m, error.c_str());
   return std::string();
 }
 

@@ -2,7 +2,8 @@
 //
 // Layout, in file order (docs/bundle-format.md has the picture):
 //   header | kernel records | per kernel: args, their dims, symbol names
-//   (padded to 8 bytes), params | string table | binaries (64-byte aligned)
+//   (padded to 8 bytes), params, tensor maps | string table | binaries
+//   (64-byte aligned)
 // The output is a pure function of the input: the buffer starts zeroed, so
 // padding and reserved fields are zero, and strings and identical binaries
 // are stored once, in first-use order.
@@ -79,14 +80,29 @@ private:
   std::vector<uint8_t> &out;
 };
 
-/// Bytes of the per-kernel arrays (args, dims, symbols, params).
+/// Bytes of the per-kernel arrays (args, dims, symbols, params, maps).
 uint64_t arraysSize(const Kernel &k) {
   uint64_t bytes = k.args.size() * sizeof(tessel_bundle_arg);
   for (const Arg &arg : k.args)
     bytes += arg.dims.size() * sizeof(tessel_bundle_dim);
   bytes += alignTo(k.symbols.size() * sizeof(uint32_t), 8);
   bytes += k.params.size() * sizeof(tessel_bundle_param);
+  bytes += k.tensorMaps.size() * sizeof(tessel_bundle_tensor_map);
   return bytes;
+}
+
+/// The record of a validated map: its vectors fit the fixed arrays.
+tessel_bundle_tensor_map encodeTensorMap(const TensorMap &map) {
+  tessel_bundle_tensor_map out{};
+  out.arg = map.arg;
+  out.rank = static_cast<uint8_t>(map.dims.size());
+  out.swizzle = map.swizzle;
+  for (size_t i = 0; i < map.dims.size(); ++i) {
+    out.dim_first[i] = map.dims[i].first;
+    out.dim_last[i] = map.dims[i].second;
+    out.box[i] = map.box[i];
+  }
+  return out;
 }
 
 std::string Writer::write(const std::vector<Kernel> &kernels) {
@@ -187,7 +203,14 @@ std::string Writer::write(const std::vector<Kernel> &kernels) {
       paramRec.value = k.params[p].second;
       put(rec.params_offset + p * sizeof(tessel_bundle_param), paramRec);
     }
-    arrays = rec.params_offset + k.params.size() * sizeof(tessel_bundle_param);
+    rec.num_tensor_maps = static_cast<uint32_t>(k.tensorMaps.size());
+    rec.tensor_maps_offset =
+        rec.params_offset + k.params.size() * sizeof(tessel_bundle_param);
+    for (size_t m = 0; m < k.tensorMaps.size(); ++m)
+      put(rec.tensor_maps_offset + m * sizeof(tessel_bundle_tensor_map),
+          encodeTensorMap(k.tensorMaps[m]));
+    arrays = rec.tensor_maps_offset +
+             k.tensorMaps.size() * sizeof(tessel_bundle_tensor_map);
 
     for (size_t axis = 0; axis < 3; ++axis) {
       rec.grid[axis] = encodeDim(k.grid[axis]);

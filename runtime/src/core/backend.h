@@ -14,6 +14,8 @@
 #ifndef TESSEL_RUNTIME_CORE_BACKEND_H
 #define TESSEL_RUNTIME_CORE_BACKEND_H
 
+#include "status.h"
+
 #include "tessel/bundle.hpp"
 #include "tessel/runtime.h"
 
@@ -32,6 +34,27 @@ public:
   virtual ~LoadedKernel() = default;
 };
 
+/// One TMA tensor map to encode (cuTensorMapEncodeTiled), as the core
+/// computed it from a checked argument (core/launch.cpp): a dense row-major
+/// view, element strides 1, no interleave, L2 promotion 128B, out-of-bounds
+/// elements read as zeros.
+struct TensorMapRequest {
+  tessel_dtype dtype = TESSEL_DTYPE_INVALID;
+  uint32_t rank = 0; ///< 1 .. TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK
+  void *address = nullptr; ///< 16-byte aligned
+  /// Elements per dim, innermost first, each in [1, 2^32].
+  uint64_t dims[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK] = {};
+  /// Bytes between consecutive indices of dims 1 .. rank-1: multiples of 16,
+  /// below 2^40.
+  uint64_t strides[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK - 1] = {};
+  uint32_t box[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK] = {}; ///< each 1 .. 256
+  uint8_t swizzle = 0; ///< CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B
+};
+
+/// The size of an encoded tensor map (CUtensorMap), and its alignment.
+constexpr size_t kTensorMapBytes = 128;
+constexpr size_t kTensorMapAlign = 64;
+
 /// One opened device. Instances are created by a BackendFactory and owned by
 /// a tessel_device. Calls may come from several threads at once (loads of
 /// different bundles, launches of loaded kernels), so implementations must be
@@ -44,9 +67,9 @@ public:
   virtual const char *name() const = 0;
 
   /// The bundle targets whose kernels this device runs, most preferred
-  /// first; never empty. An sm_90 GPU runs {"sm90", "sm80"}: sm90 cubins
-  /// where the bundle has them, else the sm80 kernels' PTX through the
-  /// driver's JIT. Bundle loading keeps, per kernel name, the kernel of the
+  /// first; never empty. An sm_90 GPU runs {"sm90a", "sm90", "sm80"}:
+  /// sm90a (wgmma/TMA) or sm90 cubins where the bundle has them, else the
+  /// sm80 kernels' PTX through the driver's JIT. Bundle loading keeps, per kernel name, the kernel of the
   /// first of these targets that the bundle has.
   virtual const std::vector<std::string> &targets() const = 0;
 
@@ -61,7 +84,8 @@ public:
 
   /// Launches `kernel`. `params` follows the kernel parameter convention
   /// (docs/bundle-format.md): params[i] points to the value of parameter i,
-  /// first each argument's data pointer, then each symbol as int64_t; it is
+  /// first each argument's data pointer, then each symbol as int64_t, then
+  /// each tensor map's kTensorMapBytes; it is
   /// only valid during the call (cuLaunchKernel and hipModuleLaunchKernel copy
   /// it). Every grid and block component is >= 1; checking them against the
   /// device's limits is the backend's job, before it launches anything.
@@ -69,6 +93,21 @@ public:
   virtual tessel_status launch(LoadedKernel &kernel, void **params,
                                const uint32_t grid[3], const uint32_t block[3],
                                uint32_t sharedBytes, void *stream) = 0;
+
+  /// Encodes `request` into the kTensorMapBytes at `out` (kTensorMapAlign
+  /// aligned), which the core passes to the kernel by value. Called once per
+  /// map for every launch of a kernel with maps, so it must not synchronize
+  /// (launches stay CUDA-graph capturable). Only devices with TMA (the CUDA
+  /// backend) implement it; the others refuse.
+  virtual tessel_status encodeTensorMap(const TensorMapRequest &request,
+                                        void *out) {
+    (void)request, (void)out;
+    return makeStatusf(TESSEL_UNSUPPORTED,
+                       "the %s backend cannot encode TMA tensor maps (kernels "
+                       "that take them run on NVIDIA sm_90 GPUs through the "
+                       "cuda backend)",
+                       name());
+  }
 
   /// SMs (CUDA), CUs (HIP) or hardware threads (host): what the dispatcher
   /// sizes split-KV work to fill. Never 0.

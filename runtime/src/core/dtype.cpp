@@ -5,17 +5,9 @@
 namespace tessel::runtime {
 
 size_t dtypeSize(DtypeValue value) {
-  switch (value) {
-  case TESSEL_DTYPE_F32:
-  case TESSEL_DTYPE_I32:
-    return 4;
-  case TESSEL_DTYPE_F16:
-  case TESSEL_DTYPE_BF16:
-    return 2;
-  case TESSEL_DTYPE_I64:
-    return 8;
-  }
-  return 0;
+  return value <= TESSEL_DTYPE_I64
+             ? bundle::dtypeSize(static_cast<tessel_dtype>(value))
+             : 0;
 }
 
 } // namespace tessel::runtime

@@ -5,7 +5,10 @@
 // wrong size here would otherwise be an out-of-bounds access on the device.
 // Symbol values (sequence lengths, token counts, ...) are not passed by the
 // caller; they are derived from the tensor shapes, and every dimension that
-// mentions a symbol must agree on its value.
+// mentions a symbol must agree on its value. TMA tensor maps (sm90a) are
+// encoded here too, per launch, from the checked arguments: they travel by
+// value in the parameter block, so a launch needs no host synchronisation
+// and stays capturable in a CUDA graph.
 //
 // The success path allocates nothing: decode launches are latency-bound.
 //
@@ -63,6 +66,8 @@ public:
   tessel_status checkArg(size_t index, const tessel_tensor &tensor);
   tessel_status checkSymbolsDerived() const;
   tessel_status computeGrid(uint32_t grid[3]) const;
+  tessel_status tensorMapRequest(size_t m, const tessel_tensor &tensor,
+                                 TensorMapRequest &out) const;
 
   int64_t symbolValues[TESSEL_BUNDLE_MAX_SYMBOLS] = {};
 
@@ -267,6 +272,74 @@ tessel_status LaunchChecker::computeGrid(uint32_t grid[3]) const {
   return nullptr;
 }
 
+tessel_status LaunchChecker::tensorMapRequest(size_t m,
+                                              const tessel_tensor &tensor,
+                                              TensorMapRequest &out) const {
+  const bundle::TensorMap &map = meta.tensorMaps[m];
+  const bundle::Arg &arg = meta.args[map.arg];
+  const char *argN = arg.name.c_str();
+  // checkData has checked the base of buffers that are not elementwise;
+  // TMA needs 16 bytes of every mapped one.
+  if (reinterpret_cast<uintptr_t>(tensor.data) % kGpuAlignment != 0)
+    return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                       "kernel '%s': tensor map %zu of arg '%s': data %p is "
+                       "not aligned to %zu bytes (TMA needs a 16-byte aligned "
+                       "base)",
+                       name, m, argN, tensor.data, kGpuAlignment);
+  out.dtype = arg.dtype;
+  out.rank = static_cast<uint32_t>(map.dims.size());
+  out.address = tensor.data;
+  out.swizzle = map.swizzle;
+  uint64_t stride = dtypeSize(arg.dtype); // bytes between indices of dim i
+  for (size_t i = 0; i < out.rank; ++i) {
+    const auto &range = map.dims[i];
+    // tensor.shape[d] >= 0 (checkArg), so the product is exact or overflows.
+    uint64_t extent = 1;
+    bool overflow = false;
+    for (uint32_t d = range.first; d < range.second; ++d)
+      overflow |= __builtin_mul_overflow(
+          extent, static_cast<uint64_t>(tensor.shape[d]), &extent);
+    if (overflow || extent > (uint64_t(1) << 32))
+      return makeStatusf(
+          TESSEL_INVALID_ARGUMENT,
+          "kernel '%s': tensor map %zu of arg '%s': dim %zu (arg dims [%u, "
+          "%u)) %s; TMA dims must be at most 2^32",
+          name, m, argN, i, range.first, range.second,
+          overflow ? "overflows 64 bits"
+                   : format("is %llu elements",
+                            static_cast<unsigned long long>(extent))
+                         .c_str());
+    if (i == 1 && stride % 16 != 0)
+      return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                         "kernel '%s': tensor map %zu of arg '%s': rows are "
+                         "%llu bytes (dim 0 = %llu %s elements); TMA needs a "
+                         "row stride that is a multiple of 16 bytes",
+                         name, m, argN, static_cast<unsigned long long>(stride),
+                         static_cast<unsigned long long>(out.dims[0]),
+                         bundle::dtypeName(arg.dtype));
+    if (i >= 1) {
+      // Strides of later dims are multiples of the row stride.
+      if (stride >= (uint64_t(1) << 40))
+        return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                           "kernel '%s': tensor map %zu of arg '%s': the "
+                           "stride of dim %zu is %llu bytes; TMA strides must "
+                           "be below 2^40",
+                           name, m, argN, i,
+                           static_cast<unsigned long long>(stride));
+      out.strides[i - 1] = stride;
+    }
+    // An empty tensor has no rows for the kernel to load, but TMA dims must
+    // be >= 1: 0 is encoded as 1, or as box[0] for the innermost dim, whose
+    // bytes are a multiple of 16 (the format's rule) as the row stride must
+    // be. The strides follow the encoded dims.
+    out.dims[i] = extent ? extent : i == 0 ? map.box[0] : 1;
+    out.box[i] = map.box[i];
+    if (__builtin_mul_overflow(stride, out.dims[i], &stride))
+      stride = UINT64_MAX; // fails the 2^40 check of the next dim, if any
+  }
+  return nullptr;
+}
+
 tessel_status launchKernel(tessel_kernel kernel, const tessel_tensor *args,
                            size_t num_args, void *stream) {
   if (!kernel)
@@ -292,6 +365,14 @@ tessel_status launchKernel(tessel_kernel kernel, const tessel_tensor *args,
       return status;
   if (tessel_status status = checker.checkSymbolsDerived())
     return status;
+  // Map geometry is checked before the grid, so that a bad shape is
+  // reported even when this call has no work.
+  TensorMapRequest mapRequests[TESSEL_BUNDLE_MAX_TENSOR_MAPS];
+  const size_t numMaps = meta.tensorMaps.size();
+  for (size_t m = 0; m < numMaps; ++m)
+    if (tessel_status status = checker.tensorMapRequest(
+            m, args[meta.tensorMaps[m].arg], mapRequests[m]))
+      return status;
   uint32_t grid[3];
   if (tessel_status status = checker.computeGrid(grid))
     return status;
@@ -303,10 +384,20 @@ tessel_status launchKernel(tessel_kernel kernel, const tessel_tensor *args,
   // The kernel parameter convention: params[i] points to parameter i; the
   // args come first (a buffer's data pointer, a scalar's value, copied so
   // that the caller's may go as soon as this returns), then the symbols as
-  // int64_t.
+  // int64_t, then the tensor maps (CUtensorMap, 128 bytes by value).
+  alignas(kTensorMapAlign) unsigned char
+      maps[TESSEL_BUNDLE_MAX_TENSOR_MAPS][kTensorMapBytes];
+  for (size_t m = 0; m < numMaps; ++m)
+    if (tessel_status status =
+            kernel->backend->encodeTensorMap(mapRequests[m], maps[m]))
+      return annotate(status,
+                      format("kernel '%s': tensor map %zu of arg '%s'", name,
+                             m,
+                             meta.args[meta.tensorMaps[m].arg].name.c_str()));
   void *pointers[TESSEL_BUNDLE_MAX_ARGS];
   float scalars[TESSEL_BUNDLE_MAX_ARGS];
-  void *params[TESSEL_BUNDLE_MAX_ARGS + TESSEL_BUNDLE_MAX_SYMBOLS];
+  void *params[TESSEL_BUNDLE_MAX_ARGS + TESSEL_BUNDLE_MAX_SYMBOLS +
+               TESSEL_BUNDLE_MAX_TENSOR_MAPS];
   size_t numParams = 0;
   for (size_t i = 0; i < num_args; ++i) {
     if (meta.args[i].isScalar()) {
@@ -319,6 +410,8 @@ tessel_status launchKernel(tessel_kernel kernel, const tessel_tensor *args,
   }
   for (size_t s = 0; s < meta.symbols.size(); ++s)
     params[numParams++] = &checker.symbolValues[s];
+  for (size_t m = 0; m < numMaps; ++m)
+    params[numParams++] = maps[m];
 
   tessel_status status =
       kernel->backend->launch(*kernel->loaded, params, grid, meta.block.data(),

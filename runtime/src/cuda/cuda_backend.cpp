@@ -5,10 +5,12 @@
 // Each device uses its primary context, the one the CUDA runtime and PyTorch
 // use too, so streams and allocations of those libraries work here as is.
 //
-// Targets by compute capability: 9.x runs "sm90" cubins, else the "sm80"
-// kernel, whose binary is PTX that the driver compiles when it is loaded;
-// 8.x and 10.0 and newer run "sm80" (a cubin runs only on its own major
-// version, PTX on every later one). Older GPUs are not supported.
+// Targets by compute capability: 9.0 runs "sm90a" (wgmma/TMA kernels; sm_90a
+// code runs on 9.0 only, not on later 9.x), then "sm90" cubins, else the
+// "sm80" kernel, whose binary is PTX that the driver compiles when it is
+// loaded; other 9.x run "sm90", then "sm80"; 8.x and 10.0 and newer run
+// "sm80" (a cubin runs only on its own major version, PTX on every later
+// one). Older GPUs are not supported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +59,7 @@ tessel_status resolveDriver(const DriverLibrary &library, CudaDriver &cu) {
   r.required(cu.cuFuncSetAttribute, "cuFuncSetAttribute");
   r.required(cu.cuLaunchKernel, "cuLaunchKernel");
   r.optional(cu.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  r.optional(cu.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
   r.optional(cu.cuGetErrorName, "cuGetErrorName");
   r.optional(cu.cuGetErrorString, "cuGetErrorString");
   r.optional(cu.cuDeviceGetName, "cuDeviceGetName");
@@ -139,6 +142,8 @@ public:
   tessel_status launch(LoadedKernel &kernel, void **params,
                        const uint32_t grid[3], const uint32_t block[3],
                        uint32_t sharedBytes, void *stream) override;
+  tessel_status encodeTensorMap(const TensorMapRequest &request,
+                                void *out) override;
   uint32_t computeUnits() const override { return multiprocessors; }
   tessel_status copyToDevice(void *dst, const void *src, size_t bytes,
                              void *stream) override;
@@ -283,6 +288,71 @@ tessel_status CudaBackend::launch(LoadedKernel &loaded, void **params,
                        callerError);
 }
 
+/// The CUtensorMapDataType of an element type; -1 (which the driver
+/// rejects) for none, which the core never asks for.
+CUtensorMapDataType tensorMapDataType(tessel_dtype dtype) {
+  switch (dtype) {
+  case TESSEL_DTYPE_F32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  case TESSEL_DTYPE_F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case TESSEL_DTYPE_BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case TESSEL_DTYPE_I32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case TESSEL_DTYPE_I64:
+    return CU_TENSOR_MAP_DATA_TYPE_INT64;
+  case TESSEL_DTYPE_INVALID:
+    break;
+  }
+  return -1;
+}
+
+/// "[64, 128]", for messages.
+template <typename T> std::string listOf(const T *values, size_t count) {
+  std::string out = "[";
+  for (size_t i = 0; i < count; ++i)
+    out += format("%s%llu", i ? ", " : "",
+                  static_cast<unsigned long long>(values[i]));
+  return out + "]";
+}
+
+tessel_status CudaBackend::encodeTensorMap(const TensorMapRequest &r,
+                                           void *out) {
+  // Checked per launch, not at load: a driver without it still runs every
+  // kernel that takes no map.
+  if (!cu.cuTensorMapEncodeTiled)
+    return makeStatus(TESSEL_UNAVAILABLE,
+                      "the CUDA driver lacks cuTensorMapEncodeTiled (CUDA "
+                      "12.0 or newer has it), which kernels with TMA tensor "
+                      "maps need");
+  // A host-side encoding (no stream, no synchronisation), but the driver
+  // wants a current context: without one an H200 with driver 580 answers
+  // CUDA_ERROR_INVALID_CONTEXT.
+  ContextScope scope(cu, context);
+  if (scope.result != CUDA_SUCCESS)
+    return makeStatusf(TESSEL_UNAVAILABLE,
+                       "cannot make the context of %s current: %s",
+                       label.c_str(), errorText(cu, scope.result).c_str());
+  const cuuint32_t elementStrides[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK] = {
+      1, 1, 1, 1, 1};
+  CUresult result = cu.cuTensorMapEncodeTiled(
+      static_cast<CUtensorMap *>(out), tensorMapDataType(r.dtype), r.rank,
+      r.address, r.dims, r.strides, r.box, elementStrides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, r.swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result == CUDA_SUCCESS)
+    return nullptr;
+  return makeStatusf(TESSEL_INVALID_ARGUMENT,
+                     "cuTensorMapEncodeTiled(%s at %p, dims %s, strides %s, "
+                     "box %s, swizzle %u) on %s failed: %s",
+                     bundle::dtypeName(r.dtype), r.address,
+                     listOf(r.dims, r.rank).c_str(),
+                     listOf(r.strides, r.rank - 1).c_str(),
+                     listOf(r.box, r.rank).c_str(), r.swizzle, label.c_str(),
+                     errorText(cu, result).c_str());
+}
+
 tessel_status CudaBackend::copyToDevice(void *dst, const void *src,
                                         size_t bytes, void *stream) {
   if (!cu.cuMemcpyHtoDAsync)
@@ -325,7 +395,9 @@ struct AttributeReader {
 
 /// The bundle targets of a GPU of compute capability major.minor, most
 /// preferred first; empty if Tessel has none for it.
-std::vector<std::string> targetsFor(uint32_t major) {
+std::vector<std::string> targetsFor(uint32_t major, uint32_t minor) {
+  if (major == 9 && minor == 0)
+    return {"sm90a", "sm90", "sm80"};
   if (major == 9)
     return {"sm90", "sm80"};
   if (major >= 8)
@@ -405,7 +477,7 @@ tessel::runtime::createCudaBackend(int ordinal, std::unique_ptr<Backend> &out) {
   deviceName[sizeof deviceName - 1] = 0;
   std::string label = format("CUDA device %d (%s%ssm_%u%u)", ordinal,
                              deviceName, *deviceName ? ", " : "", major, minor);
-  std::vector<std::string> targets = targetsFor(major);
+  std::vector<std::string> targets = targetsFor(major, minor);
   if (targets.empty())
     return makeStatusf(TESSEL_UNSUPPORTED,
                        "%s is not supported: Tessel's kernels need compute "

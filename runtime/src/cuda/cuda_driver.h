@@ -11,6 +11,7 @@
 #define TESSEL_RUNTIME_CUDA_CUDA_DRIVER_H
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tessel::runtime::cuda {
 
@@ -51,6 +52,29 @@ constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES =
     8;
 
+/// TMA descriptors (CUDA 12.0+, cuda.h's CUtensorMap and its enums): an
+/// opaque 128-byte, 64-byte aligned object that kernels take by value.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+using cuuint32_t = uint32_t;
+using cuuint64_t = uint64_t;
+using CUtensorMapDataType = int;
+constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_INT32 = 3;
+constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_INT64 = 5;
+constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6;
+constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7;
+constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9;
+using CUtensorMapInterleave = int;
+constexpr CUtensorMapInterleave CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+/// CU_TENSOR_MAP_SWIZZLE_NONE = 0, _32B = 1, _64B = 2, _128B = 3: the
+/// bundle's swizzle values.
+using CUtensorMapSwizzle = int;
+using CUtensorMapL2promotion = int;
+constexpr CUtensorMapL2promotion CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+using CUtensorMapFloatOOBfill = int;
+constexpr CUtensorMapFloatOOBfill CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
+
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
@@ -86,6 +110,15 @@ struct CudaDriver {
   // metadata); without it, dispatcher runs fail and kernels still launch.
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src,
                                 size_t bytes, CUstream stream); // _v2
+  // Optional (CUDA 12.0+): only kernels with TMA tensor maps need it; without
+  // it, launching one fails and every other kernel still launches.
+  CUresult (*cuTensorMapEncodeTiled)(
+      CUtensorMap *tensorMap, CUtensorMapDataType dataType,
+      cuuint32_t rank, void *globalAddress, const cuuint64_t *globalDim,
+      const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
+      const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+      CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+      CUtensorMapFloatOOBfill oobFill);
   // Optional: only for messages.
   CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
