@@ -17,7 +17,14 @@ here each timed kernel's output is checked once against an fp32 reference):
   tessel-aot bench/grouped_matmul_kernels.mlir --targets=sm80,sm90 -o gm.tsb
   tessel-aot bench/grouped_matmul_wgrad_kernels.mlir --targets=sm80,sm90 \
       -o gmw.tsb
-  python3 bench/grouped_matmul_bench.py gm.tsb gmw.tsb [cfg.tsb ...]
+  python3 bench/grouped_matmul_bench.py gm.tsb gmw.tsb [cfg.tsb ...] \
+      [--runtime build-rt/libtessel_runtime.so]
+
+The kernels run through the CUDA driver directly (the sm90 cubin: sm80 code
+paths); with --runtime each also runs through the runtime's C API, which
+picks the device's best target in the bundle (on an H200, sm90a: the
+wgmma/TMA main loop where a template has one; bundles compiled with
+--targets=sm80,sm90,sm90a), a row of its own beside the direct one.
 
 The default kernel of each GEMM (gm_*, gmd_*, gmw_*: stacked weights) gets
 the first row; other kernels of the same shape (pointer tables, tile
@@ -31,8 +38,8 @@ import sys
 
 import torch
 
-from grouped_matmul_check import (Layout, Problem, cumulative,
-                                  routed_sizes, start)
+from grouped_matmul_check import (Layout, Problem, Runtime, cumulative,
+                                  read_bundle, routed_sizes, start)
 
 
 def local_routed_sizes(tokens, topk, experts, local, gen):
@@ -195,8 +202,16 @@ def main():
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--reps", type=int, default=50,
                         help="timed calls per kernel (the median is shown)")
+    parser.add_argument("--runtime", help="libtessel_runtime.so: also time "
+                        "each kernel through the runtime")
     args = parser.parse_args()
     gen, _, kernels = start(args.bundles, args.seed)
+    if args.runtime:
+        runtime = Runtime(args.runtime)
+        for path in args.bundles:
+            for name in sorted({r["name"] for r in read_bundle(path)}):
+                kernels.setdefault(name + "@runtime",
+                                   runtime.kernel(path, name))
 
     # A square dense bf16 matmul: the GPU's practical ceiling.
     x = torch.randn(8192, 8192, device="cuda", generator=gen).bfloat16()

@@ -54,7 +54,7 @@ import torch
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 HEADER = struct.Struct("<8sIIQIIIIQQQ")
-KERNEL = struct.Struct("<IIIIIIQIIQQ" + "iiq" * 3 + "III" + "III" + "II" + "QQ")
+KERNEL = struct.Struct("<IIIIIIQIIQQ" + "iiq" * 3 + "III" + "III" + "II" + "QQQ")
 ARG = struct.Struct("<IBBBBQ")
 DIM = struct.Struct("<iiq")
 U32 = struct.Struct("<I")

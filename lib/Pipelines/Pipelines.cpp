@@ -97,12 +97,20 @@ void mlir::tessel::buildNVVMSerializePipeline(
   // buffers as .shared globals), vector, memref and arith go to NVVM/LLVM in
   // one conversion (a separate vector conversion before it would not know
   // the shared address space).
+  // On sm_90a, the Hopper ops with no LLVM intrinsic (wgmma.mma_async,
+  // mbarrier waits) become inline PTX, and TMA tensor maps become by-value
+  // kernel parameters.
+  bool hopper = options.chip == "sm_90a";
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
+  if (hopper)
+    kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
+  if (hopper)
+    pm.addPass(createTesselTensorMapParams());
 
   // The target must name the chip and PTX version: the defaults (sm_50,
   // ptx60) have no bf16 mma.sync or cp.async.

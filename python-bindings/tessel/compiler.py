@@ -59,7 +59,7 @@ def compile(spec: Union[str, "os.PathLike[str]", None] = None,
 
     spec: the path of a spec (.mlir), its text (a string with a newline or a
         brace), or None for the embedded default kernel set.
-    targets: 'host', 'sm80', 'sm90', 'gfx942', 'gfx950' (a list, or one
+    targets: 'host', 'sm80', 'sm90', 'sm90a', 'gfx942', 'gfx950' (a list, or one
         comma-separated string).
     output: where to write the bundle; compile() then returns that path.
         Without it, compile() returns the bundle's bytes (for

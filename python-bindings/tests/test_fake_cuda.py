@@ -34,14 +34,17 @@ class FakeLaunch(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
                 ("shared", ctypes.c_uint), ("stream", ctypes.c_void_p),
                 ("params", ctypes.c_uint64 * 8), ("current", ctypes.c_ssize_t),
-                ("function", ctypes.c_char * 64)]
+                ("function", ctypes.c_char * 64),
+                ("maps", (ctypes.c_uint8 * 128) * 4),
+                ("map_addresses", ctypes.c_size_t * 4)]
 
 
 class FakeState(ctypes.Structure):
     """The start of struct fake_driver_state (runtime/test/fake_drivers.h)."""
     _fields_ = [("modules_loaded", ctypes.c_int), ("modules_unloaded", ctypes.c_int),
                 ("last_image", ctypes.c_char * 64), ("launches", ctypes.c_int),
-                ("num_params", ctypes.c_int), ("last_launch", FakeLaunch)]
+                ("num_params", ctypes.c_int), ("num_maps", ctypes.c_int),
+                ("last_launch", FakeLaunch)]
 
 
 @pytest.fixture
@@ -101,8 +104,8 @@ class Stream:
 
 def test_fake_device(gpu, fake):
     assert gpu.kind == "cuda"
-    assert gpu.target == "sm90"
-    assert gpu.targets == ["sm90", "sm80"]
+    assert gpu.target == "sm90a"
+    assert gpu.targets == ["sm90a", "sm90", "sm80"]
 
 
 def test_sm80_kernel_on_sm90(kernel, fake):

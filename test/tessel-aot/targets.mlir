@@ -1,4 +1,4 @@
-// Targets: host, NVIDIA (sm80, sm90) and AMD (gfx942, gfx950); anything else
+// Targets: host, NVIDIA (sm80, sm90, sm90a) and AMD (gfx942, gfx950); anything else
 // is unknown. A kernel of a given spec that cannot be one GPU kernel is an
 // error (the embedded default set skips it instead).
 // RUN: not tessel-aot %s --targets=sm80 -o %t.tsb 2>&1 | FileCheck %s --check-prefix=SM80
@@ -9,7 +9,7 @@
 
 // SM80: error: 'tessel.extend_attention' op is not one GPU kernel: on a GPU, extend is the new tokens' prefill_attention
 // GFX950: error: 'tessel.extend_attention' op is not one GPU kernel: on a GPU, extend is the new tokens' prefill_attention
-// UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, sm90, gfx942, gfx950
+// UNKNOWN: error: unknown target 'tpu'; known targets: host, sm80, sm90, sm90a, gfx942, gfx950
 // EMPTY: error: --targets is empty
 
 // HOST: kernel                                   op                             target  dtype      bytes

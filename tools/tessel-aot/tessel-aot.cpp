@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessel/Conversion/Utils/KernelParams.h"
 #include "tessel/Dialect/Tessel/IR/KernelSignature.h"
 #include "tessel/Dialect/Tessel/IR/TesselOps.h"
 #include "tessel/Pipelines/Pipelines.h"
@@ -58,7 +59,10 @@ static cl::opt<std::string>
     targetList("targets", cl::desc("Comma-separated targets (host; sm80: "
                                    "PTX for every sm80+ GPU; sm90: the same "
                                    "code as an sm_90 cubin, needs ptxas; "
-                                   "gfx942, gfx950: hsaco)"),
+                                   "sm90a: Hopper's wgmma/TMA main loops "
+                                   "where a template has one, an sm_90a "
+                                   "cubin for compute capability 9.0, needs "
+                                   "ptxas; gfx942, gfx950: hsaco)"),
                cl::init("host"));
 static cl::opt<int64_t> chunkTokens(
     "chunk-tokens", cl::desc("Extend: cached-context tokens per chunk"),
@@ -81,7 +85,7 @@ static cl::opt<std::string> lldPath("lld", cl::desc("ld.lld to link host "
                                     cl::init(""));
 static cl::opt<std::string>
     cudaToolkit("cuda-toolkit", cl::desc("CUDA toolkit folder (its bin/ptxas "
-                                         "builds sm90 cubins)"),
+                                         "builds sm90 and sm90a cubins)"),
                 cl::init(""));
 static cl::opt<bool> quiet("quiet", cl::desc("Print no kernel table"),
                            cl::init(false));
@@ -154,21 +158,28 @@ FailureOr<std::vector<uint8_t>> compileForHost(func::FuncOp func) {
   return emitHostSharedObject(*module, objectOptions);
 }
 
-/// A GPU kernel: its launch geometry and binaries (NVIDIA: sm80 PTX, and the
-/// sm_90 cubin ptxas made of it when asked for; AMD: the hsaco).
+/// A GPU kernel: its launch geometry, tensor maps and binaries (NVIDIA:
+/// sm80 PTX and the sm_90 cubin ptxas made of it when asked for, or the
+/// sm_90a cubin; AMD: the hsaco).
 struct GPUKernel {
   std::array<bundle::Dim, 3> grid;
   std::array<uint32_t, 3> gridDiv = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t sharedBytes = 0;
+  std::vector<bundle::TensorMap> tensorMaps;
   std::vector<uint8_t> assembly, binary;
 };
 
-/// Compiles one kernel function for an NVIDIA target (`chip` empty: PTX and
-/// maybe an sm_90 cubin) or an AMD chip. With `unsupported` set,
-/// diagnostics are collected there instead of printed: the default set
-/// holds kernels whose GPU templates do not exist yet.
-FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef amdChip,
+/// How a bundle target is compiled: "nvidia" (sm80 PTX, plus an sm_90
+/// cubin of it: the targets sm80 and sm90), "sm90a", or an AMD chip.
+StringRef compilationOf(StringRef target) {
+  return target == "sm80" || target == "sm90" ? StringRef("nvidia") : target;
+}
+
+/// Compiles one kernel function for a compilation of compilationOf. With
+/// `unsupported` set, diagnostics are collected there instead of printed:
+/// the default set holds kernels whose GPU templates do not exist yet.
+FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef compilation,
                                    bool cubin, std::string *unsupported) {
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
@@ -186,16 +197,23 @@ FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef amdChip,
     });
 
   PassManager kernels(ctx), serialize(ctx);
-  if (amdChip.empty()) {
+  if (compilation == "nvidia" || compilation == "sm90a") {
     NVVMPipelineOptions options;
-    options.cubinArch = cubin ? "sm_90" : "";
+    if (compilation == "sm90a") {
+      // sm_90a cubins only: architecture-specific code has no PTX that
+      // runs elsewhere.
+      options.chip = "sm_90a";
+      cubin = true;
+    }
+    options.cubinArch = cubin ? options.chip == "sm_90a" ? "sm_90a" : "sm_90"
+                              : "";
     options.ptxasRequired = cubin;
     options.toolkit = cudaToolkit;
     buildNVVMKernelPipeline(kernels, options);
     buildNVVMSerializePipeline(serialize, options);
   } else {
     ROCDLPipelineOptions options;
-    options.chip = amdChip.str();
+    options.chip = compilation.str();
     options.lld = lldPath;
     buildROCDLKernelPipeline(kernels, options);
     buildROCDLSerializePipeline(serialize, options);
@@ -213,6 +231,17 @@ FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef amdChip,
   if (!grid || grid.size() != 3 || !block || !shared)
     return kernel.emitError("GPU kernel without launch geometry");
   out.sharedBytes = shared.getInt();
+  FailureOr<SmallVector<TensorMapSpec>> maps = readTensorMaps(kernel);
+  if (failed(maps))
+    return failure();
+  for (const TensorMapSpec &m : *maps) {
+    bundle::TensorMap map;
+    map.arg = m.arg;
+    map.dims.assign(m.dims.begin(), m.dims.end());
+    map.box.assign(m.box.begin(), m.box.end());
+    map.swizzle = static_cast<uint8_t>(m.swizzle);
+    out.tensorMaps.push_back(std::move(map));
+  }
   for (auto [i, attr] : llvm::enumerate(grid)) {
     ArrayRef<int64_t> d = cast<DenseI64ArrayAttr>(attr).asArrayRef();
     out.grid[i] = d[0] < 0 ? bundle::Dim::constant(d[2])
@@ -259,13 +288,14 @@ FailureOr<SmallVector<std::string>> parseTargets() {
       targets.push_back(name.str());
       continue;
     }
-    if (name == "sm80" || name == "sm90" || name == "gfx942" ||
-        name == "gfx950") {
+    if (name == "sm80" || name == "sm90" || name == "sm90a" ||
+        name == "gfx942" || name == "gfx950") {
       targets.push_back(name.str());
       continue;
     }
     llvm::errs() << "tessel-aot: error: unknown target '" << name
-                 << "'; known targets: host, sm80, sm90, gfx942, gfx950\n";
+                 << "'; known targets: host, sm80, sm90, sm90a, gfx942, "
+                    "gfx950\n";
     return failure();
   }
   if (targets.empty()) {
@@ -342,8 +372,8 @@ int main(int argc, char **argv) {
     FailureOr<KernelSignature> sig = analyzeKernel(func);
     if (failed(sig))
       return 1;
-    // Both NVIDIA targets come out of one compilation; each AMD chip has
-    // its own. Keyed by "nvidia" or the chip; nullopt: no template.
+    // sm80 and sm90 come out of one compilation; sm90a and each AMD chip
+    // have their own. Keyed by "nvidia" or the chip; nullopt: no template.
     llvm::StringMap<std::optional<GPUKernel>> compiled;
     for (const std::string &target : *targets) {
       bundle::Kernel kernel = describeKernel(func.getName(), *sig, target);
@@ -357,15 +387,15 @@ int main(int argc, char **argv) {
         kernels.push_back(std::move(kernel));
         continue;
       }
+      StringRef key = compilationOf(target);
       bool nvidia = StringRef(target).starts_with("sm");
-      StringRef key = nvidia ? StringRef("nvidia") : StringRef(target);
       if (!compiled.contains(key)) {
         // Kernels of the embedded set without a GPU template yet are
         // skipped, loudly; in a spec given on the command line they are
         // errors.
         std::string unsupported;
         FailureOr<GPUKernel> gpuKernel =
-            compileForGPU(func, nvidia ? "" : target, wantsCubin,
+            compileForGPU(func, key, wantsCubin,
                           inputFile.empty() ? &unsupported : nullptr);
         if (failed(gpuKernel)) {
           if (unsupported.empty())
@@ -385,7 +415,8 @@ int main(int argc, char **argv) {
       kernel.gridDiv = gpu->gridDiv;
       kernel.block = gpu->block;
       kernel.sharedBytes = gpu->sharedBytes;
-      // sm80: the PTX; sm90: the cubin; gfx*: the hsaco.
+      kernel.tensorMaps = gpu->tensorMaps;
+      // sm80: the PTX; sm90, sm90a: the cubin; gfx*: the hsaco.
       kernel.binary = target == "sm80" ? gpu->assembly : gpu->binary;
       kernels.push_back(std::move(kernel));
     }

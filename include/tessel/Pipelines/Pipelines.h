@@ -35,7 +35,9 @@ void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("NVIDIA chip of the PTX (sm_80 "
-                                          "runs on every sm80+ GPU)"),
+                                          "runs on every sm80+ GPU; sm_90a "
+                                          "adds Hopper's wgmma/TMA main "
+                                          "loops, for 9.0 only)"),
                            llvm::cl::init("sm_80")};
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features (the default "

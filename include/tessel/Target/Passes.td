@@ -37,6 +37,26 @@ def TesselPtxas : Pass<"tessel-ptxas", "ModuleOp"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def TesselTensorMapParams : Pass<"tessel-tensor-map-params", "ModuleOp"> {
+  let summary = "Pass the TMA tensor maps of sm_90a kernels by value";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm`. A kernel that lists tensor maps
+    (`tessel.tensor_maps`, written by the sm_90a templates) takes them as its
+    last parameters, generic pointers until here; this pass makes each one a
+    128-byte, 64-byte aligned by-value parameter in the kernel parameter
+    space (`llvm.byval`, `nvvm.grid_constant`): what CUDA's
+    `const __grid_constant__ CUtensorMap` is, and what TMA copies read from.
+    A gpu.func cannot carry these attributes, and byval without
+    grid_constant would copy the map to local memory, where TMA cannot read
+    it.
+
+    Post-condition: every tensor-map parameter is a grid-constant byval
+    parameter of 128 bytes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 def TesselHsaco : Pass<"tessel-hsaco", "ModuleOp"> {
   let summary = "Add an hsaco built from the AMDGCN assembly of every "
                 "gpu.binary";

@@ -9,8 +9,9 @@
 // not fork a template.
 //
 // Implemented: NVIDIA sm80 (mma.sync, ldmatrix, cp.async; runs on every sm80+
-// GPU) and AMD CDNA gfx942/gfx950 (MFMA, LDS vector reads; tiles staged
-// through registers).
+// GPU), NVIDIA sm_90a (the same, plus the warpgroup path of WarpgroupMma.h
+// for the templates that have a Hopper main loop) and AMD CDNA gfx942/gfx950
+// (MFMA, LDS vector reads; tiles staged through registers).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TARGET_TARGETINFO_H
@@ -25,6 +26,8 @@
 #include <optional>
 
 namespace mlir::tessel {
+
+class WarpgroupMma;
 
 enum class GpuVendor { NVIDIA, AMD };
 
@@ -65,7 +68,8 @@ class TargetInfo {
 public:
   virtual ~TargetInfo();
 
-  /// The target of `chip` ("sm80" or "sm_80", "gfx942", "gfx950"). An unknown
+  /// The target of `chip` ("sm80" or "sm_80", "sm90a" or "sm_90a", "gfx942",
+  /// "gfx950"). An unknown
   /// chip is reported through `emitError`, naming the known ones.
   static FailureOr<std::unique_ptr<TargetInfo>>
   get(StringRef chip, llvm::function_ref<InFlightDiagnostic()> emitError);
@@ -73,6 +77,10 @@ public:
   /// The canonical chip name, as LLVM spells it ("sm_80", "gfx942").
   StringRef getChip() const { return chip; }
   virtual GpuVendor getVendor() const = 0;
+
+  /// Hopper's warpgroup MMA with TMA and mbarriers, or null: templates with
+  /// a warpgroup main loop use it where the target has it.
+  virtual const WarpgroupMma *getWarpgroupMma() const { return nullptr; }
 
   /// Threads that execute an MMA atom together (32 on NVIDIA, 64 on CDNA).
   virtual unsigned getWarpSize() const = 0;
@@ -175,7 +183,7 @@ private:
   std::string chip;
 };
 
-/// The NVIDIA target of `chip` (sm_80 today), or null.
+/// The NVIDIA target of `chip` (sm_80, sm_90a), or null.
 std::unique_ptr<TargetInfo> createNVIDIATargetInfo(StringRef chip);
 /// The AMD CDNA target of `chip` (gfx942, gfx950), or null.
 std::unique_ptr<TargetInfo> createAMDTargetInfo(StringRef chip);

@@ -610,6 +610,8 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   if (ShapedType::isDynamic(groups))
     return op.emitOpError("GPU template: the group count G must be static "
                           "(the grid is sized from T and G)");
+  if (hasGroupedMatmulSm90(op, ctx.target))
+    return buildGroupedMatmulSm90(b, op, ctx);
   int64_t sharedBytes = 0;
   auto chosen = chooseConfig(op, ctx, elem, Config(), /*aRowsM=*/false,
                              /*bRowsN=*/!op.getTransB(), sharedBytes);

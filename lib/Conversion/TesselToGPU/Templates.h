@@ -8,6 +8,7 @@
 #ifndef TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H
 #define TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H
 
+#include "tessel/Conversion/Utils/KernelParams.h"
 #include "tessel/Dialect/Tessel/IR/KernelSignature.h"
 #include "tessel/Dialect/Tessel/IR/TesselOps.h"
 #include "tessel/Target/TargetInfo.h"
@@ -54,6 +55,9 @@ struct KernelContext {
   const TargetInfo &target;
   /// Shared-memory pipeline depth of main loops.
   int64_t stages;
+  /// The kernel, which takes the tensor maps after the shape symbols.
+  gpu::GPUFuncOp kernel;
+  SmallVector<TensorMapSpec> tensorMaps;
 
   /// The memref of `operand`, one of the kernel function's arguments (null
   /// for an absent optional operand); a scalar operand's value as is.
@@ -69,6 +73,9 @@ struct KernelContext {
   /// The softmax scale operand times log2(e), built where `b` is (the
   /// kernel's entry): attention templates score in base 2 (exp2).
   Value scaleLog2(OpBuilder &b, Value scale) const;
+  /// Appends a tensor-map parameter to the kernel (a generic pointer to the
+  /// CUtensorMap the runtime passes by value) and returns it.
+  Value addTensorMap(TensorMapSpec spec);
 };
 
 /// Ragged-M grouped matmul, B stacked or a pointer table, with or without
@@ -76,6 +83,15 @@ struct KernelContext {
 /// naming the constraint for the cases it does not cover.
 FailureOr<LaunchGeometry> buildGroupedMatmul(OpBuilder &b, GroupedMatmulOp op,
                                              KernelContext &ctx);
+
+/// Whether the Hopper main loop (GroupedMatmulSm90.cpp: TMA, mbarrier
+/// ring, warp-specialised wgmma) serves `op` on `target`: stacked b with
+/// trans_b, 16-bit operands, no tessel.gpu_tile override, on a target with
+/// warpgroup MMA. Other forms use the sm80 main loop there.
+bool hasGroupedMatmulSm90(GroupedMatmulOp op, const TargetInfo &target);
+FailureOr<LaunchGeometry> buildGroupedMatmulSm90(OpBuilder &b,
+                                                 GroupedMatmulOp op,
+                                                 KernelContext &ctx);
 
 /// Ragged-K grouped matmul (the MoE weight gradient): one block per output
 /// tile of each group; empty groups write zeros.

@@ -33,6 +33,14 @@ Value KernelContext::scaleLog2(OpBuilder &b, Value scale) const {
   return arith::MulFOp::create(b, loc, arg(scale), log2e);
 }
 
+Value KernelContext::addTensorMap(TensorMapSpec spec) {
+  unsigned index = kernel.getNumArguments();
+  Type ptr = LLVM::LLVMPointerType::get(kernel.getContext());
+  (void)kernel.insertArgument(index, ptr, DictionaryAttr(), kernel.getLoc());
+  tensorMaps.push_back(std::move(spec));
+  return kernel.getArgument(index);
+}
+
 namespace {
 
 /// `tessel.grid`: per dimension [symbol, mul, add, div].
@@ -64,7 +72,7 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
   gpu::ReturnOp::create(b, loc);
   b.setInsertionPointToStart(&entry);
 
-  KernelContext kc{sig, {}, {}, target, stages};
+  KernelContext kc{sig, {}, {}, target, stages, kernel, {}};
   for (size_t s = 0; s < sig.symbols.size(); ++s)
     kc.symbols.push_back(kernel.getArgument(sig.args.size() + s));
   for (auto [i, arg] : llvm::enumerate(sig.args))
@@ -110,6 +118,8 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
   kernel->setAttr("tessel.grid", gridAttr(b, *geometry));
   kernel->setAttr("tessel.shared_bytes",
                   b.getI64IntegerAttr(geometry->sharedBytes));
+  if (!kc.tensorMaps.empty())
+    kernel->setAttr(kTensorMapsAttrName, buildTensorMapsAttr(b, kc.tensorMaps));
   return success();
 }
 

@@ -51,3 +51,41 @@ Value mlir::tessel::buildArgMemRef(OpBuilder &b, Location loc,
   return UnrealizedConversionCastOp::create(b, loc, arg.type, desc)
       .getResult(0);
 }
+
+Attribute mlir::tessel::buildTensorMapsAttr(Builder &b,
+                                            ArrayRef<TensorMapSpec> maps) {
+  SmallVector<Attribute> out;
+  for (const TensorMapSpec &m : maps) {
+    SmallVector<int64_t> v = {m.arg, m.swizzle,
+                              static_cast<int64_t>(m.dims.size())};
+    for (auto [first, last] : m.dims)
+      v.append({first, last});
+    v.append(m.box.begin(), m.box.end());
+    out.push_back(b.getDenseI64ArrayAttr(v));
+  }
+  return b.getArrayAttr(out);
+}
+
+FailureOr<SmallVector<TensorMapSpec>>
+mlir::tessel::readTensorMaps(Operation *kernel) {
+  SmallVector<TensorMapSpec> maps;
+  auto list = kernel->getAttrOfType<ArrayAttr>(kTensorMapsAttrName);
+  if (!list)
+    return maps;
+  for (Attribute attr : list) {
+    auto values = dyn_cast<DenseI64ArrayAttr>(attr);
+    ArrayRef<int64_t> v = values ? values.asArrayRef() : ArrayRef<int64_t>();
+    if (v.size() < 3 || v.size() != 3 + 3 * static_cast<size_t>(v[2]))
+      return kernel->emitError() << "malformed " << kTensorMapsAttrName;
+    TensorMapSpec m;
+    m.arg = v[0];
+    m.swizzle = v[1];
+    int64_t rank = v[2];
+    for (int64_t d = 0; d < rank; ++d)
+      m.dims.push_back({static_cast<unsigned>(v[3 + 2 * d]),
+                        static_cast<unsigned>(v[4 + 2 * d])});
+    m.box.assign(v.begin() + 3 + 2 * rank, v.end());
+    maps.push_back(std::move(m));
+  }
+  return maps;
+}

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Target/TargetInfo.h"
+#include "tessel/Target/WarpgroupMma.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,7 +26,7 @@ namespace {
 
 class SM80TargetInfo : public TargetInfo {
 public:
-  SM80TargetInfo() : TargetInfo("sm_80") {}
+  explicit SM80TargetInfo(StringRef chip = "sm_80") : TargetInfo(chip) {}
 
   GpuVendor getVendor() const override { return GpuVendor::NVIDIA; }
   unsigned getWarpSize() const override { return 32; }
@@ -277,10 +278,29 @@ private:
   }
 };
 
+/// Hopper with its architecture-specific features: every sm80 answer (the
+/// templates without a warpgroup main loop run as on sm80), plus wgmma,
+/// TMA and setmaxnreg. Its cubins run on compute capability 9.0 only.
+class SM90aTargetInfo : public SM80TargetInfo {
+public:
+  SM90aTargetInfo()
+      : SM80TargetInfo("sm_90a"), warpgroup(createNVIDIAWarpgroupMma()) {}
+  // 228 KB per SM, of which one block may use 227 KB after opting in.
+  int64_t getSharedMemoryBytes() const override { return 227 * 1024; }
+  const WarpgroupMma *getWarpgroupMma() const override {
+    return warpgroup.get();
+  }
+
+private:
+  std::unique_ptr<WarpgroupMma> warpgroup;
+};
+
 } // namespace
 
 std::unique_ptr<TargetInfo> mlir::tessel::createNVIDIATargetInfo(StringRef chip) {
   if (chip == "sm80" || chip == "sm_80")
     return std::make_unique<SM80TargetInfo>();
+  if (chip == "sm90a" || chip == "sm_90a")
+    return std::make_unique<SM90aTargetInfo>();
   return nullptr;
 }

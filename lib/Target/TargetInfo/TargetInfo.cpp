@@ -15,5 +15,6 @@ TargetInfo::get(StringRef chip,
   if (std::unique_ptr<TargetInfo> amd = createAMDTargetInfo(chip))
     return amd;
   return emitError() << "unknown GPU chip '" << chip
-                     << "'; known chips: sm80 (sm_80), gfx942, gfx950";
+                     << "'; known chips: sm80 (sm_80), sm90a (sm_90a), gfx942, "
+                        "gfx950";
 }

@@ -4,7 +4,7 @@
 // RUN: not tessel-opt %s --tessel-to-gpu=stages=12 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not tessel-opt %s --tessel-to-gpu="chip=gfx942 stages=4" 2>&1 | FileCheck %s --check-prefix=GFX942
 
-// CHIP:   error: unknown GPU chip 'sm70'; known chips: sm80 (sm_80), gfx942, gfx950
+// CHIP:   error: unknown GPU chip 'sm70'; known chips: sm80 (sm_80), sm90a (sm_90a), gfx942, gfx950
 // ZERO:   error: 'tessel.grouped_matmul' op GPU template: stages must be at least 2, got 1
 // SMEM:   error: 'tessel.grouped_matmul' op GPU template: 12 stages need 245760 bytes of shared memory, more than the 166912 a block of sm_80 can use
 // The AMD targets have no async global-to-LDS copies in use: tiles go

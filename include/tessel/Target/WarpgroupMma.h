@@ -1,0 +1,107 @@
+//===- WarpgroupMma.h - Hopper's warpgroup MMA, TMA and mbarriers -*- C++ -*-===//
+//
+// The capability a Hopper (sm_90a) main loop asks for, beside TargetInfo
+// rather than inside it: TargetInfo::mma is a warp's register-operand MMA,
+// wgmma is a warpgroup's (4 warps) shared-memory-operand MMA issued
+// asynchronously, fed by the tensor memory accelerator (TMA) into
+// mbarrier-tracked stages, with roles (producer warp, consumer warpgroups)
+// that trade registers through setmaxnreg. CUTLASS keeps the sm80 and sm90
+// collectives apart the same way; Triton lowers WarpGroupDot beside MMAv2.
+//
+// Shared memory is addressed here by !llvm.ptr<3> pointers (TMA, mbarriers)
+// and 32-bit shared-window byte addresses (matrix descriptors). Accumulators
+// are one !llvm.struct of f32, the form nvvm.wgmma.mma_async takes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TARGET_WARPGROUPMMA_H
+#define TESSEL_TARGET_WARPGROUPMMA_H
+
+#include "mlir/IR/Builders.h"
+
+#include <memory>
+
+namespace mlir::tessel {
+
+class WarpgroupMma {
+public:
+  virtual ~WarpgroupMma();
+
+  /// Threads of a warpgroup: an MMA is issued by all of them.
+  static constexpr int64_t kWarpgroupThreads = 128;
+  /// Rows of an MMA (m64nNk16): one warpgroup's share of a C tile.
+  static constexpr int64_t kRows = 64;
+  /// K of one MMA for 16-bit operands.
+  static constexpr int64_t kDepth = 16;
+  /// Bytes of one row of a 128-byte-swizzled operand tile: 64 16-bit
+  /// elements of K. Tiles of that swizzle start at 1024-byte boundaries.
+  static constexpr int64_t kSwizzleBytes = 128;
+  static constexpr int64_t kSwizzleAlignment = 1024;
+
+  /// Whether C (f32) += A . B with `elem` operands has an MMA of N = `n`
+  /// (a multiple of 8 up to 256).
+  virtual bool supports(Type elem, int64_t n) const = 0;
+
+  // --- matrix descriptors and MMAs ----------------------------------------
+  /// The i64 descriptor of a K-major operand tile at shared byte address
+  /// `address` (i32), rows of 128 bytes swizzled in 8-row, 1024-byte atoms
+  /// (the layout TMA writes with 128-byte swizzle); `address` plus 32 bytes
+  /// per 16-element K step addresses the next MMA's slice.
+  virtual Value sharedDescriptor(OpBuilder &b, Location loc,
+                                 Value address) const = 0;
+  /// acc (an f32 struct of n / 2 members) += A . B^T for a 64 x n C tile,
+  /// A [64, 16] and B [n, 16] both K-major, given by their descriptors.
+  virtual Value mma(OpBuilder &b, Location loc, Type elem, int64_t n,
+                    Value descA, Value descB, Value acc) const = 0;
+  /// A zero accumulator struct for n columns.
+  virtual Value zeroAccumulators(OpBuilder &b, Location loc,
+                                 int64_t n) const = 0;
+  /// Member `i` of an accumulator struct.
+  virtual Value accumulator(OpBuilder &b, Location loc, Value acc,
+                            int64_t i) const = 0;
+  /// Row and column, in the warpgroup's 64 x n C tile, of accumulator `i`
+  /// of warpgroup thread `thread` (index values). Members 2j and 2j + 1 sit
+  /// in one row, in consecutive columns.
+  virtual std::pair<Value, Value> accumulatorPosition(OpBuilder &b,
+                                                      Location loc,
+                                                      Value thread,
+                                                      int64_t i) const = 0;
+  /// Orders register writes before the MMAs that read them (wgmma.fence).
+  virtual void fence(OpBuilder &b, Location loc) const = 0;
+  /// Closes the group of MMAs issued since the last commit.
+  virtual void commit(OpBuilder &b, Location loc) const = 0;
+  /// Waits until at most `pending` committed groups are in flight.
+  virtual void wait(OpBuilder &b, Location loc, int64_t pending) const = 0;
+
+  // --- mbarriers and TMA ----------------------------------------------------
+  virtual void barrierInit(OpBuilder &b, Location loc, Value bar,
+                           int64_t arrivals) const = 0;
+  /// Makes barrier initialisation visible to the async proxy (TMA).
+  virtual void barrierInitFence(OpBuilder &b, Location loc) const = 0;
+  virtual void arrive(OpBuilder &b, Location loc, Value bar) const = 0;
+  /// Arrives and announces `bytes` of TMA traffic that completes the phase.
+  virtual void arriveExpectBytes(OpBuilder &b, Location loc, Value bar,
+                                 int64_t bytes) const = 0;
+  /// Blocks until the phase of parity `parity` (i32, 0 or 1) completed.
+  virtual void waitParity(OpBuilder &b, Location loc, Value bar,
+                          Value parity) const = 0;
+  /// Copies the box at coordinates (innermost first, i32) of the tensor map
+  /// `map` (a generic pointer to the CUtensorMap kernel parameter) to
+  /// shared memory at `dst`, completing on `bar`.
+  virtual void tmaLoad(OpBuilder &b, Location loc, Value dst, Value map,
+                       Value bar, ValueRange coordinates) const = 0;
+
+  // --- roles ------------------------------------------------------------------
+  /// Releases (`increase` false) or claims registers per thread for the rest
+  /// of the kernel; the kernel needs a register cap at entry.
+  virtual void setRegisters(OpBuilder &b, Location loc, int64_t count,
+                            bool increase) const = 0;
+  /// i1: true in one elected lane of the warp.
+  virtual Value electOne(OpBuilder &b, Location loc) const = 0;
+};
+
+/// Hopper's (sm_90a).
+std::unique_ptr<WarpgroupMma> createNVIDIAWarpgroupMma();
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_TARGET_WARPGROUPMMA_H

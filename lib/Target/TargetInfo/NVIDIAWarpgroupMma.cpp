@@ -1,0 +1,185 @@
+//===- NVIDIAWarpgroupMma.cpp - sm_90a: wgmma, TMA, mbarrier, setmaxnreg --===//
+//
+// The NVVM ops of Hopper's warpgroup path, as verified on an H200 with MLIR
+// 22.1.8 and ptxas 13.0 (docs/sm90a.md). Several of them (wgmma.mma_async,
+// mbarrier.try_wait.parity, arrive.expect_tx) have no LLVM intrinsic and
+// become inline PTX in convert-nvvm-to-llvm, which the sm_90a pipeline runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Target/WarpgroupMma.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+WarpgroupMma::~WarpgroupMma() = default;
+
+namespace {
+
+class NVIDIAWarpgroupMma : public WarpgroupMma {
+public:
+  bool supports(Type elem, int64_t n) const override {
+    return (elem.isBF16() || elem.isF16()) && n % 8 == 0 && n >= 8 &&
+           n <= 256;
+  }
+
+  // The descriptor of a K-major tile with 128-byte swizzle: bits 0-13 the
+  // start address >> 4, 16-29 the leading-dimension offset (unused with a
+  // K-major swizzled layout; 1 as CUTLASS sets it), 32-45 the stride
+  // between 8-row core-matrix groups >> 4 (1024 bytes), 62-63 the swizzle
+  // mode (1: 128 bytes).
+  Value sharedDescriptor(OpBuilder &b, Location loc,
+                         Value address) const override {
+    constexpr uint64_t kHigh = (uint64_t{1} << 16) |
+                               (uint64_t{kSwizzleAlignment >> 4} << 32) |
+                               (uint64_t{1} << 62);
+    Type i64 = b.getI64Type();
+    Value wide = arith::ExtUIOp::create(b, loc, i64, address);
+    Value field = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, wide, constant(b, loc, 4)),
+        constant(b, loc, 0x3FFF));
+    return arith::OrIOp::create(b, loc, field,
+                                constant(b, loc, static_cast<int64_t>(kHigh)));
+  }
+
+  Value mma(OpBuilder &b, Location loc, Type elem, int64_t n, Value descA,
+            Value descB, Value acc) const override {
+    MLIRContext *ctx = b.getContext();
+    auto type = [&](NVVM::WGMMATypes t) {
+      return NVVM::WGMMATypesAttr::get(ctx, t);
+    };
+    NVVM::WGMMATypes operand =
+        elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+    // Layouts row (A) and col (B): both operands are K-major in shared
+    // memory, A [64, K] and B [n, K].
+    return NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, acc.getType(), acc, descA, descB,
+        NVVM::MMAShapeAttr::get(ctx, kRows, n, kDepth), type(operand),
+        type(operand), type(NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), scaleIn,
+        scaleIn, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        /*satfinite=*/nullptr);
+  }
+
+  Value zeroAccumulators(OpBuilder &b, Location loc,
+                         int64_t n) const override {
+    SmallVector<Type> members(n / 2, b.getF32Type());
+    return LLVM::ZeroOp::create(
+        b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), members));
+  }
+
+  Value accumulator(OpBuilder &b, Location loc, Value acc,
+                    int64_t i) const override {
+    return LLVM::ExtractValueOp::create(b, loc, acc, i);
+  }
+
+  // m64nN: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds,
+  // for each 8-column block j, members 4j .. 4j + 3 at rows l / 4 and
+  // l / 4 + 8, columns 8j + 2 (l % 4) + {0, 1}.
+  std::pair<Value, Value> accumulatorPosition(OpBuilder &b, Location loc,
+                                              Value thread,
+                                              int64_t i) const override {
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    Value warp = arith::DivUIOp::create(b, loc, thread, idx(32));
+    Value lane = arith::RemUIOp::create(b, loc, thread, idx(32));
+    Value row = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, warp, idx(16)),
+        arith::DivUIOp::create(b, loc, lane, idx(4)));
+    if (i % 4 >= 2)
+      row = arith::AddIOp::create(b, loc, row, idx(8));
+    Value col = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
+    col = arith::AddIOp::create(b, loc, col, idx(8 * (i / 4) + i % 2));
+    return {row, col};
+  }
+
+  void fence(OpBuilder &b, Location loc) const override {
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  }
+  void commit(OpBuilder &b, Location loc) const override {
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  }
+  void wait(OpBuilder &b, Location loc, int64_t pending) const override {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
+                                       b.getI64IntegerAttr(pending));
+  }
+
+  void barrierInit(OpBuilder &b, Location loc, Value bar,
+                   int64_t arrivals) const override {
+    NVVM::MBarrierInitOp::create(b, loc, bar, i32(b, loc, arrivals),
+                                 /*predicate=*/Value());
+  }
+  void barrierInitFence(OpBuilder &b, Location loc) const override {
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  }
+  void arrive(OpBuilder &b, Location loc, Value bar) const override {
+    NVVM::MBarrierArriveOp::create(b, loc, /*res=*/Type(), bar,
+                                   /*count=*/Value(), scope(b),
+                                   b.getBoolAttr(false));
+  }
+  void arriveExpectBytes(OpBuilder &b, Location loc, Value bar,
+                         int64_t bytes) const override {
+    NVVM::MBarrierArriveExpectTxOp::create(b, loc, /*res=*/Type(), bar,
+                                           i32(b, loc, bytes), scope(b),
+                                           b.getBoolAttr(false),
+                                           /*predicate=*/Value());
+  }
+  void waitParity(OpBuilder &b, Location loc, Value bar,
+                  Value parity) const override {
+    // The suspend-time hint (ns) lets a waiting warp sleep in hardware
+    // rather than spin; its value measured within noise (docs/sm90a.md).
+    NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity,
+                                          i32(b, loc, 10000000));
+  }
+  void tmaLoad(OpBuilder &b, Location loc, Value dst, Value map, Value bar,
+               ValueRange coordinates) const override {
+    // The copy names its destination in the cluster's shared window (the
+    // CTA-only form needs PTX 8.6).
+    Value cluster = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), dst);
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, cluster, map, coordinates, bar, /*im2colOffsets=*/{},
+        /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
+        /*predicate=*/Value());
+  }
+
+  void setRegisters(OpBuilder &b, Location loc, int64_t count,
+                    bool increase) const override {
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, b.getI32IntegerAttr(count),
+        NVVM::SetMaxRegisterActionAttr::get(
+            b.getContext(), increase ? NVVM::SetMaxRegisterAction::increase
+                                     : NVVM::SetMaxRegisterAction::decrease));
+  }
+  Value electOne(OpBuilder &b, Location loc) const override {
+    return NVVM::ElectSyncOp::create(b, loc, b.getI1Type(),
+                                     /*membermask=*/Value());
+  }
+
+private:
+  static Value constant(OpBuilder &b, Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  }
+  static Value i32(OpBuilder &b, Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  }
+  static NVVM::MemScopeKindAttr scope(OpBuilder &b) {
+    return NVVM::MemScopeKindAttr::get(b.getContext(),
+                                       NVVM::MemScopeKind::CTA);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<WarpgroupMma> mlir::tessel::createNVIDIAWarpgroupMma() {
+  return std::make_unique<NVIDIAWarpgroupMma>();
+}

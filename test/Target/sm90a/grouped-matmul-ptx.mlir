@@ -1,0 +1,56 @@
+// RUN: tessel-opt %s --tessel-nvvm-pipeline="chip=sm_90a cubin-arch=" \
+// RUN:   | FileCheck %s
+
+// On sm_90a the MoE forward (stacked b, trans_b) runs the warp-specialised
+// Hopper main loop: the tensor maps of a and b are 128-byte by-value
+// parameters after the pointers and the shape symbol T; the producer
+// releases registers and issues TMA copies completing on mbarriers; the
+// consumers claim registers, wait on the stage's barrier and issue
+// m64n256k16 wgmmas, keeping one group in flight. The dgrad (no trans_b)
+// keeps the sm80 main loop: mma.sync, no wgmma.
+
+// CHECK-LABEL: gpu.binary @gate_up
+// CHECK-SAME:  chip = "sm_90a"
+// CHECK-SAME:  .target sm_90a
+// CHECK-SAME:  .param .u64 gate_up_param_4,
+// CHECK-SAME:  .param .align 64 .b8 gate_up_param_5[128],
+// CHECK-SAME:  .param .align 64 .b8 gate_up_param_6[128]
+// CHECK-SAME:  .maxntid 384, 1, 1
+// CHECK-SAME:  mbarrier.init.shared.b64
+// CHECK-SAME:  fence.mbarrier_init.release.cluster
+// CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09232;
+// CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
+// CHECK-SAME:  wgmma.fence.sync.aligned
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-SAME:  wgmma.commit_group.sync.aligned
+// CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
+// CHECK-SAME:  mbarrier.arrive.shared.b64
+// CHECK-SAME:  wgmma.wait_group.sync.aligned \090;
+// CHECK-SAME:  cvt.rn.bf16x2.f32
+// CHECK-SAME:  st.global.b32
+// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0940;
+// CHECK-SAME:  elect.sync
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK-NOT:   mma.sync
+
+// CHECK-LABEL: gpu.binary @dgrad
+// CHECK-SAME:  .target sm_90a
+// CHECK-NOT:   wgmma
+// CHECK-SAME:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+
+// Reference MoE (H=2048, I=512, E=128): gate/up forward and its dgrad.
+func.func @gate_up(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
+                   %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x1024xbf16>) {trans_b}
+  return
+}
+func.func @dgrad(%a: memref<?x1024xbf16>, %b: memref<128x1024x2048xbf16>,
+                 %g: memref<128xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x1024xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x2048xbf16>)
+  return
+}
