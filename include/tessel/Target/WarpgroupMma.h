@@ -42,16 +42,30 @@ public:
   virtual bool supports(Type elem, int64_t n) const = 0;
 
   // --- matrix descriptors and MMAs ----------------------------------------
-  /// The i64 descriptor of a K-major operand tile at shared byte address
-  /// `address` (i32), rows of 128 bytes swizzled in 8-row, 1024-byte atoms
-  /// (the layout TMA writes with 128-byte swizzle); `address` plus 32 bytes
-  /// per 16-element K step addresses the next MMA's slice.
-  virtual Value sharedDescriptor(OpBuilder &b, Location loc,
-                                 Value address) const = 0;
-  /// acc (an f32 struct of n / 2 members) += A . B^T for a 64 x n C tile,
-  /// A [64, 16] and B [n, 16] both K-major, given by their descriptors.
+  /// How an operand tile lies in shared memory, in rows of 128 bytes
+  /// swizzled in 8-row, 1024-byte atoms (the layout TMA writes with
+  /// 128-byte swizzle). K-major: a row holds 64 K-elements of one M or N
+  /// index. MN-major: a row holds 64 M or N indices of one K, and the tile
+  /// is chunks of 64 M or N indices, `chunkBytes` apart.
+  struct SharedOperand {
+    bool kMajor = true;
+    int64_t chunkBytes = 0;
+  };
+  /// The i64 descriptor of the operand tile at shared byte address
+  /// `address` (i32).
+  virtual Value sharedDescriptor(OpBuilder &b, Location loc, Value address,
+                                 SharedOperand operand) const = 0;
+  /// Bytes from one MMA's K slice (16 elements) of a tile to the next:
+  /// 32 along a K-major row, 16 rows of an MN-major chunk.
+  static int64_t kStepBytes(SharedOperand operand) {
+    return operand.kMajor ? 32 : kDepth * kSwizzleBytes;
+  }
+  /// acc (an f32 struct of n / 2 members) += A . B for a 64 x n C tile from
+  /// A [64, 16] (K-major) and B [16, n] (`b`'s layout), given by their
+  /// descriptors.
   virtual Value mma(OpBuilder &b, Location loc, Type elem, int64_t n,
-                    Value descA, Value descB, Value acc) const = 0;
+                    Value descA, Value descB, SharedOperand bLayout,
+                    Value acc) const = 0;
   /// A zero accumulator struct for n columns.
   virtual Value zeroAccumulators(OpBuilder &b, Location loc,
                                  int64_t n) const = 0;

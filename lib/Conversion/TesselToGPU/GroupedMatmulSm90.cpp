@@ -1,7 +1,8 @@
 //===- GroupedMatmulSm90.cpp - Ragged-M grouped matmul on wgmma + TMA -----===//
 //
-// The Hopper main loop of tessel.grouped_matmul (stacked b, trans_b: the MoE
-// forward), a sibling of the sm80 template in GroupedMatmul.cpp that shares
+// The Hopper main loop of tessel.grouped_matmul with stacked b (trans_b: the
+// MoE forward; without: the dgrad), a sibling of the sm80 template in
+// GroupedMatmul.cpp that shares
 // its work decomposition: group tiles found on the device from
 // group_offsets (KernelBuilder::findRowTile), the zero tail past the last
 // group, one block per (N-tile, M-tile) with blocks past the last tile
@@ -9,16 +10,20 @@
 //
 // Block: 3 warpgroups. Warpgroup 0 is the producer: one elected lane of its
 // first warp issues, per K-tile, the TMA copies of the A tile (128 rows of
-// a from the tile's first row) and the B tile (tileN rows of b[group] seen
-// as [G * N, K]) into a `stages`-deep ring of 128-byte-swizzled stages, each
+// a from the tile's first row) and the B tile (with trans_b, tileN rows of
+// b[group] seen as [G * N, K], K-major; without, 64 rows of b[group] seen
+// as [G * K, N] in tileN / 64 boxes of 64 columns, MN-major: wgmma reads it
+// transposed) into a `stages`-deep ring of 128-byte-swizzled stages, each
 // completing on its `full` mbarrier; it first waits on the stage's `empty`
 // mbarrier. Warpgroups 1 and 2 are consumers, each owning 64 rows of the
 // tile: they wait on `full`, issue 4 wgmma m64n<tileN>k16 from shared memory
 // (accumulators in registers), keep one group of MMAs in flight and release
 // the previous stage. setmaxnreg moves registers from the producer (40) to
 // the consumers (232). TMA zero-fills what lies past a's rows, past b's
-// G * N rows and past K, so K needs no tail loop; rows of the next group
-// and columns past N are computed and never stored.
+// last row and past K (or N), so K needs no tail loop; rows of the next
+// group and columns past N are computed and never stored. Without trans_b
+// a partial K-tile would read the next group's rows of b: K must be whole
+// K-tiles there.
 //
 // Epilogue: each consumer thread stores its accumulator pairs as 4-byte
 // (2 x 16-bit) stores, predicated on the group's last row and on N.
@@ -50,6 +55,14 @@ struct Sm90Config {
       (1 + consumers) * WarpgroupMma::kWarpgroupThreads;
   int64_t tileN = 256;
   int64_t stages = 4;
+  /// b [G, N, K] (K-major tiles); else [G, K, N] (MN-major tiles).
+  bool transB = true;
+  /// An MN-major B tile is chunks of 64 columns, one TMA box each.
+  static constexpr int64_t chunkN = 64;
+
+  WarpgroupMma::SharedOperand bOperand(int64_t elemBytes) const {
+    return {transB, tileK * chunkN * elemBytes};
+  }
 
   int64_t aBytes(int64_t elemBytes) const { return tileM * tileK * elemBytes; }
   int64_t stageBytes(int64_t elemBytes) const {
@@ -75,6 +88,9 @@ public:
              int64_t groups, int64_t n, int64_t k);
 
 private:
+  /// Issues the TMA copies of K-tile `kt` into stage `stage`, completing on
+  /// `full`.
+  void loadStage(Value stage, Value kt, Value full);
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
   /// Barrier `index` (index): full barriers first, then empty ones.
@@ -97,7 +113,7 @@ private:
   Sm90Config cfg;
   Type elem;
   int64_t elemBytes, stageBytes = 0;
-  int64_t n = 0, groups = 0;
+  int64_t n = 0, k = 0, groups = 0;
   Value c, mapA, mapB;
   /// The ring's base as a shared pointer and as a 32-bit shared address.
   Value ringBase, ringAddress;
@@ -138,8 +154,6 @@ void GroupedMatmulSm90Builder::produce() {
                                           warp, idx(0)),
                     wg.electOne(b, loc));
   ifThen(lead, [&] {
-    Value bRow = toI32(add(mul(group, n), colStart));
-    Value aRow = toI32(rowStart);
     auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -148,12 +162,26 @@ void GroupedMatmulSm90Builder::produce() {
     Value full = barrier(stage);
     wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(kt, true));
     wg.arriveExpectBytes(b, loc, full, stageBytes);
-    Value k0 = toI32(mul(kt, cfg.tileK));
-    Value aSlot = mul(stage, stageBytes);
-    wg.tmaLoad(b, loc, sharedPointer(aSlot), mapA, full, {k0, aRow});
-    wg.tmaLoad(b, loc, sharedPointer(add(aSlot, cfg.aBytes(elemBytes))), mapB,
-               full, {k0, bRow});
+    loadStage(stage, kt, full);
   });
+}
+
+void GroupedMatmulSm90Builder::loadStage(Value stage, Value kt, Value full) {
+  Value k0 = mul(kt, cfg.tileK);
+  Value aSlot = mul(stage, stageBytes);
+  Value bSlot = add(aSlot, cfg.aBytes(elemBytes));
+  wg.tmaLoad(b, loc, sharedPointer(aSlot), mapA, full,
+             {toI32(k0), toI32(rowStart)});
+  if (cfg.transB) {
+    wg.tmaLoad(b, loc, sharedPointer(bSlot), mapB, full,
+               {toI32(k0), toI32(add(mul(group, n), colStart))});
+    return;
+  }
+  int64_t chunkBytes = cfg.bOperand(elemBytes).chunkBytes;
+  Value bRow = toI32(add(mul(group, k), k0));
+  for (int64_t j = 0; j < cfg.tileN / Sm90Config::chunkN; ++j)
+    wg.tmaLoad(b, loc, sharedPointer(add(bSlot, j * chunkBytes)), mapB, full,
+               {toI32(add(colStart, j * Sm90Config::chunkN)), bRow});
 }
 
 Value GroupedMatmulSm90Builder::consume(Value consumer) {
@@ -169,20 +197,25 @@ Value GroupedMatmulSm90Builder::consume(Value consumer) {
     Value stage = remu(kt, cfg.stages);
     wg.waitParity(b, loc, barrier(stage), parity(kt, false));
     Value slot = add(ringAddress, toI32(mul(stage, stageBytes)));
-    Value descA = wg.sharedDescriptor(b, loc, add(slot, toI32(aOffset)));
+    WarpgroupMma::SharedOperand aOperand, bOperand = cfg.bOperand(elemBytes);
+    Value descA =
+        wg.sharedDescriptor(b, loc, add(slot, toI32(aOffset)), aOperand);
     Value descB = wg.sharedDescriptor(
-        b, loc, add(slot, i32(cfg.aBytes(elemBytes))));
+        b, loc, add(slot, i32(cfg.aBytes(elemBytes))), bOperand);
     Value acc = loop.getRegionIterArgs().front();
     wg.fence(b, loc);
-    // Each 16-element K step is 32 bytes further into the swizzled rows:
-    // 2 in the descriptor's address field (bytes >> 4).
-    for (int64_t s = 0; s < cfg.tileK / WarpgroupMma::kDepth; ++s) {
-      Value step = arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                                2 * s);
-      acc = wg.mma(b, loc, elem, cfg.tileN,
-                   arith::AddIOp::create(b, loc, descA, step),
-                   arith::AddIOp::create(b, loc, descB, step), acc);
-    }
+    // Each MMA's 16-element K slice is kStepBytes further into the tile:
+    // bytes >> 4 in the descriptor's address field.
+    auto step = [&](Value desc, WarpgroupMma::SharedOperand operand,
+                    int64_t s) -> Value {
+      int64_t bytes = s * WarpgroupMma::kStepBytes(operand);
+      return arith::AddIOp::create(
+          b, loc, desc,
+          arith::ConstantIntOp::create(b, loc, b.getI64Type(), bytes >> 4));
+    };
+    for (int64_t s = 0; s < cfg.tileK / WarpgroupMma::kDepth; ++s)
+      acc = wg.mma(b, loc, elem, cfg.tileN, step(descA, aOperand, s),
+                   step(descB, bOperand, s), bOperand, acc);
     wg.commit(b, loc);
     // Keep this K-tile's MMAs in flight; the previous tile's are done, so
     // its stage goes back to the producer.
@@ -226,14 +259,15 @@ void GroupedMatmulSm90Builder::epilogue(Value consumer, Value thread,
 void GroupedMatmulSm90Builder::build(Value offsets, Value cArg, Value T,
                                      Value mapAArg, Value mapBArg,
                                      int64_t groupCount, int64_t nCols,
-                                     int64_t k) {
+                                     int64_t kDepth) {
   c = cArg;
   mapA = mapAArg;
   mapB = mapBArg;
   n = nCols;
+  k = kDepth;
   groups = groupCount;
   stageBytes = cfg.stageBytes(elemBytes);
-  numK = idx((k + cfg.tileK - 1) / cfg.tileK);
+  numK = idx((kDepth + cfg.tileK - 1) / cfg.tileK);
   colStart = mul(blockId(gpu::Dimension::x), cfg.tileN);
 
   // The ring starts at the first 1024-byte boundary of dynamic shared
@@ -295,8 +329,11 @@ bool mlir::tessel::hasGroupedMatmulSm90(GroupedMatmulOp op,
                                         const TargetInfo &target) {
   const WarpgroupMma *wg = target.getWarpgroupMma();
   Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
-  // A tessel.gpu_tile override names a tile of the sm80 main loop.
-  return wg && op.getTransB() && !op.isPointerTable() &&
+  // A tessel.gpu_tile override names a tile of the sm80 main loop. Without
+  // trans_b, B tiles are whole 64-column chunks of whole 64-row K-tiles.
+  bool layout = op.getTransB() || (op.getN() % Sm90Config::chunkN == 0 &&
+                                   op.getK() % Sm90Config::tileK == 0);
+  return wg && layout && !op.isPointerTable() &&
          !op->hasAttr("tessel.gpu_tile") &&
          wg->supports(elem, std::min<int64_t>(256, op.getN()));
 }
@@ -312,6 +349,7 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
   int64_t groups = cast<MemRefType>(op.getB().getType()).getDimSize(0);
   Sm90Config cfg;
   cfg.tileN = std::min<int64_t>(cfg.tileN, n);
+  cfg.transB = op.getTransB();
   if (ctx.stages > 0)
     cfg.stages = ctx.stages;
   if (cfg.stages < 2 ||
@@ -328,24 +366,31 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
            << " stages";
 
   Location loc = op.getLoc();
-  // a [T, K] as {K, T}; b [G, N, K] as {K, G * N}: boxes of 64 x 128 and
-  // 64 x tileN elements, 128-byte swizzled.
+  // a [T, K] as {K, T}; b [G, N, K] as {K, G * N} in boxes of 64 x tileN,
+  // or b [G, K, N] as {N, G * K} in boxes of 64 x 64; 128-byte swizzled.
   constexpr int64_t kSwizzle128 = 3;
   Value mapA = ctx.addTensorMap(
       {0, {{1, 2}, {0, 1}}, {Sm90Config::tileK, Sm90Config::tileM},
        kSwizzle128});
+  int64_t bBoxRows = cfg.transB ? cfg.tileN : Sm90Config::tileK;
+  int64_t bBoxColumns = cfg.transB ? Sm90Config::tileK : Sm90Config::chunkN;
   Value mapB = ctx.addTensorMap(
-      {1, {{2, 3}, {0, 2}}, {Sm90Config::tileK, cfg.tileN}, kSwizzle128});
-  Value T = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                       ctx.symbols[ctx.dim(op.getA(), 0).symbol]);
+      {1, {{2, 3}, {0, 2}}, {bBoxColumns, bBoxRows}, kSwizzle128});
+  const KernelDim &rows = ctx.dim(op.getA(), 0);
+  Value T = rows.symbol < 0
+                ? arith::ConstantIndexOp::create(b, loc, rows.constant)
+                      .getResult()
+                : arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                             ctx.symbols[rows.symbol])
+                      .getResult();
   GroupedMatmulSm90Builder(b, loc, ctx.target, wg, cfg, elem)
       .build(ctx.args[2], ctx.args[3], T, mapA, mapB, groups, n, k);
 
-  const KernelDim &rows = ctx.dim(op.getA(), 0);
   LaunchGeometry geometry;
   geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
   geometry.grid[1] = GridDim{rows.symbol, 1,
-                             (groups + 1) * (Sm90Config::tileM - 1),
+                             (rows.symbol >= 0 ? 0 : rows.constant) +
+                                 (groups + 1) * (Sm90Config::tileM - 1),
                              Sm90Config::tileM};
   geometry.grid[2] = GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};

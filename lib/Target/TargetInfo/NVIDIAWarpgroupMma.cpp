@@ -27,16 +27,17 @@ public:
            n <= 256;
   }
 
-  // The descriptor of a K-major tile with 128-byte swizzle: bits 0-13 the
-  // start address >> 4, 16-29 the leading-dimension offset (unused with a
-  // K-major swizzled layout; 1 as CUTLASS sets it), 32-45 the stride
-  // between 8-row core-matrix groups >> 4 (1024 bytes), 62-63 the swizzle
-  // mode (1: 128 bytes).
-  Value sharedDescriptor(OpBuilder &b, Location loc,
-                         Value address) const override {
-    constexpr uint64_t kHigh = (uint64_t{1} << 16) |
-                               (uint64_t{kSwizzleAlignment >> 4} << 32) |
-                               (uint64_t{1} << 62);
+  // The descriptor of a tile with 128-byte swizzle: bits 0-13 the start
+  // address >> 4; 16-29 the leading-dimension byte offset >> 4: unused
+  // K-major (1, as CUTLASS sets it), MN-major the stride between 64-element
+  // MN chunks; 32-45 the stride between 8-row atoms >> 4 (1024 bytes, along
+  // M/N K-major, along K MN-major); 62-63 the swizzle mode (1: 128 bytes).
+  Value sharedDescriptor(OpBuilder &b, Location loc, Value address,
+                         SharedOperand operand) const override {
+    uint64_t leading = operand.kMajor ? 1 : operand.chunkBytes >> 4;
+    uint64_t kHigh = (leading << 16) |
+                     (uint64_t{kSwizzleAlignment >> 4} << 32) |
+                     (uint64_t{1} << 62);
     Type i64 = b.getI64Type();
     Value wide = arith::ExtUIOp::create(b, loc, i64, address);
     Value field = arith::AndIOp::create(
@@ -47,7 +48,7 @@ public:
   }
 
   Value mma(OpBuilder &b, Location loc, Type elem, int64_t n, Value descA,
-            Value descB, Value acc) const override {
+            Value descB, SharedOperand bLayout, Value acc) const override {
     MLIRContext *ctx = b.getContext();
     auto type = [&](NVVM::WGMMATypes t) {
       return NVVM::WGMMATypesAttr::get(ctx, t);
@@ -55,15 +56,16 @@ public:
     NVVM::WGMMATypes operand =
         elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
-    // Layouts row (A) and col (B): both operands are K-major in shared
-    // memory, A [64, K] and B [n, K].
+    // Layout row for A: K-major [64, K]. For B, col is K-major ([n, K]),
+    // row MN-major ([K, n]): the transposed operand, 16-bit types only.
     return NVVM::WgmmaMmaAsyncOp::create(
         b, loc, acc.getType(), acc, descA, descB,
         NVVM::MMAShapeAttr::get(ctx, kRows, n, kDepth), type(operand),
         type(operand), type(NVVM::WGMMATypes::f32),
         NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), scaleIn,
         scaleIn, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMALayoutAttr::get(ctx, bLayout.kMajor ? NVVM::MMALayout::col
+                                                     : NVVM::MMALayout::row),
         /*satfinite=*/nullptr);
   }
 

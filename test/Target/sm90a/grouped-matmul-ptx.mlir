@@ -6,8 +6,10 @@
 // parameters after the pointers and the shape symbol T; the producer
 // releases registers and issues TMA copies completing on mbarriers; the
 // consumers claim registers, wait on the stage's barrier and issue
-// m64n256k16 wgmmas, keeping one group in flight. The dgrad (no trans_b)
-// keeps the sm80 main loop: mma.sync, no wgmma.
+// m64n256k16 wgmmas, keeping one group in flight. The dgrad (b [G, K, N])
+// runs it too, b's tile copied as 4 MN-major boxes of 64 columns and read
+// transposed (imm-trans-b 1); with N not a multiple of 64 it keeps the sm80
+// main loop: mma.sync, no wgmma.
 
 // CHECK-LABEL: gpu.binary @gate_up
 // CHECK-SAME:  chip = "sm_90a"
@@ -21,7 +23,7 @@
 // CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09232;
 // CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
 // CHECK-SAME:  wgmma.fence.sync.aligned
-// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  0;
 // CHECK-SAME:  wgmma.commit_group.sync.aligned
 // CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
 // CHECK-SAME:  mbarrier.arrive.shared.b64
@@ -36,10 +38,22 @@
 
 // CHECK-LABEL: gpu.binary @dgrad
 // CHECK-SAME:  .target sm_90a
+// CHECK-SAME:  .param .align 64 .b8 dgrad_param_6[128]
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  1;
+// CHECK-NOT:   mma.sync
+// CHECK-SAME:  cp.async.bulk.tensor.2d
+// CHECK-SAME:  cp.async.bulk.tensor.2d
+// CHECK-SAME:  cp.async.bulk.tensor.2d
+// CHECK-SAME:  cp.async.bulk.tensor.2d
+// CHECK-SAME:  cp.async.bulk.tensor.2d
+
+// CHECK-LABEL: gpu.binary @dgrad_narrow
+// CHECK-SAME:  .target sm_90a
 // CHECK-NOT:   wgmma
 // CHECK-SAME:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
-// Reference MoE (H=2048, I=512, E=128): gate/up forward and its dgrad.
+// Reference MoE (H=2048, I=512, E=128): gate/up forward and its dgrad;
+// a dgrad whose N (200) is no multiple of 64.
 func.func @gate_up(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                    %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
@@ -52,5 +66,12 @@ func.func @dgrad(%a: memref<?x1024xbf16>, %b: memref<128x1024x2048xbf16>,
   tessel.grouped_matmul a(%a : memref<?x1024xbf16>)
       b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
       c(%c : memref<?x2048xbf16>)
+  return
+}
+func.func @dgrad_narrow(%a: memref<?x64xbf16>, %b: memref<8x64x200xbf16>,
+                        %g: memref<8xi32>, %c: memref<?x200xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>)
+      b(%b : memref<8x64x200xbf16>) group_offsets(%g : memref<8xi32>)
+      c(%c : memref<?x200xbf16>)
   return
 }

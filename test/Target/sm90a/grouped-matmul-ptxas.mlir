@@ -3,7 +3,8 @@
 // RUN:   --tessel-nvvm-pipeline="chip=sm_90a cubin-arch=sm_90a ptxas-verbose=1" \
 // RUN:   -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
 
-// ptxas builds the Hopper grouped matmul for sm_90a without spilling, at
+// ptxas builds the Hopper grouped matmuls (forward, dgrad) for sm_90a
+// without spilling, at
 // the register cap the 384-thread block sets at entry (which setmaxnreg
 // needs), with no wgmma serialized: values the wgmmas depend on reach
 // them through warp-uniform broadcasts (C7520 otherwise).
@@ -17,6 +18,10 @@
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     remark: ptxas -arch=sm_90a: {{.*}}
 // CHECK:     Compiling entry function 'ragged_n' for 'sm_90a'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: Potential Performance Loss
+// CHECK:     remark: ptxas -arch=sm_90a: {{.*}}
+// CHECK:     Compiling entry function 'dgrad' for 'sm_90a'
 // CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     gpu.binary @gate_up  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">,
@@ -38,5 +43,13 @@ func.func @ragged_n(%a: memref<?x200xf16>, %b: memref<5x328x200xf16>,
   tessel.grouped_matmul a(%a : memref<?x200xf16>)
       b(%b : memref<5x328x200xf16>) group_offsets(%g : memref<5xi32>)
       c(%c : memref<?x328xf16>) {trans_b}
+  return
+}
+// The dgrad: b [G, K, N], MN-major B tiles.
+func.func @dgrad(%a: memref<?x1024xbf16>, %b: memref<128x1024x2048xbf16>,
+                 %g: memref<128xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x1024xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x2048xbf16>)
   return
 }
