@@ -61,11 +61,11 @@ public:
     return operand.kMajor ? 32 : kDepth * kSwizzleBytes;
   }
   /// acc (an f32 struct of n / 2 members) += A . B for a 64 x n C tile from
-  /// A [64, 16] (K-major) and B [16, n] (`b`'s layout), given by their
-  /// descriptors.
+  /// A [64, 16] and B [16, n] in the given layouts (MN-major: read
+  /// transposed, 16-bit types only), given by their descriptors.
   virtual Value mma(OpBuilder &b, Location loc, Type elem, int64_t n,
-                    Value descA, Value descB, SharedOperand bLayout,
-                    Value acc) const = 0;
+                    Value descA, SharedOperand aLayout, Value descB,
+                    SharedOperand bLayout, Value acc) const = 0;
   /// A zero accumulator struct for n columns.
   virtual Value zeroAccumulators(OpBuilder &b, Location loc,
                                  int64_t n) const = 0;
@@ -103,6 +103,13 @@ public:
   /// shared memory at `dst`, completing on `bar`.
   virtual void tmaLoad(OpBuilder &b, Location loc, Value dst, Value map,
                        Value bar, ValueRange coordinates) const = 0;
+
+  /// Makes this thread's ordinary shared-memory writes visible to the async
+  /// proxy (TMA, wgmma) once a barrier orders them.
+  virtual void fenceSharedForAsync(OpBuilder &b, Location loc) const = 0;
+  /// Named barrier `id` (1..15) of `threads` threads (a multiple of 32).
+  virtual void barrier(OpBuilder &b, Location loc, int64_t id,
+                       int64_t threads) const = 0;
 
   // --- roles ------------------------------------------------------------------
   /// Releases (`increase` false) or claims registers per thread for the rest

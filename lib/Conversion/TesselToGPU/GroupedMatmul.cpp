@@ -372,37 +372,7 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(Value aArg, Value bArg,
   mStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cfg.tileM);
   group = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
 
-  // The group's rows as the op defines them: end_g = min(T, max(0,
-  // offsets[0..g])), start_g = end_{g-1} (0 for the first group). Each lane
-  // takes the maximum of a strided slice of offsets[0..g-1], then the warp
-  // combines them.
-  Type i32Type = b.getI32Type();
-  int64_t chunks = (groups + warpSize - 1) / warpSize;
-  auto loop = scf::ForOp::create(b, loc, idx(0), idx(chunks), idx(1),
-                                 ValueRange{i32(0)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value entry = add(mul(loop.getInductionVar(), warpSize), lane);
-    Value before = lt(entry, group);
-    Value loadAt = arith::MinUIOp::create(b, loc, entry, idx(groups - 1));
-    Value offset = memref::LoadOp::create(b, loc, offsets, loadAt);
-    Value running = loop.getRegionIterArgs()[0];
-    scf::YieldOp::create(
-        b, loc,
-        select(before, arith::MaxSIOp::create(b, loc, running, offset),
-               running));
-  }
-  Value startMax = warpReduce(loop.getResult(0), [&](Value x, Value y) {
-    return arith::MaxSIOp::create(b, loc, x, y).getResult();
-  });
-  Value own = memref::LoadOp::create(b, loc, offsets, group);
-  Value T32 = arith::IndexCastOp::create(b, loc, i32Type, T);
-  Value start32 = arith::MinSIOp::create(b, loc, startMax, T32);
-  Value end32 = arith::MinSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, own, start32), T32);
-  rowStart = toIndex(start32);
-  rowEnd = toIndex(end32);
+  std::tie(rowStart, rowEnd) = groupRows(offsets, group, groups, T);
   numK = divu(add(sub(rowEnd, rowStart), cfg.tileK - 1), cfg.tileK);
 
   SmallVector<Value> acc = zeroAccumulators();
@@ -571,15 +541,6 @@ chooseConfig(Operation *op, const KernelContext &ctx, Type elem, Config cfg,
   return std::make_pair(atoms->front(), cfg);
 }
 
-/// T, the rows of `a` (argument 0): its shape symbol, or the constant.
-Value rowCount(OpBuilder &b, Location loc, const KernelContext &ctx) {
-  const KernelDim &rows = ctx.sig.args[0].dims[0];
-  if (rows.symbol >= 0)
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                      ctx.symbols[rows.symbol]);
-  return arith::ConstantIndexOp::create(b, loc, rows.constant);
-}
-
 /// Checks that every row of the operands is made of 16-byte chunks.
 LogicalResult checkChunkedRows(Operation *op, StringRef names, int64_t x,
                                int64_t y) {
@@ -623,7 +584,7 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
   if (failed(builder.build(
           ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3],
-          rowCount(b, loc, ctx), groups, n, k, op.getTransB(),
+          ctx.dimValue(b, op.getA(), 0), groups, n, k, op.getTransB(),
           op.isPointerTable() ? op.getBShape() : std::nullopt)))
     return failure();
 
@@ -653,6 +614,8 @@ mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
                           "grid is one block per group and output tile)");
   if (failed(checkChunkedRows(op, "M and N", m, n)))
     return failure();
+  if (hasGroupedMatmulWgradSm90(op, ctx.target))
+    return buildGroupedMatmulWgradSm90(b, op, ctx);
   // 128x128 output tiles, 2x2 warps of 64x64: the forward's per-warp block
   // and MMA-to-fragment-load ratio; there are no ragged M tails to waste
   // MMAs on here.
@@ -671,7 +634,7 @@ mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
   Location loc = op.getLoc();
   GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
   if (failed(builder.buildWgrad(ctx.args[0], ctx.args[1], ctx.args[2],
-                                ctx.args[3], rowCount(b, loc, ctx), groups, m,
+                                ctx.args[3], ctx.dimValue(b, op.getA(), 0), groups, m,
                                 n)))
     return failure();
 

@@ -1,32 +1,37 @@
-//===- GroupedMatmulSm90.cpp - Ragged-M grouped matmul on wgmma + TMA -----===//
+//===- GroupedMatmulSm90.cpp - Grouped matmuls on wgmma + TMA -------------===//
 //
-// The Hopper main loop of tessel.grouped_matmul with stacked b (trans_b: the
-// MoE forward; without: the dgrad), a sibling of the sm80 template in
-// GroupedMatmul.cpp that shares
-// its work decomposition: group tiles found on the device from
+// The Hopper main loops of tessel.grouped_matmul with stacked b (trans_b:
+// the MoE forward; without: the dgrad) and of tessel.grouped_matmul_wgrad,
+// siblings of the sm80 templates in GroupedMatmul.cpp that share their work
+// decomposition: ragged-M group tiles found on the device from
 // group_offsets (KernelBuilder::findRowTile), the zero tail past the last
-// group, one block per (N-tile, M-tile) with blocks past the last tile
-// leaving at once, rows of a neighbouring group masked at the store.
+// group, rows of a neighbouring group masked at the store; ragged K one
+// block per (N-tile, M-tile, group), an empty group storing zeros.
 //
 // Block: 3 warpgroups. Warpgroup 0 is the producer: one elected lane of its
-// first warp issues, per K-tile, the TMA copies of the A tile (128 rows of
-// a from the tile's first row) and the B tile (with trans_b, tileN rows of
-// b[group] seen as [G * N, K], K-major; without, 64 rows of b[group] seen
-// as [G * K, N] in tileN / 64 boxes of 64 columns, MN-major: wgmma reads it
-// transposed) into a `stages`-deep ring of 128-byte-swizzled stages, each
-// completing on its `full` mbarrier; it first waits on the stage's `empty`
-// mbarrier. Warpgroups 1 and 2 are consumers, each owning 64 rows of the
-// tile: they wait on `full`, issue 4 wgmma m64n<tileN>k16 from shared memory
-// (accumulators in registers), keep one group of MMAs in flight and release
-// the previous stage. setmaxnreg moves registers from the producer (40) to
-// the consumers (232). TMA zero-fills what lies past a's rows, past b's
-// last row and past K (or N), so K needs no tail loop; rows of the next
-// group and columns past N are computed and never stored. Without trans_b
-// a partial K-tile would read the next group's rows of b: K must be whole
-// K-tiles there.
+// first warp issues, per K-tile, the TMA copies of the A and B tiles into a
+// `stages`-deep ring of 128-byte-swizzled stages, each completing on its
+// `full` mbarrier; it first waits on the stage's `empty` mbarrier.
+// Warpgroups 1 and 2 are consumers, each owning 64 rows of the 128-row C
+// tile: they wait on `full`, issue 4 wgmma m64n<tileN>k16 from shared
+// memory (accumulators in registers), keep one group of MMAs in flight and
+// release the previous stage. setmaxnreg moves registers from the producer
+// (40) to the consumers (232).
 //
-// Epilogue: each consumer thread stores its accumulator pairs as 4-byte
-// (2 x 16-bit) stores, predicated on the group's last row and on N.
+// Operand tiles. Ragged M: A is 128 rows of a from the tile's first row,
+// K-major. B with trans_b is tileN rows of b[group] seen as [G * N, K],
+// K-major; without, 64 rows of b[group] seen as [G * K, N] in tileN / 64
+// boxes of 64 columns, MN-major (wgmma reads it transposed). TMA zero-fills
+// what lies past a's rows, past b's last row and past K (or N), so K needs
+// no tail loop; rows of the next group and columns past N are computed and
+// never stored. Without trans_b a partial K-tile would read the next
+// group's rows of b: K must be whole K-tiles there. Ragged K: both tiles
+// are the group's next 64 rows of a [T, M] and b [T, N], MN-major in boxes
+// of 64 columns; the group's last K-tile reads the next group's rows, which
+// the consumers zero in shared memory before their MMAs read them.
+//
+// Epilogue: each consumer thread stores its accumulator pairs from
+// registers, predicated on the rows and columns C has.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,83 +49,100 @@ using namespace mlir::tessel;
 
 namespace {
 
-/// 128 x tileN x 64 tiles: 64 16-bit elements of K are one 128-byte
-/// swizzled row; 128 rows are the two consumers' m64 MMAs. tileN 256 (the
-/// widest wgmma) measured 10-15% ahead of 128 on the H200 (docs/sm90a.md).
+/// 128 x tileN x 64 tiles: 64 16-bit elements are one 128-byte swizzled
+/// row; 128 C rows are the two consumers' m64 MMAs. tileN 256 (the widest
+/// wgmma) measured 10-15% ahead of 128 on the H200 (docs/sm90a.md).
 struct Sm90Config {
   static constexpr int64_t tileM = 2 * WarpgroupMma::kRows;
   static constexpr int64_t tileK = 64;
   static constexpr int64_t consumers = 2;
   static constexpr int64_t threads =
       (1 + consumers) * WarpgroupMma::kWarpgroupThreads;
+  /// An MN-major tile is chunks of 64 M or N indices, one TMA box each.
+  static constexpr int64_t chunk = 64;
   int64_t tileN = 256;
   int64_t stages = 4;
-  /// b [G, N, K] (K-major tiles); else [G, K, N] (MN-major tiles).
-  bool transB = true;
-  /// An MN-major B tile is chunks of 64 columns, one TMA box each.
-  static constexpr int64_t chunkN = 64;
 
-  WarpgroupMma::SharedOperand bOperand(int64_t elemBytes) const {
-    return {transB, tileK * chunkN * elemBytes};
+  static int64_t chunkBytes(int64_t elemBytes) {
+    return tileK * chunk * elemBytes;
   }
-
   int64_t aBytes(int64_t elemBytes) const { return tileM * tileK * elemBytes; }
   int64_t stageBytes(int64_t elemBytes) const {
     return (tileM + tileN) * tileK * elemBytes;
   }
-  /// The ring, its 2 * stages mbarriers and the slack that lets the kernel
-  /// align the ring to the swizzle atom.
+  /// Bytes from the ring's start to a 16-byte scratch line after the ring
+  /// and its 2 * stages mbarriers.
+  int64_t scratchOffset(int64_t elemBytes) const {
+    return stages * stageBytes(elemBytes) + 16 * stages;
+  }
+  /// The ring, its barriers, the scratch line and the slack that lets the
+  /// kernel align the ring to the swizzle atom.
   int64_t sharedBytes(int64_t elemBytes) const {
-    return stages * stageBytes(elemBytes) + 16 * stages +
-           WarpgroupMma::kSwizzleAlignment;
+    return scratchOffset(elemBytes) + 16 + WarpgroupMma::kSwizzleAlignment;
   }
 };
 
-class GroupedMatmulSm90Builder : public KernelBuilder {
+/// The warp-specialised main loop both grouped matmuls run; a subclass
+/// says what a block computes (its tile, the K-tiles, how a stage is
+/// loaded) and where C goes.
+class WarpgroupGemm : public KernelBuilder {
 public:
-  GroupedMatmulSm90Builder(OpBuilder &b, Location loc,
-                           const TargetInfo &target, const WarpgroupMma &wg,
-                           const Sm90Config &cfg, Type elem)
+  WarpgroupGemm(OpBuilder &b, Location loc, const TargetInfo &target,
+                const WarpgroupMma &wg, const Sm90Config &cfg, Type elem,
+                WarpgroupMma::SharedOperand aOperand,
+                WarpgroupMma::SharedOperand bOperand)
       : KernelBuilder(b, loc, target), wg(wg), cfg(cfg), elem(elem),
-        elemBytes(elem.getIntOrFloatBitWidth() / 8) {}
+        elemBytes(elem.getIntOrFloatBitWidth() / 8),
+        stageBytes(cfg.stageBytes(elemBytes)), aOperand(aOperand),
+        bOperand(bOperand) {}
+  virtual ~WarpgroupGemm() = default;
 
-  void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
-             int64_t groups, int64_t n, int64_t k);
+protected:
+  /// Sets up the ring and its barriers; then, where the block has a tile
+  /// (`found`), the producer and consumer roles.
+  void run(function_ref<Value()> findTile);
+  /// Issues the TMA copies of K-tile `kt` into the stage at byte `slot` of
+  /// the ring, completing on `full`.
+  virtual void loadStage(Value slot, Value kt, Value full) = 0;
+  /// Runs in the consumers once K-tile `kt` is in the stage at `slot`.
+  virtual void prepareStage(Value slot, Value kt) {}
+  /// Stores the pair of accumulators at (row, col) of the consumer's 64 x
+  /// tileN part of C (index values, col even).
+  virtual void storePair(Value row, Value col, Value first, Value second) = 0;
 
-private:
-  /// Issues the TMA copies of K-tile `kt` into stage `stage`, completing on
-  /// `full`.
-  void loadStage(Value stage, Value kt, Value full);
+  /// `x` (index or i1) from lane 0 of the warp: the same value, but one
+  /// ptxas can see is warp-uniform. Without it, wgmmas under branches and
+  /// loops on values from shuffle scans, loads or thread ids count as
+  /// divergent and are serialized (ptxas C7520); CUTLASS broadcasts its
+  /// warpgroup index for the same reason.
+  Value uniform(Value x);
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
+
+  const WarpgroupMma &wg;
+  Sm90Config cfg;
+  Type elem;
+  int64_t elemBytes, stageBytes;
+  WarpgroupMma::SharedOperand aOperand, bOperand;
+  /// K-tiles of the block's tile.
+  Value numK;
+
+private:
   /// Barrier `index` (index): full barriers first, then empty ones.
   Value barrier(Value index) {
     return sharedPointer(add(mul(index, 8), cfg.stages * stageBytes));
   }
   Value parity(Value kt, bool flip);
   void produce();
-  /// `x` (index or i1) from lane 0 of the warp: the same value, but one
-  /// ptxas can see is warp-uniform. Without it, wgmmas under branches and
-  /// loops on values from shuffle scans or thread ids count as divergent
-  /// and are serialized (ptxas C7520); CUTLASS broadcasts its warpgroup
-  /// index for the same reason.
-  Value uniform(Value x);
   /// The consumer's K loop; returns the accumulator struct.
   Value consume(Value consumer);
-  void epilogue(Value consumer, Value thread, Value acc);
+  void epilogue(Value thread, Value acc);
 
-  const WarpgroupMma &wg;
-  Sm90Config cfg;
-  Type elem;
-  int64_t elemBytes, stageBytes = 0;
-  int64_t n = 0, k = 0, groups = 0;
-  Value c, mapA, mapB;
   /// The ring's base as a shared pointer and as a 32-bit shared address.
   Value ringBase, ringAddress;
-  Value numK, rowStart, rowEnd, group, colStart;
 };
 
-Value GroupedMatmulSm90Builder::uniform(Value x) {
+Value WarpgroupGemm::uniform(Value x) {
   Type type = x.getType();
   Value word = type.isIndex() ? toI32(x)
                               : arith::ExtUIOp::create(b, loc, b.getI32Type(),
@@ -131,7 +153,7 @@ Value GroupedMatmulSm90Builder::uniform(Value x) {
   return arith::TruncIOp::create(b, loc, type, word);
 }
 
-Value GroupedMatmulSm90Builder::sharedPointer(Value offset) {
+Value WarpgroupGemm::sharedPointer(Value offset) {
   Type ptr = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(), ringBase,
                              ValueRange{toI32(offset)});
@@ -140,14 +162,14 @@ Value GroupedMatmulSm90Builder::sharedPointer(Value offset) {
 /// The parity a K-tile's wait needs: the stage's use count mod 2, flipped
 /// for the producer's `empty` wait (a fresh barrier passes parity 1, so the
 /// first round of the ring does not wait).
-Value GroupedMatmulSm90Builder::parity(Value kt, bool flip) {
+Value WarpgroupGemm::parity(Value kt, bool flip) {
   Value use = remu(divu(kt, cfg.stages), 2);
   if (flip)
     use = arith::XOrIOp::create(b, loc, use, idx(1));
   return toI32(use);
 }
 
-void GroupedMatmulSm90Builder::produce() {
+void WarpgroupGemm::produce() {
   wg.setRegisters(b, loc, 40, /*increase=*/false);
   Value warp = divu(threadId(), warpSize);
   Value lead = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -162,33 +184,16 @@ void GroupedMatmulSm90Builder::produce() {
     Value full = barrier(stage);
     wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(kt, true));
     wg.arriveExpectBytes(b, loc, full, stageBytes);
-    loadStage(stage, kt, full);
+    loadStage(mul(stage, stageBytes), kt, full);
   });
 }
 
-void GroupedMatmulSm90Builder::loadStage(Value stage, Value kt, Value full) {
-  Value k0 = mul(kt, cfg.tileK);
-  Value aSlot = mul(stage, stageBytes);
-  Value bSlot = add(aSlot, cfg.aBytes(elemBytes));
-  wg.tmaLoad(b, loc, sharedPointer(aSlot), mapA, full,
-             {toI32(k0), toI32(rowStart)});
-  if (cfg.transB) {
-    wg.tmaLoad(b, loc, sharedPointer(bSlot), mapB, full,
-               {toI32(k0), toI32(add(mul(group, n), colStart))});
-    return;
-  }
-  int64_t chunkBytes = cfg.bOperand(elemBytes).chunkBytes;
-  Value bRow = toI32(add(mul(group, k), k0));
-  for (int64_t j = 0; j < cfg.tileN / Sm90Config::chunkN; ++j)
-    wg.tmaLoad(b, loc, sharedPointer(add(bSlot, j * chunkBytes)), mapB, full,
-               {toI32(add(colStart, j * Sm90Config::chunkN)), bRow});
-}
-
-Value GroupedMatmulSm90Builder::consume(Value consumer) {
+Value WarpgroupGemm::consume(Value consumer) {
   wg.setRegisters(b, loc, 232, /*increase=*/true);
   Value zero = wg.zeroAccumulators(b, loc, cfg.tileN);
-  // This consumer's 64 rows of the A tile start 64 rows of 128 bytes in.
-  Value aOffset = mul(consumer, WarpgroupMma::kRows * cfg.tileK * elemBytes);
+  // This consumer's 64 rows of C read the A tile's rows (K-major) or
+  // chunk (MN-major) that start 64 x 64 elements in.
+  Value aOffset = mul(consumer, Sm90Config::chunkBytes(elemBytes));
   auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1), zero);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -196,12 +201,13 @@ Value GroupedMatmulSm90Builder::consume(Value consumer) {
     Value kt = loop.getInductionVar();
     Value stage = remu(kt, cfg.stages);
     wg.waitParity(b, loc, barrier(stage), parity(kt, false));
-    Value slot = add(ringAddress, toI32(mul(stage, stageBytes)));
-    WarpgroupMma::SharedOperand aOperand, bOperand = cfg.bOperand(elemBytes);
-    Value descA =
-        wg.sharedDescriptor(b, loc, add(slot, toI32(aOffset)), aOperand);
+    Value slot = mul(stage, stageBytes);
+    prepareStage(slot, kt);
+    Value address = add(ringAddress, toI32(slot));
+    Value descA = wg.sharedDescriptor(b, loc, add(address, toI32(aOffset)),
+                                      aOperand);
     Value descB = wg.sharedDescriptor(
-        b, loc, add(slot, i32(cfg.aBytes(elemBytes))), bOperand);
+        b, loc, add(address, i32(cfg.aBytes(elemBytes))), bOperand);
     Value acc = loop.getRegionIterArgs().front();
     wg.fence(b, loc);
     // Each MMA's 16-element K slice is kStepBytes further into the tile:
@@ -215,7 +221,7 @@ Value GroupedMatmulSm90Builder::consume(Value consumer) {
     };
     for (int64_t s = 0; s < cfg.tileK / WarpgroupMma::kDepth; ++s)
       acc = wg.mma(b, loc, elem, cfg.tileN, step(descA, aOperand, s),
-                   step(descB, bOperand, s), bOperand, acc);
+                   aOperand, step(descB, bOperand, s), bOperand, acc);
     wg.commit(b, loc);
     // Keep this K-tile's MMAs in flight; the previous tile's are done, so
     // its stage goes back to the producer.
@@ -232,44 +238,15 @@ Value GroupedMatmulSm90Builder::consume(Value consumer) {
   return loop.getResult(0);
 }
 
-void GroupedMatmulSm90Builder::epilogue(Value consumer, Value thread,
-                                        Value acc) {
-  auto pairType = VectorType::get({2}, elem);
-  Value rowBase = add(rowStart, mul(consumer, WarpgroupMma::kRows));
+void WarpgroupGemm::epilogue(Value thread, Value acc) {
   for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
-    auto [r, col] = wg.accumulatorPosition(b, loc, thread, i);
-    Value row = add(rowBase, r), column = add(colStart, col);
-    Value inside = lt(row, rowEnd);
-    // N is a multiple of 8 and a pair never crosses an 8-column boundary.
-    if (n % cfg.tileN)
-      inside = andi(inside, lt(column, idx(n)));
-    ifThen(inside, [&] {
-      SmallVector<Value> pair;
-      for (int64_t v = 0; v < 2; ++v)
-        pair.push_back(arith::TruncFOp::create(
-            b, loc, elem, wg.accumulator(b, loc, acc, i + v)));
-      Value vec = vector::FromElementsOp::create(b, loc, pairType, pair);
-      vector::StoreOp::create(b, loc, vec, c, ValueRange{row, column},
-                              /*nontemporal=*/false,
-                              llvm::MaybeAlign(2 * elemBytes));
-    });
+    auto [row, col] = wg.accumulatorPosition(b, loc, thread, i);
+    storePair(row, col, wg.accumulator(b, loc, acc, i),
+              wg.accumulator(b, loc, acc, i + 1));
   }
 }
 
-void GroupedMatmulSm90Builder::build(Value offsets, Value cArg, Value T,
-                                     Value mapAArg, Value mapBArg,
-                                     int64_t groupCount, int64_t nCols,
-                                     int64_t kDepth) {
-  c = cArg;
-  mapA = mapAArg;
-  mapB = mapBArg;
-  n = nCols;
-  k = kDepth;
-  groups = groupCount;
-  stageBytes = cfg.stageBytes(elemBytes);
-  numK = idx((kDepth + cfg.tileK - 1) / cfg.tileK);
-  colStart = mul(blockId(gpu::Dimension::x), cfg.tileN);
-
+void WarpgroupGemm::run(function_ref<Value()> findTile) {
   // The ring starts at the first 1024-byte boundary of dynamic shared
   // memory: TMA's 128-byte swizzle and the descriptors assume it.
   Value bytes = dynamicSharedBytes();
@@ -297,17 +274,7 @@ void GroupedMatmulSm90Builder::build(Value offsets, Value cArg, Value T,
          });
   gpu::BarrierOp::create(b, loc);
 
-  // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G); every warp
-  // finds the same tile.
-  RowTile tile = findRowTile(
-      [&](Value g) { return memref::LoadOp::create(b, loc, offsets, g); },
-      idx(groups), T, blockId(gpu::Dimension::y), cfg.tileM, /*tail=*/true);
-  ifThen(uniform(tile.found), [&] {
-    rowStart = uniform(tile.rowStart);
-    rowEnd = uniform(tile.rowEnd);
-    group = uniform(tile.group);
-    // The tail group runs no K-tile: its accumulators stay zero.
-    numK = select(lt(group, idx(groups)), numK, idx(0));
+  ifThen(uniform(findTile()), [&] {
     Value role = uniform(divu(thread, WarpgroupMma::kWarpgroupThreads));
     auto roles = scf::IfOp::create(
         b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role,
@@ -317,11 +284,248 @@ void GroupedMatmulSm90Builder::build(Value offsets, Value cArg, Value T,
     b.setInsertionPointToStart(roles.thenBlock());
     produce();
     b.setInsertionPointToStart(roles.elseBlock());
-    Value consumer = sub(role, idx(1));
-    Value acc = consume(consumer);
-    epilogue(consumer, remu(thread, WarpgroupMma::kWarpgroupThreads), acc);
+    Value acc = consume(sub(role, idx(1)));
+    epilogue(remu(thread, WarpgroupMma::kWarpgroupThreads), acc);
   });
 }
+
+/// Ragged M: c[rows_g] = a[rows_g] . op(b[g]), one block per (N-tile,
+/// M-tile).
+class RaggedMGemm : public WarpgroupGemm {
+public:
+  RaggedMGemm(OpBuilder &b, Location loc, const TargetInfo &target,
+              const WarpgroupMma &wg, const Sm90Config &cfg, Type elem,
+              bool transB)
+      : WarpgroupGemm(b, loc, target, wg, cfg, elem, {true, 0},
+                      {transB, Sm90Config::chunkBytes(
+                                   elem.getIntOrFloatBitWidth() / 8)}),
+        transB(transB) {}
+
+  void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
+             int64_t groups, int64_t n, int64_t k);
+
+private:
+  void loadStage(Value slot, Value kt, Value full) override;
+  void storePair(Value row, Value col, Value first, Value second) override;
+
+  bool transB;
+  int64_t n = 0, k = 0;
+  Value c, mapA, mapB;
+  Value rowStart, rowEnd, group, colStart, consumerRow;
+};
+
+void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
+  Value k0 = mul(kt, cfg.tileK);
+  Value bSlot = add(slot, cfg.aBytes(elemBytes));
+  wg.tmaLoad(b, loc, sharedPointer(slot), mapA, full,
+             {toI32(k0), toI32(rowStart)});
+  if (transB) {
+    wg.tmaLoad(b, loc, sharedPointer(bSlot), mapB, full,
+               {toI32(k0), toI32(add(mul(group, n), colStart))});
+    return;
+  }
+  Value bRow = toI32(add(mul(group, k), k0));
+  for (int64_t j = 0; j < cfg.tileN / Sm90Config::chunk; ++j)
+    wg.tmaLoad(b, loc,
+               sharedPointer(add(bSlot, j * Sm90Config::chunkBytes(elemBytes))),
+               mapB, full, {toI32(add(colStart, j * Sm90Config::chunk)), bRow});
+}
+
+void RaggedMGemm::storePair(Value r, Value col, Value first, Value second) {
+  Value row = add(consumerRow, r), column = add(colStart, col);
+  Value inside = lt(row, rowEnd);
+  // N is a multiple of 8 and a pair never crosses an 8-column boundary.
+  if (n % cfg.tileN)
+    inside = andi(inside, lt(column, idx(n)));
+  ifThen(inside, [&] {
+    Value pair = vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, elem),
+        ValueRange{arith::TruncFOp::create(b, loc, elem, first),
+                   arith::TruncFOp::create(b, loc, elem, second)});
+    vector::StoreOp::create(b, loc, pair, c, ValueRange{row, column},
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(2 * elemBytes));
+  });
+}
+
+void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
+                        Value mapBArg, int64_t groups, int64_t nCols,
+                        int64_t kDepth) {
+  c = cArg;
+  mapA = mapAArg;
+  mapB = mapBArg;
+  n = nCols;
+  k = kDepth;
+  colStart = mul(blockId(gpu::Dimension::x), cfg.tileN);
+  run([&] {
+    // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G); every warp
+    // finds the same tile.
+    RowTile tile = findRowTile(
+        [&](Value g) { return memref::LoadOp::create(b, loc, offsets, g); },
+        idx(groups), T, blockId(gpu::Dimension::y), cfg.tileM,
+        /*tail=*/true);
+    rowStart = uniform(tile.rowStart);
+    rowEnd = uniform(tile.rowEnd);
+    group = uniform(tile.group);
+    // The tail group runs no K-tile: its accumulators stay zero.
+    numK = select(lt(group, idx(groups)),
+                  idx((kDepth + cfg.tileK - 1) / cfg.tileK), idx(0));
+    Value consumer = divu(threadId(), WarpgroupMma::kWarpgroupThreads);
+    consumerRow = add(rowStart, mul(sub(consumer, idx(1)),
+                                    WarpgroupMma::kRows));
+    return tile.found;
+  });
+}
+
+/// Ragged K: c[g] = a[rows_g]^T . b[rows_g], one block per (N-tile,
+/// M-tile, group).
+class RaggedKGemm : public WarpgroupGemm {
+public:
+  RaggedKGemm(OpBuilder &b, Location loc, const TargetInfo &target,
+              const WarpgroupMma &wg, const Sm90Config &cfg, Type elem)
+      : WarpgroupGemm(
+            b, loc, target, wg, cfg, elem,
+            {false, Sm90Config::chunkBytes(elem.getIntOrFloatBitWidth() / 8)},
+            {false,
+             Sm90Config::chunkBytes(elem.getIntOrFloatBitWidth() / 8)}) {}
+
+  void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
+             int64_t groups, int64_t m, int64_t n);
+
+private:
+  void loadStage(Value slot, Value kt, Value full) override;
+  void prepareStage(Value slot, Value kt) override;
+  void storePair(Value row, Value col, Value first, Value second) override;
+
+  int64_t scratchOffset() const { return cfg.scratchOffset(elemBytes); }
+
+  int64_t m = 0, n = 0;
+  Value c, mapA, mapB;
+  Value rowStart, rowEnd, group, mStart, colStart, consumerRow;
+};
+
+void RaggedKGemm::loadStage(Value slot, Value kt, Value full) {
+  Value row = toI32(add(rowStart, mul(kt, cfg.tileK)));
+  int64_t chunkBytes = Sm90Config::chunkBytes(elemBytes);
+  for (int64_t j = 0; j < cfg.tileM / Sm90Config::chunk; ++j)
+    wg.tmaLoad(b, loc, sharedPointer(add(slot, j * chunkBytes)), mapA, full,
+               {toI32(add(mStart, j * Sm90Config::chunk)), row});
+  Value bSlot = add(slot, cfg.aBytes(elemBytes));
+  for (int64_t j = 0; j < cfg.tileN / Sm90Config::chunk; ++j)
+    wg.tmaLoad(b, loc, sharedPointer(add(bSlot, j * chunkBytes)), mapB, full,
+               {toI32(add(colStart, j * Sm90Config::chunk)), row});
+}
+
+void RaggedKGemm::prepareStage(Value slot, Value kt) {
+  // Rows of a K-tile past the group's end are the next group's: zero them
+  // in every chunk of both tiles (whole 128-byte rows, so the swizzle does
+  // not matter). The two consumers share the B tile, so they split the
+  // chunks, fence their writes into the async proxy and meet at a barrier
+  // before any MMA reads the stage. Every thread stores each step, valid
+  // rows' pieces to a scratch line: a branch on a thread's own row would
+  // make ptxas serialize the wgmmas after it.
+  Value valid = sub(rowEnd, add(rowStart, mul(kt, cfg.tileK)));
+  ifThen(lt(valid, idx(cfg.tileK)), [&] {
+    int64_t threads = WarpgroupMma::kWarpgroupThreads;
+    Value consumer = sub(divu(threadId(), threads), idx(1));
+    Value thread = remu(threadId(), threads);
+    int64_t chunks = (cfg.tileM + cfg.tileN) / Sm90Config::chunk;
+    int64_t perConsumer = (chunks + cfg.consumers - 1) / cfg.consumers;
+    int64_t piecesPerRow = WarpgroupMma::kSwizzleBytes / 16;
+    int64_t pieces = cfg.tileK * piecesPerRow; // of one chunk
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({4}, b.getI32Type()),
+                                       b.getI32IntegerAttr(0).getValue()));
+    for (int64_t step = 0; step < perConsumer * pieces; step += threads) {
+      Value piece = add(thread, step);
+      Value chunk = add(mul(consumer, perConsumer), divu(piece, pieces));
+      Value line = remu(piece, pieces);
+      Value zeroed = andi(lt(chunk, idx(chunks)),
+                          arith::CmpIOp::create(b, loc,
+                                                arith::CmpIPredicate::sge,
+                                                divu(line, piecesPerRow),
+                                                valid));
+      Value offset = add(add(slot, mul(chunk, Sm90Config::chunkBytes(
+                                                  elemBytes))),
+                         mul(line, 16));
+      LLVM::StoreOp::create(b, loc, zero,
+                            sharedPointer(select(zeroed, offset,
+                                                 idx(scratchOffset()))),
+                            /*alignment=*/16);
+    }
+    wg.fenceSharedForAsync(b, loc);
+    wg.barrier(b, loc, /*id=*/1, cfg.consumers * threads);
+  });
+}
+
+void RaggedKGemm::storePair(Value r, Value col, Value first, Value second) {
+  Value row = add(consumerRow, r), column = add(colStart, col);
+  Value inside = andi(lt(row, idx(m)), lt(column, idx(n)));
+  Type cElem = cast<MemRefType>(c.getType()).getElementType();
+  auto narrow = [&](Value v) -> Value {
+    return cElem == v.getType() ? v
+                                : arith::TruncFOp::create(b, loc, cElem, v);
+  };
+  ifThen(inside, [&] {
+    Value pair = vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, cElem),
+        ValueRange{narrow(first), narrow(second)});
+    vector::StoreOp::create(
+        b, loc, pair, c, ValueRange{group, row, column},
+        /*nontemporal=*/false,
+        llvm::MaybeAlign(2 * cElem.getIntOrFloatBitWidth() / 8));
+  });
+}
+
+void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
+                        Value mapBArg, int64_t groups, int64_t mRows,
+                        int64_t nCols) {
+  c = cArg;
+  mapA = mapAArg;
+  mapB = mapBArg;
+  m = mRows;
+  n = nCols;
+  colStart = mul(blockId(gpu::Dimension::x), cfg.tileN);
+  mStart = mul(blockId(gpu::Dimension::y), cfg.tileM);
+  group = blockId(gpu::Dimension::z);
+  run([&] {
+    // An empty group runs no K-tile: its accumulators stay zero.
+    auto [start, end] = groupRows(offsets, group, groups, T);
+    rowStart = uniform(start);
+    rowEnd = uniform(end);
+    numK = arith::CeilDivUIOp::create(b, loc, sub(rowEnd, rowStart),
+                                      idx(cfg.tileK));
+    Value consumer = divu(threadId(), WarpgroupMma::kWarpgroupThreads);
+    consumerRow = add(mStart, mul(sub(consumer, idx(1)),
+                                  WarpgroupMma::kRows));
+    return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  });
+}
+
+/// The ring's configuration for tileN columns; an error on `op` naming the
+/// shared-memory limit when it does not fit.
+FailureOr<Sm90Config> configure(Operation *op, const KernelContext &ctx,
+                                int64_t tileN) {
+  Sm90Config cfg;
+  int64_t elemBytes = 2;
+  cfg.tileN = tileN;
+  if (ctx.stages > 0)
+    cfg.stages = ctx.stages;
+  if (cfg.stages >= 2 &&
+      cfg.sharedBytes(elemBytes) <= ctx.target.getSharedMemoryBytes())
+    return cfg;
+  return op->emitOpError()
+         << "GPU template: " << cfg.stages << " stages of 128x" << cfg.tileN
+         << "x64 tiles need " << cfg.sharedBytes(elemBytes)
+         << " bytes of shared memory; " << ctx.target.getChip()
+         << " takes 2 to "
+         << (ctx.target.getSharedMemoryBytes() -
+             WarpgroupMma::kSwizzleAlignment) /
+                (cfg.stageBytes(elemBytes) + 16)
+         << " stages";
+}
+
+constexpr int64_t kSwizzle128 = 3;
 
 } // namespace
 
@@ -331,7 +535,7 @@ bool mlir::tessel::hasGroupedMatmulSm90(GroupedMatmulOp op,
   Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
   // A tessel.gpu_tile override names a tile of the sm80 main loop. Without
   // trans_b, B tiles are whole 64-column chunks of whole 64-row K-tiles.
-  bool layout = op.getTransB() || (op.getN() % Sm90Config::chunkN == 0 &&
+  bool layout = op.getTransB() || (op.getN() % Sm90Config::chunk == 0 &&
                                    op.getK() % Sm90Config::tileK == 0);
   return wg && layout && !op.isPointerTable() &&
          !op->hasAttr("tessel.gpu_tile") &&
@@ -345,55 +549,87 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
   Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
   // buildGroupedMatmul has checked what both main loops need: N and K
   // whole 16-byte chunks (TMA's row strides too), G static.
-  int64_t n = op.getN(), k = op.getK(), elemBytes = 2;
+  int64_t n = op.getN(), k = op.getK();
   int64_t groups = cast<MemRefType>(op.getB().getType()).getDimSize(0);
-  Sm90Config cfg;
-  cfg.tileN = std::min<int64_t>(cfg.tileN, n);
-  cfg.transB = op.getTransB();
-  if (ctx.stages > 0)
-    cfg.stages = ctx.stages;
-  if (cfg.stages < 2 ||
-      cfg.sharedBytes(elemBytes) > ctx.target.getSharedMemoryBytes())
-    return op.emitOpError()
-           << "GPU template: " << cfg.stages << " stages of 128x"
-           << cfg.tileN << "x64 tiles need "
-           << cfg.sharedBytes(elemBytes)
-           << " bytes of shared memory; " << ctx.target.getChip()
-           << " takes 2 to "
-           << (ctx.target.getSharedMemoryBytes() -
-               WarpgroupMma::kSwizzleAlignment) /
-                  (cfg.stageBytes(elemBytes) + 16)
-           << " stages";
+  FailureOr<Sm90Config> cfg =
+      configure(op, ctx, std::min<int64_t>(256, n));
+  if (failed(cfg))
+    return failure();
 
   Location loc = op.getLoc();
   // a [T, K] as {K, T}; b [G, N, K] as {K, G * N} in boxes of 64 x tileN,
   // or b [G, K, N] as {N, G * K} in boxes of 64 x 64; 128-byte swizzled.
-  constexpr int64_t kSwizzle128 = 3;
+  bool transB = op.getTransB();
   Value mapA = ctx.addTensorMap(
       {0, {{1, 2}, {0, 1}}, {Sm90Config::tileK, Sm90Config::tileM},
        kSwizzle128});
-  int64_t bBoxRows = cfg.transB ? cfg.tileN : Sm90Config::tileK;
-  int64_t bBoxColumns = cfg.transB ? Sm90Config::tileK : Sm90Config::chunkN;
   Value mapB = ctx.addTensorMap(
-      {1, {{2, 3}, {0, 2}}, {bBoxColumns, bBoxRows}, kSwizzle128});
-  const KernelDim &rows = ctx.dim(op.getA(), 0);
-  Value T = rows.symbol < 0
-                ? arith::ConstantIndexOp::create(b, loc, rows.constant)
-                      .getResult()
-                : arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                             ctx.symbols[rows.symbol])
-                      .getResult();
-  GroupedMatmulSm90Builder(b, loc, ctx.target, wg, cfg, elem)
-      .build(ctx.args[2], ctx.args[3], T, mapA, mapB, groups, n, k);
+      {1,
+       {{2, 3}, {0, 2}},
+       {transB ? Sm90Config::tileK : Sm90Config::chunk,
+        transB ? cfg->tileN : Sm90Config::tileK},
+       kSwizzle128});
+  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB)
+      .build(ctx.args[2], ctx.args[3], ctx.dimValue(b, op.getA(), 0), mapA,
+             mapB, groups, n, k);
 
+  const KernelDim &rows = ctx.dim(op.getA(), 0);
   LaunchGeometry geometry;
-  geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
+  geometry.grid[0] = GridDim{-1, 1, n, cfg->tileN};
   geometry.grid[1] = GridDim{rows.symbol, 1,
                              (rows.symbol >= 0 ? 0 : rows.constant) +
                                  (groups + 1) * (Sm90Config::tileM - 1),
                              Sm90Config::tileM};
   geometry.grid[2] = GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};
-  geometry.sharedBytes = cfg.sharedBytes(elemBytes);
+  geometry.sharedBytes = cfg->sharedBytes(2);
+  return geometry;
+}
+
+bool mlir::tessel::hasGroupedMatmulWgradSm90(GroupedMatmulWgradOp op,
+                                             const TargetInfo &target) {
+  const WarpgroupMma *wg = target.getWarpgroupMma();
+  auto cType = cast<MemRefType>(op.getC().getType());
+  Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
+  int64_t n = cType.getDimSize(2);
+  return wg && !op->hasAttr("tessel.gpu_tile") && n % Sm90Config::chunk == 0 &&
+         wg->supports(elem, std::min<int64_t>(256, n));
+}
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildGroupedMatmulWgradSm90(OpBuilder &b,
+                                          GroupedMatmulWgradOp op,
+                                          KernelContext &ctx) {
+  const WarpgroupMma &wg = *ctx.target.getWarpgroupMma();
+  Type elem = cast<MemRefType>(op.getA().getType()).getElementType();
+  // buildGroupedMatmulWgrad has checked c [G, M, N] static, M and N whole
+  // 16-byte chunks.
+  auto cType = cast<MemRefType>(op.getC().getType());
+  int64_t groups = cType.getDimSize(0), m = cType.getDimSize(1),
+          n = cType.getDimSize(2);
+  FailureOr<Sm90Config> cfg = configure(op, ctx, std::min<int64_t>(256, n));
+  if (failed(cfg))
+    return failure();
+
+  // a [T, M] as {M, T}, b [T, N] as {N, T}: boxes of 64 x 64, 128-byte
+  // swizzled, MN-major.
+  Value mapA = ctx.addTensorMap({0,
+                                 {{1, 2}, {0, 1}},
+                                 {Sm90Config::chunk, Sm90Config::tileK},
+                                 kSwizzle128});
+  Value mapB = ctx.addTensorMap({1,
+                                 {{1, 2}, {0, 1}},
+                                 {Sm90Config::chunk, Sm90Config::tileK},
+                                 kSwizzle128});
+  RaggedKGemm(b, op.getLoc(), ctx.target, wg, *cfg, elem)
+      .build(ctx.args[2], ctx.args[3], ctx.dimValue(b, op.getA(), 0), mapA,
+             mapB, groups, m, n);
+
+  LaunchGeometry geometry;
+  geometry.grid[0] = GridDim{-1, 1, n, cfg->tileN};
+  geometry.grid[1] = GridDim{-1, 1, m, Sm90Config::tileM};
+  geometry.grid[2] = GridDim{-1, 1, groups, 1};
+  geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};
+  geometry.sharedBytes = cfg->sharedBytes(2);
   return geometry;
 }

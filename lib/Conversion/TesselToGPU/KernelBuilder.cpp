@@ -325,6 +325,37 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
 }
 
 
+std::pair<Value, Value> KernelBuilder::groupRows(Value offsets, Value group,
+                                                 int64_t count, Value T) {
+  Type i32Type = b.getI32Type();
+  Value lane = remu(threadId(), warpSize);
+  int64_t chunks = (count + warpSize - 1) / warpSize;
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(chunks), idx(1),
+                                 ValueRange{i32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value entry = add(mul(loop.getInductionVar(), warpSize), lane);
+    Value before = lt(entry, group);
+    Value loadAt = arith::MinUIOp::create(b, loc, entry, idx(count - 1));
+    Value offset = memref::LoadOp::create(b, loc, offsets, loadAt);
+    Value running = loop.getRegionIterArgs()[0];
+    scf::YieldOp::create(
+        b, loc,
+        select(before, arith::MaxSIOp::create(b, loc, running, offset),
+               running));
+  }
+  Value startMax = warpReduce(loop.getResult(0), [&](Value x, Value y) {
+    return arith::MaxSIOp::create(b, loc, x, y).getResult();
+  });
+  Value own = memref::LoadOp::create(b, loc, offsets, group);
+  Value T32 = arith::IndexCastOp::create(b, loc, i32Type, T);
+  Value start32 = arith::MinSIOp::create(b, loc, startMax, T32);
+  Value end32 = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, own, start32), T32);
+  return {toIndex(start32), toIndex(end32)};
+}
+
 void KernelBuilder::forEachRowChunk(
     int64_t rows, int64_t width, int64_t threads,
     function_ref<void(int64_t step, Value row, Value col)> fn) {

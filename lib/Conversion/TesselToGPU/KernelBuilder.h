@@ -121,6 +121,14 @@ protected:
   /// no host synchronisation), so the result is uniform over the block.
   RowTile findRowTile(function_ref<Value(Value)> loadEnd, Value count,
                       Value T, Value tileIndex, int64_t tileRows, bool tail);
+  /// Rows [start, end) (index) of group `group` (index) of `count` groups
+  /// whose cumulative ends `offsets` (an i32 memref) holds, as the ops
+  /// define them: end_g = min(T, max(0, offsets[0..g])), start_g = end_{g-1}
+  /// (0 for the first group). Each lane takes the maximum of a strided
+  /// slice of offsets[0..g-1], then the warp combines them: every warp gets
+  /// the same rows.
+  std::pair<Value, Value> groupRows(Value offsets, Value group, int64_t count,
+                                    Value T);
 
   /// This thread's 16-byte chunks of a row-major [rows, width] tile (width a
   /// multiple of 64), in 64-element column blocks: at step `step` (0, 1, ...

@@ -70,6 +70,9 @@ struct KernelContext {
   const KernelDim &dim(Value operand, unsigned d) const {
     return sig.args[cast<BlockArgument>(operand).getArgNumber()].dims[d];
   }
+  /// Dimension `d` of `operand` as an index value built at `b`: its
+  /// symbol's value times mul plus add, or the constant.
+  Value dimValue(OpBuilder &b, Value operand, unsigned d) const;
   /// The softmax scale operand times log2(e), built where `b` is (the
   /// kernel's entry): attention templates score in base 2 (exp2).
   Value scaleLog2(OpBuilder &b, Value scale) const;
@@ -93,6 +96,15 @@ bool hasGroupedMatmulSm90(GroupedMatmulOp op, const TargetInfo &target);
 FailureOr<LaunchGeometry> buildGroupedMatmulSm90(OpBuilder &b,
                                                  GroupedMatmulOp op,
                                                  KernelContext &ctx);
+
+/// Whether the Hopper main loop serves `op` on `target` (16-bit operands, N
+/// a multiple of 64, no tessel.gpu_tile override, a target with warpgroup
+/// MMA); else the sm80 main loop.
+bool hasGroupedMatmulWgradSm90(GroupedMatmulWgradOp op,
+                               const TargetInfo &target);
+FailureOr<LaunchGeometry> buildGroupedMatmulWgradSm90(OpBuilder &b,
+                                                      GroupedMatmulWgradOp op,
+                                                      KernelContext &ctx);
 
 /// Ragged-K grouped matmul (the MoE weight gradient): one block per output
 /// tile of each group; empty groups write zeros.

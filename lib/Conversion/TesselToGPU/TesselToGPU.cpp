@@ -33,6 +33,22 @@ Value KernelContext::scaleLog2(OpBuilder &b, Value scale) const {
   return arith::MulFOp::create(b, loc, arg(scale), log2e);
 }
 
+Value KernelContext::dimValue(OpBuilder &b, Value operand, unsigned d) const {
+  const KernelDim &kd = dim(operand, d);
+  Location loc = operand.getLoc();
+  if (kd.symbol < 0)
+    return arith::ConstantIndexOp::create(b, loc, kd.constant);
+  Value v = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                       symbols[kd.symbol]);
+  if (kd.mul != 1)
+    v = arith::MulIOp::create(b, loc, v,
+                              arith::ConstantIndexOp::create(b, loc, kd.mul));
+  if (kd.add != 0)
+    v = arith::AddIOp::create(b, loc, v,
+                              arith::ConstantIndexOp::create(b, loc, kd.add));
+  return v;
+}
+
 Value KernelContext::addTensorMap(TensorMapSpec spec) {
   unsigned index = kernel.getNumArguments();
   Type ptr = LLVM::LLVMPointerType::get(kernel.getContext());

@@ -48,7 +48,8 @@ public:
   }
 
   Value mma(OpBuilder &b, Location loc, Type elem, int64_t n, Value descA,
-            Value descB, SharedOperand bLayout, Value acc) const override {
+            SharedOperand aLayout, Value descB, SharedOperand bLayout,
+            Value acc) const override {
     MLIRContext *ctx = b.getContext();
     auto type = [&](NVVM::WGMMATypes t) {
       return NVVM::WGMMATypesAttr::get(ctx, t);
@@ -56,14 +57,16 @@ public:
     NVVM::WGMMATypes operand =
         elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
-    // Layout row for A: K-major [64, K]. For B, col is K-major ([n, K]),
-    // row MN-major ([K, n]): the transposed operand, 16-bit types only.
+    // A row / B col: K-major ([64, K], [n, K]); A col / B row: MN-major
+    // ([K, 64], [K, n]), the transposed operands.
     return NVVM::WgmmaMmaAsyncOp::create(
         b, loc, acc.getType(), acc, descA, descB,
         NVVM::MMAShapeAttr::get(ctx, kRows, n, kDepth), type(operand),
         type(operand), type(NVVM::WGMMATypes::f32),
         NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), scaleIn,
-        scaleIn, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        scaleIn,
+        NVVM::MMALayoutAttr::get(ctx, aLayout.kMajor ? NVVM::MMALayout::row
+                                                     : NVVM::MMALayout::col),
         NVVM::MMALayoutAttr::get(ctx, bLayout.kMajor ? NVVM::MMALayout::col
                                                      : NVVM::MMALayout::row),
         /*satfinite=*/nullptr);
@@ -152,6 +155,19 @@ public:
         /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
         /*predicate=*/Value());
+  }
+
+  void fenceSharedForAsync(OpBuilder &b, Location loc) const override {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  }
+  void barrier(OpBuilder &b, Location loc, int64_t id,
+               int64_t threads) const override {
+    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), i32(b, loc, id),
+                            i32(b, loc, threads), /*reductionOp=*/nullptr,
+                            /*reductionPredicate=*/Value());
   }
 
   void setRegisters(OpBuilder &b, Location loc, int64_t count,

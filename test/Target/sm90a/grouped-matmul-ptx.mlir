@@ -9,7 +9,10 @@
 // m64n256k16 wgmmas, keeping one group in flight. The dgrad (b [G, K, N])
 // runs it too, b's tile copied as 4 MN-major boxes of 64 columns and read
 // transposed (imm-trans-b 1); with N not a multiple of 64 it keeps the sm80
-// main loop: mma.sync, no wgmma.
+// main loop: mma.sync, no wgmma. The wgrad (ragged K) reads both operands
+// MN-major (imm-trans-a and -b 1), zeroes the next group's rows of its
+// last K-tile in shared memory, fences them into the async proxy and syncs
+// the two consumer warpgroups (named barrier 1, 256 threads).
 
 // CHECK-LABEL: gpu.binary @gate_up
 // CHECK-SAME:  chip = "sm_90a"
@@ -52,6 +55,13 @@
 // CHECK-NOT:   wgmma
 // CHECK-SAME:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
+// CHECK-LABEL: gpu.binary @wgrad
+// CHECK-SAME:  .target sm_90a
+// CHECK-SAME:  fence.proxy.async.shared::cta
+// CHECK-SAME:  bar.sync \091, 256;
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 1,  1;
+// CHECK-NOT:   mma.sync
+
 // Reference MoE (H=2048, I=512, E=128): gate/up forward and its dgrad;
 // a dgrad whose N (200) is no multiple of 64.
 func.func @gate_up(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
@@ -73,5 +83,12 @@ func.func @dgrad_narrow(%a: memref<?x64xbf16>, %b: memref<8x64x200xbf16>,
   tessel.grouped_matmul a(%a : memref<?x64xbf16>)
       b(%b : memref<8x64x200xbf16>) group_offsets(%g : memref<8xi32>)
       c(%c : memref<?x200xbf16>)
+  return
+}
+func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
+                 %g: memref<128xi32>, %c: memref<128x1024x2048xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
+      b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<128x1024x2048xf32>)
   return
 }

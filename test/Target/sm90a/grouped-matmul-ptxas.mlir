@@ -3,7 +3,7 @@
 // RUN:   --tessel-nvvm-pipeline="chip=sm_90a cubin-arch=sm_90a ptxas-verbose=1" \
 // RUN:   -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
 
-// ptxas builds the Hopper grouped matmuls (forward, dgrad) for sm_90a
+// ptxas builds the Hopper grouped matmuls (forward, dgrad, wgrad) for sm_90a
 // without spilling, at
 // the register cap the 384-thread block sets at entry (which setmaxnreg
 // needs), with no wgmma serialized: values the wgmmas depend on reach
@@ -22,6 +22,10 @@
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     remark: ptxas -arch=sm_90a: {{.*}}
 // CHECK:     Compiling entry function 'dgrad' for 'sm_90a'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: Potential Performance Loss
+// CHECK:     remark: ptxas -arch=sm_90a: {{.*}}
+// CHECK:     Compiling entry function 'wgrad' for 'sm_90a'
 // CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     gpu.binary @gate_up  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">,
@@ -51,5 +55,13 @@ func.func @dgrad(%a: memref<?x1024xbf16>, %b: memref<128x1024x2048xbf16>,
   tessel.grouped_matmul a(%a : memref<?x1024xbf16>)
       b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
       c(%c : memref<?x2048xbf16>)
+  return
+}
+// The wgrad: ragged K, both operands MN-major.
+func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
+                 %g: memref<128xi32>, %c: memref<128x1024x2048xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
+      b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<128x1024x2048xf32>)
   return
 }
