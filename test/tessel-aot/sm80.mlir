@@ -10,7 +10,7 @@
 
 // The default set: kernels that are not one GPU kernel are skipped, each with a
 // note saying why.
-// DEFAULT-DAG: tessel-aot: note: no NVIDIA kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
+// DEFAULT-DAG: tessel-aot: note: no sm80/sm90 kernel for 'llama3_8b_extend': 'tessel.extend_attention' op is not one GPU kernel
 // DEFAULT-DAG: llama3_8b_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: deepseek_v3_mla_prefill{{ +}}tessel.prefill_attention{{ +}}sm80
 // DEFAULT-DAG: llama3_8b_extend_context{{ +}}tessel.paged_attention{{ +}}sm80

@@ -199,14 +199,12 @@ FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef compilation,
   PassManager kernels(ctx), serialize(ctx);
   if (compilation == "nvidia" || compilation == "sm90a") {
     NVVMPipelineOptions options;
-    if (compilation == "sm90a") {
-      // sm_90a cubins only: architecture-specific code has no PTX that
-      // runs elsewhere.
+    // sm_90a code is architecture-specific: its cubin is all it ships.
+    bool hopper = compilation == "sm90a";
+    if (hopper)
       options.chip = "sm_90a";
-      cubin = true;
-    }
-    options.cubinArch = cubin ? options.chip == "sm_90a" ? "sm_90a" : "sm_90"
-                              : "";
+    cubin |= hopper;
+    options.cubinArch = !cubin ? "" : hopper ? "sm_90a" : "sm_90";
     options.ptxasRequired = cubin;
     options.toolkit = cudaToolkit;
     buildNVVMKernelPipeline(kernels, options);
@@ -388,7 +386,6 @@ int main(int argc, char **argv) {
         continue;
       }
       StringRef key = compilationOf(target);
-      bool nvidia = StringRef(target).starts_with("sm");
       if (!compiled.contains(key)) {
         // Kernels of the embedded set without a GPU template yet are
         // skipped, loudly; in a spec given on the command line they are
@@ -401,7 +398,8 @@ int main(int argc, char **argv) {
           if (unsupported.empty())
             return 1;
           llvm::errs() << "tessel-aot: note: no "
-                       << (nvidia ? "NVIDIA" : target) << " kernel for '"
+                       << (key == "nvidia" ? "sm80/sm90" : key)
+                       << " kernel for '"
                        << func.getName() << "': " << unsupported << "\n";
           compiled[key] = std::nullopt;
         } else {

@@ -98,8 +98,9 @@ public:
   virtual ~WarpgroupGemm() = default;
 
 protected:
-  /// Sets up the ring and its barriers; then, where the block has a tile
-  /// (`found`), the producer and consumer roles.
+  /// Sets up the ring and its barriers, then runs `findTile` (which sets
+  /// the block's tile and numK and returns an i1: whether it has one) and,
+  /// where it has, the producer and consumer roles.
   void run(function_ref<Value()> findTile);
   /// Issues the TMA copies of K-tile `kt` into the stage at byte `slot` of
   /// the ring, completing on `full`.
@@ -502,26 +503,29 @@ void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
   });
 }
 
+/// Bytes of an operand element: wgmma takes 16-bit operands here
+/// (WarpgroupMma::supports).
+constexpr int64_t kElemBytes = 2;
+
 /// The ring's configuration for tileN columns; an error on `op` naming the
 /// shared-memory limit when it does not fit.
 FailureOr<Sm90Config> configure(Operation *op, const KernelContext &ctx,
                                 int64_t tileN) {
   Sm90Config cfg;
-  int64_t elemBytes = 2;
   cfg.tileN = tileN;
   if (ctx.stages > 0)
     cfg.stages = ctx.stages;
   if (cfg.stages >= 2 &&
-      cfg.sharedBytes(elemBytes) <= ctx.target.getSharedMemoryBytes())
+      cfg.sharedBytes(kElemBytes) <= ctx.target.getSharedMemoryBytes())
     return cfg;
   return op->emitOpError()
          << "GPU template: " << cfg.stages << " stages of 128x" << cfg.tileN
-         << "x64 tiles need " << cfg.sharedBytes(elemBytes)
+         << "x64 tiles need " << cfg.sharedBytes(kElemBytes)
          << " bytes of shared memory; " << ctx.target.getChip()
          << " takes 2 to "
          << (ctx.target.getSharedMemoryBytes() -
-             WarpgroupMma::kSwizzleAlignment) /
-                (cfg.stageBytes(elemBytes) + 16)
+             WarpgroupMma::kSwizzleAlignment - 16) /
+                (cfg.stageBytes(kElemBytes) + 16)
          << " stages";
 }
 
@@ -582,7 +586,7 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
                              Sm90Config::tileM};
   geometry.grid[2] = GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};
-  geometry.sharedBytes = cfg->sharedBytes(2);
+  geometry.sharedBytes = cfg->sharedBytes(kElemBytes);
   return geometry;
 }
 
@@ -630,6 +634,6 @@ mlir::tessel::buildGroupedMatmulWgradSm90(OpBuilder &b,
   geometry.grid[1] = GridDim{-1, 1, m, Sm90Config::tileM};
   geometry.grid[2] = GridDim{-1, 1, groups, 1};
   geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};
-  geometry.sharedBytes = cfg->sharedBytes(2);
+  geometry.sharedBytes = cfg->sharedBytes(kElemBytes);
   return geometry;
 }

@@ -2,9 +2,10 @@
 //
 // Each kernel function becomes a gpu.module holding one gpu.func that takes
 // the runtime's parameters (data pointers and scalar values, then shape
-// symbols as i64), rebuilds the argument memrefs and runs the op's template. The launch
-// geometry the template chose (grid, block, dynamic shared memory) is
-// recorded on the gpu.func for tessel-aot.
+// symbols as i64, then the TMA tensor maps a template asks for), rebuilds
+// the argument memrefs and runs the op's template. The launch geometry the
+// template chose (grid, block, dynamic shared memory) and its tensor maps
+// are recorded on the gpu.func for tessel-aot.
 //
 //===----------------------------------------------------------------------===//
 
