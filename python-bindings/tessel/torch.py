@@ -69,16 +69,16 @@ def grouped_mm_spec(groups: int, n: int, k: int, dtype: str = "bf16",
                         groups)
 
 
-def _kernels(bundle: Bundle, dtype: torch.dtype, groups: int, n: int, k: int,
-             trans_b: bool) -> Tuple[Kernel, Kernel, Kernel]:
+def _kernel(role: str, bundle: Bundle, dtype: torch.dtype, groups: int,
+            n: int, k: int, trans_b: bool) -> Kernel:
+    """The bundle's kernel for `role` ('fwd', 'dgrad' or 'wgrad'), looked up
+    when that role runs: a forward-only use needs no backward kernels."""
     if dtype not in _ELEMENT:
         raise TypeError(f"tessel.torch.grouped_mm: dtype {dtype} is not "
                         f"supported (float32, float16, bfloat16)")
-    e = _ELEMENT[dtype]
-    roles = _grouped_mm_kernels(n, k, trans_b)
-    return tuple(bundle.find(op, e, **lookup_params(op, groups, params))
-                 for op, params in (roles["fwd"], roles["dgrad"],
-                                    roles["wgrad"]))
+    op, params = _grouped_mm_kernels(n, k, trans_b)[role]
+    return bundle.find(op, _ELEMENT[dtype], **lookup_params(op, groups,
+                                                              params))
 
 
 class _GroupedMM(torch.autograd.Function):
@@ -87,26 +87,25 @@ class _GroupedMM(torch.autograd.Function):
     def forward(ctx, a, b, offsets, bundle, trans_b):
         n, k = (b.shape[1], b.shape[2]) if trans_b else (b.shape[2],
                                                           b.shape[1])
-        forward, dgrad, wgrad = _kernels(bundle, a.dtype, b.shape[0], n, k,
-                                         trans_b)
+        lookup = (bundle, a.dtype, b.shape[0], n, k, trans_b)
         c = torch.empty(a.shape[0], n, dtype=a.dtype, device=a.device)
-        forward(a, b, offsets, c)
+        _kernel("fwd", *lookup)(a, b, offsets, c)
         ctx.save_for_backward(a, b, offsets)
-        ctx.kernels = (dgrad, wgrad)
+        ctx.lookup = lookup
         ctx.trans_b = trans_b
         return c
 
     @staticmethod
     def backward(ctx, dc):
         a, b, offsets = ctx.saved_tensors
-        dgrad, wgrad = ctx.kernels
         dc = dc.contiguous()
         da = db = None
         if ctx.needs_input_grad[0]:
             da = torch.empty_like(a)
-            dgrad(dc, b, offsets, da)
+            _kernel("dgrad", *ctx.lookup)(dc, b, offsets, da)
         if ctx.needs_input_grad[1]:
             db = torch.empty_like(b)
+            wgrad = _kernel("wgrad", *ctx.lookup)
             if ctx.trans_b:
                 wgrad(dc, a, offsets, db)
             else:

@@ -107,3 +107,23 @@ def test_unsupported_dtype_is_a_type_error(bundle):
     with pytest.raises(TypeError, match="float64 is not supported"):
         tessel.torch.grouped_mm(a, b, torch.tensor([1, 2, 4],
                                                    dtype=torch.int32), bundle)
+
+
+def test_forward_needs_only_the_forward_kernel(bundle):
+    # The bundle has a trans_b forward kernel for G=5, K=19, N=37 but no
+    # backward kernels for it: inference works, and a backward pass names
+    # the kernel it is missing.
+    gen = torch.Generator().manual_seed(7)
+    a = torch.randn(11, 19, generator=gen)
+    b = torch.randn(5, 37, 19, generator=gen)
+    ends = [2, 2, 6, 9, 11]
+    c = tessel.torch.grouped_mm(a, b, torch.tensor(ends, dtype=torch.int32),
+                                bundle, trans_b=True)
+    ref = naive(a, b, ends)
+    assert ((c.double() - ref).abs().max() / ref.abs().max()).item() < 1e-5
+
+    a1 = a.clone().requires_grad_()
+    c = tessel.torch.grouped_mm(a1, b, torch.tensor(ends, dtype=torch.int32),
+                                bundle, trans_b=True)
+    with pytest.raises(tessel.Error, match="grouped_matmul"):
+        c.sum().backward()
