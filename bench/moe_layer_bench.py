@@ -21,6 +21,7 @@ weights, expert weights) from the same upstream gradient:
            torch._grouped_mm for gate/up and down on the stacked weights
            (transposed views), SiLU gate, weighted combine; autograd;
   tessel:  tessel.torch.moe_mlp on the stacked weights;
+  split:   tessel.torch.moe_mlp with gate and up apart ([E, I, H] each);
   ptrs:    tessel.torch.moe_mlp_unstacked on per-expert weight views
            (pointer tables: what patch_deepseek_moe runs).
 Each case first checks every method's output and gradients once against
@@ -67,7 +68,7 @@ def grouped_mm_layer(x, ids, weights, w_gate_up, w_down):
 
 
 class Methods:
-    """The four methods on one layer's inputs, each as a fwd+bwd step that
+    """The five methods on one layer's inputs, each as a fwd+bwd step that
     leaves its gradients in `grads()`."""
 
     def __init__(self, layer, bundle):
@@ -82,6 +83,10 @@ class Methods:
         self.down_views = expert_views(layer.w_down)
         self.gate_views = expert_views(layer.w_gate_up, slice(0, inter))
         self.up_views = expert_views(layer.w_gate_up, slice(inter, None))
+        # Gate and up as two stacked tensors, as some models keep them.
+        self.gate = layer.w_gate_up[:, :inter].detach().clone() \
+            .requires_grad_()
+        self.up = layer.w_gate_up[:, inter:].detach().clone().requires_grad_()
         ids, x, w = layer.ids, self.x, self.w
         self.calls = {
             "loop": lambda: routed_experts_loop(x, ids, w, self.gu_views,
@@ -89,13 +94,16 @@ class Methods:
             "gr_mm": lambda: grouped_mm_layer(x, ids, w, self.gu, self.down),
             "tessel": lambda: tessel.torch.moe_mlp(x, ids, w, self.gu,
                                                    self.down, bundle),
+            "split": lambda: tessel.torch.moe_mlp(
+                x, ids, w, (self.gate, self.up), self.down, bundle),
             "ptrs": lambda: tessel.torch.moe_mlp_unstacked(
                 x, ids, w, self.gate_views, self.up_views, self.down_views,
                 bundle),
         }
 
     def leaves(self):
-        return [self.x, self.w, self.gu, self.down, *self.gu_views,
+        return [self.x, self.w, self.gu, self.down, self.gate, self.up,
+                *self.gu_views,
                 *self.down_views, *self.gate_views, *self.up_views]
 
     def step(self, name):
@@ -111,6 +119,9 @@ class Methods:
             return torch.stack([v.grad for v in views])
         if name == "loop":
             gu, down = stacked(self.gu_views), stacked(self.down_views)
+        elif name == "split":
+            gu = torch.cat([self.gate.grad, self.up.grad], dim=1)
+            down = self.down.grad
         elif name == "ptrs":
             gu = torch.cat([stacked(self.gate_views),
                             stacked(self.up_views)], dim=1)
@@ -124,7 +135,7 @@ def check(methods, title):
     """Every method's output and gradients against the loop's."""
     ref = [methods.step("loop")] + methods.grads("loop")
     ok = True
-    for name in ("gr_mm", "tessel", "ptrs"):
+    for name in ("gr_mm", "tessel", "split", "ptrs"):
         got = [methods.step(name)] + methods.grads(name)
         worst = [errors(a, e) for a, e in zip(got, ref)]
         good = all(norm <= NORM_REL for _, norm in worst)
@@ -175,11 +186,13 @@ def main():
     print("\nfwd+bwd of the routed experts, ms (TFLOP/s); x faster: the "
           "other's time over Tessel's")
     print(f"{'case':12s} {'E':>4s} {'H':>5s} {'I':>5s} {'tokens':>6s} "
-          f"{'loop':>15s} {'gr_mm':>15s} {'tessel':>15s} {'ptrs':>15s} "
+          f"{'loop':>15s} {'gr_mm':>15s} {'tessel':>15s} {'split':>15s} "
+          f"{'ptrs':>15s} "
           f"{'vs loop':>8s} {'vs gr_mm':>8s} {'ptrs vs gr_mm':>13s}")
     for title, shape, tokens, ms, flops in rows:
         cells = " ".join(f"{ms[n]:7.2f} ({flops / ms[n] / 1e9:5.0f})"
-                         for n in ("loop", "gr_mm", "tessel", "ptrs"))
+                         for n in ("loop", "gr_mm", "tessel", "split",
+                                   "ptrs"))
         print(f"{title:12s} {shape.experts:4d} {shape.hidden:5d} "
               f"{shape.intermediate:5d} {tokens:6d} {cells} "
               f"{ms['loop'] / ms['tessel']:7.1f}x "

@@ -10,7 +10,8 @@ a DeepSeek-style model patched against the same model's own loop.
 (bench/moe_gpu_check.sh installs the package and runs this.)
 
 1. Layer: E = 128, H = 2048, I = 512, top-8 of 4096 tokens, bf16 (fresh
-   random data): moe_mlp (stacked weights) and moe_mlp_unstacked
+   random data): moe_mlp (stacked weights), moe_mlp with gate and up
+   apart ([E, I, H] each, "moe_mlp split") and moe_mlp_unstacked
    (per-expert views through pointer tables), output and the gradients of
    x, topk_weights, w_gate_up and w_down against torch autograd of the
    per-expert loop run in fp32 on the same (bf16) values. PASS: largest
@@ -41,6 +42,7 @@ from moe_layer_common import (SHAPES, TOY, ToyModel, errors, expert_views,
 
 MAX_REL, NORM_REL, LOSS_REL = 3e-2, 1e-2, 2e-3
 GRADS = ("x", "topk_weights", "w_gate_up", "w_down")
+FORMS = ("moe_mlp", "moe_mlp split", "moe_mlp_unstacked")
 results = []
 
 
@@ -64,6 +66,15 @@ def run_tessel(form: str, layer, bundle):
         out.backward(layer.dout)
         return out.detach(), [x.grad, w.grad, gu.grad, down.grad]
     inter = layer.w_down.shape[2]
+    if form == "moe_mlp split":
+        gate, up = (leaf(layer.w_gate_up[:, part].contiguous()) for part in
+                    (slice(0, inter), slice(inter, None)))
+        down = leaf(layer.w_down)
+        out = tessel.torch.moe_mlp(x, layer.ids, w, (gate, up), down, bundle)
+        out.backward(layer.dout)
+        return out.detach(), [x.grad, w.grad,
+                              torch.cat([gate.grad, up.grad], dim=1),
+                              down.grad]
     gate = expert_views(layer.w_gate_up, slice(0, inter))
     up = expert_views(layer.w_gate_up, slice(inter, None))
     down = expert_views(layer.w_down)
@@ -89,7 +100,7 @@ def fp32_reference(layer):
 
 def check_layer(title, layer, bundle, empty=(), dropped=False):
     ref, ref_grads = fp32_reference(layer)
-    for form in ("moe_mlp", "moe_mlp_unstacked"):
+    for form in FORMS:
         out, grads = run_tessel(form, layer, bundle)
         for name, a, e in zip(("out",) + GRADS, [out] + grads,
                               [ref] + ref_grads):
@@ -111,7 +122,7 @@ def check_layer(title, layer, bundle, empty=(), dropped=False):
 
 
 def check_determinism_and_syncs(layer, bundle):
-    for form in ("moe_mlp", "moe_mlp_unstacked"):
+    for form in FORMS:
         first = run_tessel(form, layer, bundle)
         second = run_tessel(form, layer, bundle)
         same = all(torch.equal(a, b) for a, b in

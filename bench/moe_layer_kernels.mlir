@@ -50,16 +50,24 @@ func.func @mlp_ref_down_dgrad(%a: memref<?x2048xbf16>, %b: memref<128x2048x512xb
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128x2048x512xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>)
   return
 }
+func.func @mlp_ref_gate_or_up(%a: memref<?x2048xbf16>, %b: memref<128x512x2048xbf16>, %off: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128x512x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {trans_b}
+  return
+}
+func.func @mlp_ref_gate_or_up_dgrad(%a: memref<?x512xbf16>, %b: memref<128x512x2048xbf16>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x512xbf16>) b(%b : memref<128x512x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x2048xbf16>)
+  return
+}
+func.func @mlp_ref_gate_or_up_wgrad(%a: memref<?x512xbf16>, %b: memref<?x2048xbf16>, %off: memref<128xi32>, %c: memref<128x512x2048xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x512xbf16>) b(%b : memref<?x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<128x512x2048xbf16>)
+  return
+}
 func.func @mlp_ref_gate_or_up_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>, %off: memref<128xi32>, %c: memref<?x512xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {trans_b, b_shape = array<i64: 512, 2048>}
   return
 }
 func.func @mlp_ref_gate_or_up_dgrad_ptrs(%a: memref<?x512xbf16>, %b: memref<128xi64>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x512xbf16>) b(%b : memref<128xi64>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x2048xbf16>) {b_shape = array<i64: 512, 2048>}
-  return
-}
-func.func @mlp_ref_gate_or_up_wgrad(%a: memref<?x512xbf16>, %b: memref<?x2048xbf16>, %off: memref<128xi32>, %c: memref<128x512x2048xbf16>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x512xbf16>) b(%b : memref<?x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<128x512x2048xbf16>)
   return
 }
 func.func @mlp_ref_down_ptrs(%a: memref<?x512xbf16>, %b: memref<128xi64>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
@@ -110,16 +118,24 @@ func.func @mlp_dsv3_down_dgrad(%a: memref<?x7168xbf16>, %b: memref<256x7168x2048
   tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256x7168x2048xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>)
   return
 }
+func.func @mlp_dsv3_gate_or_up(%a: memref<?x7168xbf16>, %b: memref<256x2048x7168xbf16>, %off: memref<256xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256x2048x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {trans_b}
+  return
+}
+func.func @mlp_dsv3_gate_or_up_dgrad(%a: memref<?x2048xbf16>, %b: memref<256x2048x7168xbf16>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<256x2048x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x7168xbf16>)
+  return
+}
+func.func @mlp_dsv3_gate_or_up_wgrad(%a: memref<?x2048xbf16>, %b: memref<?x7168xbf16>, %off: memref<256xi32>, %c: memref<256x2048x7168xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<256x2048x7168xbf16>)
+  return
+}
 func.func @mlp_dsv3_gate_or_up_ptrs(%a: memref<?x7168xbf16>, %b: memref<256xi64>, %off: memref<256xi32>, %c: memref<?x2048xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256xi64>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {trans_b, b_shape = array<i64: 2048, 7168>}
   return
 }
 func.func @mlp_dsv3_gate_or_up_dgrad_ptrs(%a: memref<?x2048xbf16>, %b: memref<256xi64>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<256xi64>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x7168xbf16>) {b_shape = array<i64: 2048, 7168>}
-  return
-}
-func.func @mlp_dsv3_gate_or_up_wgrad(%a: memref<?x2048xbf16>, %b: memref<?x7168xbf16>, %off: memref<256xi32>, %c: memref<256x2048x7168xbf16>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<256x2048x7168xbf16>)
   return
 }
 func.func @mlp_dsv3_down_ptrs(%a: memref<?x2048xbf16>, %b: memref<256xi64>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
@@ -170,16 +186,24 @@ func.func @mlp_toy_down_dgrad(%a: memref<?x256xbf16>, %b: memref<16x256x128xbf16
   tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16x256x128xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>)
   return
 }
+func.func @mlp_toy_gate_or_up(%a: memref<?x256xbf16>, %b: memref<16x128x256xbf16>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16x128x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {trans_b}
+  return
+}
+func.func @mlp_toy_gate_or_up_dgrad(%a: memref<?x128xbf16>, %b: memref<16x128x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x128xbf16>) b(%b : memref<16x128x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x256xbf16>)
+  return
+}
+func.func @mlp_toy_gate_or_up_wgrad(%a: memref<?x128xbf16>, %b: memref<?x256xbf16>, %off: memref<16xi32>, %c: memref<16x128x256xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x128xbf16>) b(%b : memref<?x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<16x128x256xbf16>)
+  return
+}
 func.func @mlp_toy_gate_or_up_ptrs(%a: memref<?x256xbf16>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16xi64>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {trans_b, b_shape = array<i64: 128, 256>}
   return
 }
 func.func @mlp_toy_gate_or_up_dgrad_ptrs(%a: memref<?x128xbf16>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x128xbf16>) b(%b : memref<16xi64>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x256xbf16>) {b_shape = array<i64: 128, 256>}
-  return
-}
-func.func @mlp_toy_gate_or_up_wgrad(%a: memref<?x128xbf16>, %b: memref<?x256xbf16>, %off: memref<16xi32>, %c: memref<16x128x256xbf16>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x128xbf16>) b(%b : memref<?x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<16x128x256xbf16>)
   return
 }
 func.func @mlp_toy_down_ptrs(%a: memref<?x128xbf16>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {

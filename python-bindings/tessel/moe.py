@@ -50,6 +50,8 @@ their weight gradients come out of the wgrad kernels as [E, I, H] tensors
 whose slices are the experts' gradients (views, no copy). The tables are
 written from the weights' addresses on each call, forward and backward
 (FSDP gathers the weights again for the backward, maybe elsewhere).
+`moe_mlp` with a pair (w_gate, w_up) of stacked [E, I, H] tensors runs the
+same two launches on them directly, with no tables.
 
 `moe_mlp_spec` writes the spec of every kernel these need (tessel-aot or
 tessel.compile); kernels are found in the bundle by op and shape
@@ -57,7 +59,7 @@ parameters, the expert count (`groups`) among them.
 """
 
 import abc
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -93,11 +95,14 @@ def _kernel_roles(hidden: int, intermediate: int,
         "gate_up_wgrad": ("grouped_matmul_wgrad", dict(M=2 * I, N=H)),
         "down": ragged_m(H, I, True, False),
         "down_dgrad": ragged_m(I, H, False, False),
+        # Split: w_gate and w_up [E, I, H] each (and the stacked w_down).
+        "gate_or_up": ragged_m(I, H, True, False),
+        "gate_or_up_dgrad": ragged_m(H, I, False, False),
+        "gate_or_up_wgrad": ("grouped_matmul_wgrad", dict(M=I, N=H)),
         # Unstacked: pointer tables of [I, H] gate or up and [H, I] down
         # matrices (the dgrads read the same matrices as [K, N]).
         "gate_or_up_ptrs": ragged_m(I, H, True, True),
         "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
-        "gate_or_up_wgrad": ("grouped_matmul_wgrad", dict(M=I, N=H)),
         "down_ptrs": ragged_m(H, I, True, True),
         "down_dgrad_ptrs": ragged_m(I, H, False, True),
     }
@@ -108,17 +113,21 @@ _SHARED_ROLES = ("histogram", "sort", "permute", "unpermute", "down_wgrad")
 
 def moe_mlp_spec(experts: int, hidden: int, intermediate: int, topk: int,
                  dtype: str = "bf16", name: str = "moe",
-                 unstacked: bool = True) -> str:
+                 unstacked: bool = True, split: bool = True) -> str:
     """The kernel spec (MLIR, for tessel-aot or tessel.compile) of every
     kernel moe_mlp needs for `experts` experts of `hidden` -> 2 x
     `intermediate` -> `hidden`, top-`topk` routing, elements `dtype`
-    ('bf16', 'f16' or 'f32'); with `unstacked`, also those of
-    moe_mlp_unstacked (and so patch_deepseek_moe). Kernels are named
+    ('bf16', 'f16' or 'f32'), with w_gate_up stacked; with `split`, also
+    those of moe_mlp with gate and up apart; with `unstacked`, also those
+    of moe_mlp_unstacked (and so patch_deepseek_moe). Kernels are named
     `<name>_<role>`."""
-    roles = _kernel_roles(hidden, intermediate, topk)
-    if not unstacked:
-        keep = _SHARED_ROLES + tuple(_STACKED.steps.values())
-        roles = {r: v for r, v in roles.items() if r in keep}
+    forms = (_STACKED,) + ((_SPLIT,) if split else ()) + \
+        ((_UNSTACKED,) if unstacked else ())
+    keep = set(_SHARED_ROLES)
+    for form in forms:
+        keep.update(form.steps.values())
+    roles = {r: v for r, v in _kernel_roles(hidden, intermediate,
+                                            topk).items() if r in keep}
     return kernels_spec(name, roles, dtype, experts)
 
 
@@ -174,6 +183,29 @@ class _Stacked(_Form):
                 d_down if needed[1] else None)
 
 
+class _Split(_Form):
+    """w_gate and w_up [E, I, H] apart, each read in place (two launches
+    for the up projection, as unstacked), and w_down [E, H, I]."""
+
+    name = "moe_mlp"
+    parts = 2
+    steps = dict(up="gate_or_up", up_dgrad="gate_or_up_dgrad",
+                 up_wgrad="gate_or_up_wgrad", down="down",
+                 down_dgrad="down_dgrad")
+
+    def operands(self, weights):
+        w_gate, w_up, w_down = weights
+        return [w_gate, w_up], w_down
+
+    def needs(self, needed):
+        return needed[0] or needed[1], needed[2]
+
+    def weight_grads(self, d_up, d_down, needed):
+        grads = (None, None) if d_up is None else (d_up[0], d_up[1])
+        return tuple(g if need else None
+                     for g, need in zip((*grads, d_down), needed))
+
+
 class _Unstacked(_Form):
     """Lists of E gate [I, H], E up [I, H] and E down [H, I] matrices, in
     that order, read in place through pointer tables."""
@@ -202,7 +234,7 @@ class _Unstacked(_Form):
         return tuple(g if need else None for g, need in zip(grads, needed))
 
 
-_STACKED, _UNSTACKED = _Stacked(), _Unstacked()
+_STACKED, _SPLIT, _UNSTACKED = _Stacked(), _Split(), _Unstacked()
 
 
 def _pointer_tables(weights: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -313,6 +345,28 @@ def _stacked_dims(x, topk_ids, w_gate_up, w_down, T, k, H) -> _Dims:
                          f"[{E}, {H}, {I}] (from w_gate_up [E, 2I, H] = "
                          f"{_shape(w_gate_up)}), got {_shape(w_down)}")
     _check_weights(fn, x, (("w_gate_up", w_gate_up), ("w_down", w_down)))
+    return _Dims(T, k, E, H, I)
+
+
+def _split_dims(x, topk_ids, w_gate, w_up, w_down, T, k, H) -> _Dims:
+    fn = _SPLIT.name
+    _check_tensor(fn, "w_gate", w_gate, 3, "[E, I, H]")
+    _check_tensor(fn, "w_up", w_up, 3, "[E, I, H]")
+    _check_tensor(fn, "w_down", w_down, 3, "[E, H, I]")
+    E, I, h = w_gate.shape
+    if h != H:
+        raise ValueError(f"tessel.torch.{fn}: 'w_gate' must be [E, I, H] "
+                         f"with H = {H} (x is {_shape(x)}), got "
+                         f"{_shape(w_gate)}")
+    if w_up.shape != w_gate.shape:
+        raise ValueError(f"tessel.torch.{fn}: 'w_up' must be [E, I, H] = "
+                         f"{_shape(w_gate)} (as w_gate), got {_shape(w_up)}")
+    if tuple(w_down.shape) != (E, H, I):
+        raise ValueError(f"tessel.torch.{fn}: 'w_down' must be [E, H, I] = "
+                         f"[{E}, {H}, {I}] (from w_gate [E, I, H] = "
+                         f"{_shape(w_gate)}), got {_shape(w_down)}")
+    _check_weights(fn, x, (("w_gate", w_gate), ("w_up", w_up),
+                           ("w_down", w_down)))
     return _Dims(T, k, E, H, I)
 
 
@@ -535,7 +589,8 @@ def _apply(form: _Form, bundle: Bundle, x, topk_ids, topk_weights, dims,
 
 
 def moe_mlp(x: torch.Tensor, topk_ids: torch.Tensor,
-            topk_weights: torch.Tensor, w_gate_up: torch.Tensor,
+            topk_weights: torch.Tensor,
+            w_gate_up: Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]],
             w_down: torch.Tensor, bundle: Bundle) -> torch.Tensor:
     """The routed experts' output [T, H] for tokens `x` [T, H] routed by
     `topk_ids` [T, k] (int32 or int64; ids outside [0, E) are dropped
@@ -545,13 +600,27 @@ def moe_mlp(x: torch.Tensor, topk_ids: torch.Tensor,
     dtype (float32, float16, bfloat16) and device. Differentiable in x,
     topk_weights, w_gate_up and w_down. The bundle must hold the kernels of
     moe_mlp_spec(E, H, I, k, dtype) (the module's description says what
-    runs)."""
+    runs).
+
+    `w_gate_up` may instead be a pair (w_gate, w_up) of [E, I, H] tensors,
+    as models that keep gate and up apart hold them: each is read in place
+    (no [E, 2I, H] copy), gate and up are then two launches, and both get
+    their own gradient."""
     fn = _STACKED.name
     T, k, H = _check_routing(fn, x, topk_ids, topk_weights)
-    dims = _stacked_dims(x, topk_ids, w_gate_up, w_down, T, k, H)
+    if isinstance(w_gate_up, (tuple, list)):
+        if len(w_gate_up) != 2:
+            raise TypeError(f"tessel.torch.{fn}: 'w_gate_up' must be a "
+                            f"tensor [E, 2I, H] or a pair (w_gate, w_up) of "
+                            f"[E, I, H] tensors, got {len(w_gate_up)} "
+                            f"items")
+        form, weights = _SPLIT, (*w_gate_up, w_down)
+        dims = _split_dims(x, topk_ids, *weights, T, k, H)
+    else:
+        form, weights = _STACKED, (w_gate_up, w_down)
+        dims = _stacked_dims(x, topk_ids, *weights, T, k, H)
     _check_devices(fn, bundle, x, topk_ids, topk_weights)
-    return _apply(_STACKED, bundle, x, topk_ids, topk_weights, dims,
-                  (w_gate_up, w_down))
+    return _apply(form, bundle, x, topk_ids, topk_weights, dims, weights)
 
 
 def moe_mlp_unstacked(x: torch.Tensor, topk_ids: torch.Tensor,

@@ -15,8 +15,9 @@ KERNELS = ["prefill_f32_h4kv2_d64", "prefill_bf16_h4kv2_d64", "merge_f32_h3_d64"
 # moe_mlp_spec's kernels, in the order it writes them, for the two MoE shapes.
 MOE_ROLES = ["histogram", "sort", "permute", "unpermute", "down_wgrad",
              "gate_up", "gate_up_dgrad", "gate_up_wgrad", "down", "down_dgrad",
-             "gate_or_up_ptrs", "gate_or_up_dgrad_ptrs", "gate_or_up_wgrad",
-             "down_ptrs", "down_dgrad_ptrs"]
+             "gate_or_up", "gate_or_up_dgrad", "gate_or_up_wgrad",
+             "gate_or_up_ptrs", "gate_or_up_dgrad_ptrs", "down_ptrs",
+             "down_dgrad_ptrs"]
 KERNELS += [f"{moe}_{role}" for moe in ("moe_k3", "moe_k2")
             for role in MOE_ROLES]
 

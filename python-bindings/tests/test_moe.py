@@ -87,7 +87,24 @@ def run_unstacked(bundle, ids, inputs, dout, dtype):
                           torch.stack(down)]
 
 
-RUNS = {"stacked": run_stacked, "unstacked": run_unstacked}
+def run_split(bundle, ids, inputs, dout, dtype):
+    """moe_mlp with (w_gate, w_up) apart; their gradients joined back."""
+    x, weights, w_gate_up, w_down = (t.to(dtype) for t in inputs)
+    inter = w_down.shape[2]
+    w_gate = w_gate_up[:, :inter].clone()
+    w_up = w_gate_up[:, inter:].clone()
+    leaves = (x, weights, w_gate, w_up, w_down)
+    for t in leaves:
+        t.requires_grad_()
+    out = tessel.torch.moe_mlp(x, ids, weights, (w_gate, w_up), w_down,
+                               bundle)
+    (out.double() * dout).sum().backward()
+    return out.detach(), [x.grad, weights.grad,
+                          torch.cat([w_gate.grad, w_up.grad], 1), w_down.grad]
+
+
+RUNS = {"stacked": run_stacked, "unstacked": run_unstacked,
+        "split": run_split}
 CASES = {
     # 13 tokens, expert 2 never chosen.
     "empty_expert": (K3, dict(tokens=13, empty=2)),
@@ -164,8 +181,27 @@ def test_spec_is_what_the_test_bundle_holds():
 
 def test_spec_without_pointer_tables():
     text = tessel.torch.moe_mlp_spec(8, 64, 32, 2, name="m", unstacked=False)
-    assert text.count("func.func") == 10
+    assert text.count("func.func") == 13
     assert "xi64>" not in text and "_ptrs" not in text
+    assert "@m_gate_or_up(" in text
+    text = tessel.torch.moe_mlp_spec(8, 64, 32, 2, name="m", unstacked=False,
+                                     split=False)
+    assert text.count("func.func") == 10
+    assert "gate_or_up" not in text
+
+
+def test_split_gate_and_up_only_what_needs_a_gradient_gets_one(bundle):
+    ids, inputs, dout = problem(5, tokens=6, **{k: v for k, v in K3.items()
+                                                if k != "dtype"})
+    x, weights, w_gate_up, w_down = (t.float() for t in inputs)
+    w_gate, w_up = w_gate_up[:, :11].clone(), w_gate_up[:, 11:].clone()
+    w_up.requires_grad_()
+    out = tessel.torch.moe_mlp(x, ids, weights, [w_gate, w_up], w_down,
+                               bundle)
+    (out.double() * dout).sum().backward()
+    expected = reference(ids, inputs, dout)[1][2][:, 11:]
+    assert w_gate.grad is None and w_down.grad is None
+    assert rel(w_up.grad, expected) < 1e-5
 
 
 def test_missing_kernels_name_the_spec_to_write(bundle):
@@ -228,6 +264,23 @@ BAD = [
      "'w_down' is on meta but 'x' is on cpu"),
     (dict(w_down=[torch.randn(19, 11)] * 5), TypeError,
      "'w_down' must be a torch tensor"),
+    # Gate and up apart.
+    (dict(w_gate_up=[torch.randn(5, 11, 19)] * 3), TypeError,
+     r"'w_gate_up' must be a tensor \[E, 2I, H\] or a pair \(w_gate, "
+     r"w_up\) of \[E, I, H\] tensors, got 3 items"),
+    (dict(w_gate_up=(torch.randn(5, 11, 18), torch.randn(5, 11, 18))),
+     ValueError, r"'w_gate' must be \[E, I, H\] with H = 19"),
+    (dict(w_gate_up=(torch.randn(5, 11, 19), torch.randn(5, 12, 19))),
+     ValueError, r"'w_up' must be \[E, I, H\] = \[5, 11, 19\] \(as "
+     r"w_gate\), got \[5, 12, 19\]"),
+    (dict(w_gate_up=(torch.randn(5, 11, 19), torch.randn(5, 11))),
+     ValueError, r"'w_up' must be \[E, I, H\] \(3-D\)"),
+    (dict(w_gate_up=(torch.randn(5, 10, 19), torch.randn(5, 10, 19))),
+     ValueError, r"'w_down' must be \[E, H, I\] = \[5, 19, 10\] \(from "
+     r"w_gate"),
+    (dict(w_gate_up=(torch.randn(5, 11, 19),
+                     torch.randn(5, 11, 19, dtype=torch.float16))),
+     TypeError, "'w_up' is torch.float16 but 'x' is torch.float32"),
 ]
 
 
