@@ -279,6 +279,22 @@ struct Attention {
                                  out.data()));
     return out;
   }
+
+  /// tessel_attention_write_cache on k, v, k_cache, v_cache, slot_mapping.
+  void writeCache(const RawBuffer &k, const RawBuffer &v,
+                  const RawBuffer &kCache, const RawBuffer &vCache,
+                  const RawBuffer &slotMapping, uintptr_t stream) const {
+    tessel_tensor tk = toTensor(k), tv = toTensor(v), tkc = toTensor(kCache),
+                  tvc = toTensor(vCache), slots = toTensor(slotMapping);
+    tessel_status status;
+    {
+      py::gil_scoped_release release;
+      status = tessel_attention_write_cache(handle.get(), &tk, &tv, &tkc,
+                                            &tvc, &slots,
+                                            reinterpret_cast<void *>(stream));
+    }
+    check(status);
+  }
 };
 
 struct AttentionPlan {
@@ -563,7 +579,10 @@ PYBIND11_MODULE(_tessel, m) {
            py::arg("bundle"), py::arg("config"), py::arg("softmax_scale"))
       .def_property_readonly("routing", &Attention::routing)
       .def("order", &Attention::order, py::arg("query_lens"),
-           py::arg("context_lens"));
+           py::arg("context_lens"))
+      .def("write_cache", &Attention::writeCache, py::arg("k"), py::arg("v"),
+           py::arg("k_cache"), py::arg("v_cache"), py::arg("slot_mapping"),
+           py::arg("stream"));
 
   py::class_<AttentionPlan>(m, "AttentionPlan")
       .def(py::init<const Attention &, size_t>(), py::arg("attention"),

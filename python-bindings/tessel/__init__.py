@@ -11,14 +11,15 @@ where the compiler is installed.
     data = tessel.compile(spec_text, targets=["host"])   # needs tessel-aot
 
 tessel.Attention is the attention dispatcher (decode / extend / prefill of
-one mixed batch; docs/dispatcher.md). Errors of the runtime are tessel.Error, with the runtime's `code`
+one mixed batch; docs/dispatcher.md), tessel.permute_rows applies its order
+to a batch's per-request state. Errors of the runtime are tessel.Error, with the runtime's `code`
 (tessel.StatusCode) and `message`.
 """
 
 from ._tessel import Device, Error, StatusCode
-from .attention import Attention, Plan
+from .attention import Attention, Plan, permute_rows
 from .compiler import CompileError, compile
 from .runtime import Bundle, Kernel
 
 __all__ = ["Attention", "Bundle", "CompileError", "Device", "Error", "Kernel",
-           "Plan", "StatusCode", "compile"]
+           "Plan", "StatusCode", "compile", "permute_rows"]

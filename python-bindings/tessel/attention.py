@@ -11,13 +11,15 @@ kernels made for it.
 
 q, k, v and out hold the step's new tokens in plan order; context_lens are
 the tokens cached before the step, seq_lens (on the device) context + new;
-with slot_mapping the run first writes the new tokens into the cache. The
-run needs a workspace of `plan.info["workspace_bytes"]`: pass one, or the
+with slot_mapping the run first writes the new tokens into the cache
+(or write them yourself with `att.write_cache(k, v, k_cache, v_cache,
+slot_mapping)` and leave slot_mapping out). `tessel.permute_rows(order,
+rows)` applies the order to your per-request state. The run needs a workspace of `plan.info["workspace_bytes"]`: pass one, or the
 plan allocates it (next to q, with torch) and keeps it for later runs.
 Every refusal of the runtime is a tessel.Error with its message.
 """
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _buffers, _tessel
 from .runtime import Bundle
@@ -84,6 +86,18 @@ class Attention:
         position i ([decode : extend : prefill], stable)."""
         return self._handle.order(list(query_lens), list(context_lens))
 
+    def write_cache(self, k, v, k_cache, v_cache, slot_mapping, *,
+                    stream=None) -> None:
+        """Writes the new tokens' keys and values k, v [T, num_kv_heads,
+        head_dim] into the caches: token t to slot slot_mapping[t] (int32
+        [T]; block slot // block_size, offset slot % block_size); a negative
+        slot is skipped (padding). Asynchronous on `stream` as Plan.run."""
+        given = dict(k=k, v=v, k_cache=k_cache, v_cache=v_cache,
+                     slot_mapping=slot_mapping)
+        raw, handle = _raw_buffers("tessel.Attention.write_cache", given,
+                                   self._device, stream)
+        self._handle.write_cache(*(raw[n] for n in given), handle)
+
     def plan(self, query_lens: Sequence[int], context_lens: Sequence[int],
              max_blocks: int, capacity: int = 0) -> "Plan":
         """A plan of this batch (already in plan order); rebuild it for the
@@ -128,18 +142,7 @@ class Plan:
                                 f"{', '.join(_BUFFERS)})")
         given = {n: t for n, t in buffers.items() if t is not None}
         device = self._attention._device
-        on_gpu = device[0] != "host"
-        handle = 0
-        if stream is not None:
-            handle = getattr(stream, "cuda_stream", stream)
-        elif on_gpu:
-            handle = _buffers.torch_stream(list(given.values())) or 0
-        dlpack_stream = (handle or 1) if on_gpu else None
-        raw = {}
-        for name, value in given.items():
-            b = _buffers.to_buffer(value, f"tessel.Plan.run: '{name}'",
-                                   device, name in _OUTPUTS, dlpack_stream)
-            raw[name] = (b.data, b.dtype, b.shape)
+        raw, handle = _raw_buffers("tessel.Plan.run", given, device, stream)
         needed = self.info["workspace_bytes"]
         if workspace is None and needed:
             workspace = self._grown_workspace(needed, given)
@@ -155,6 +158,47 @@ class Plan:
             self._workspace = torch.empty(needed, dtype=torch.uint8,
                                           device=like.device)
         return self._workspace
+
+
+def _raw_buffers(fn: str, given: Dict[str, Any], device,
+                 stream) -> Tuple[Dict[str, Tuple], int]:
+    """The runtime's (data, dtype, shape) of each named buffer, and the
+    stream handle: `stream` (a torch stream or a handle), else torch's
+    current stream of the buffers on a GPU."""
+    on_gpu = device[0] != "host"
+    handle = 0
+    if stream is not None:
+        handle = getattr(stream, "cuda_stream", stream)
+    elif on_gpu:
+        handle = _buffers.torch_stream(list(given.values())) or 0
+    dlpack_stream = (handle or 1) if on_gpu else None
+    raw = {}
+    for name, value in given.items():
+        b = _buffers.to_buffer(value, f"{fn}: '{name}'", device,
+                               name in _OUTPUTS, dlpack_stream)
+        raw[name] = (b.data, b.dtype, b.shape)
+    return raw, handle
+
+
+def permute_rows(order: Sequence[int], rows):
+    """rows reordered as the dispatcher's order says: result[i] =
+    rows[order[i]] (tessel_permute_rows). `rows`: a list or tuple (a list
+    back), or a numpy array or torch tensor indexed along its first
+    dimension (on its own device: block tables and per-request arrays)."""
+    order = [int(i) for i in order]
+    if sorted(order) != list(range(len(order))):
+        raise ValueError(f"tessel.permute_rows: order {order} is not a "
+                         f"permutation of 0..{len(order) - 1}")
+    if len(rows) != len(order):
+        raise ValueError(f"tessel.permute_rows: order has {len(order)} "
+                         f"entries but rows has {len(rows)}")
+    if isinstance(rows, (list, tuple)):
+        return [rows[i] for i in order]
+    if type(rows).__module__.startswith("torch"):
+        import torch
+        return rows.index_select(0, torch.tensor(order, dtype=torch.int64)
+                                 .to(rows.device, non_blocking=True))
+    return rows[order]
 
 
 def _workspace(workspace, device) -> Tuple[int, int]:
@@ -176,4 +220,4 @@ def _workspace(workspace, device) -> Tuple[int, int]:
     return workspace.data_ptr(), workspace.numel() * workspace.element_size()
 
 
-__all__ = ["Attention", "Plan"]
+__all__ = ["Attention", "Plan", "permute_rows"]

@@ -112,3 +112,53 @@ def test_refusals(dispatch_bundle):
                                            f"of workspace, got {needed - 1}"):
         plan.run(workspace=torch.empty(needed - 1, dtype=torch.uint8),
                  **step.buffers())
+
+
+def test_write_cache_then_run_without_slots(dispatch_bundle):
+    """The engine writes the cache itself (a padding slot -1 skipped), then
+    runs the plan without slot_mapping."""
+    att = attention(dispatch_bundle)
+    step = step_of(att, [(1, 20), (3, 40), (6, 0)], 11)
+    padded = torch.cat([step.slots, torch.tensor([-1], dtype=torch.int32)])
+    k = torch.cat([step.k, torch.randn(1, HKV, D).bfloat16()])
+    v = torch.cat([step.v, torch.randn(1, HKV, D).bfloat16()])
+    untouched = torch.ones(step.k_cache.shape[:2], dtype=torch.bool)
+    untouched[step.slots.long() // BS, step.slots.long() % BS] = False
+    k_before = step.k_cache[untouched].clone()
+    att.write_cache(k, v, step.k_cache, step.v_cache, padded)
+    assert step.cache_written()
+    assert torch.equal(step.k_cache[untouched], k_before)
+    buffers = step.buffers()
+    del buffers["slot_mapping"]
+    att.plan(step.ql, step.cl, step.max_blocks).run(**buffers)
+    assert step.error() < 2e-2
+
+
+def test_write_cache_refusals(dispatch_bundle):
+    att = attention(dispatch_bundle)
+    step = step_of(att, [(2, 5)], 12)
+    with pytest.raises(tessel.Error, match="tessel_attention_write_cache: .*"
+                       "arg 'k' dim 1 is 1, expected 2"):
+        att.write_cache(step.k[:, :1].contiguous(), step.v, step.k_cache,
+                        step.v_cache, step.slots)
+    with pytest.raises(ValueError, match="write_cache: 'k_cache'"):
+        att.write_cache(step.k, step.v, step.k_cache[:, :, :, ::2],
+                        step.v_cache, step.slots)
+
+
+def test_permute_rows_applies_the_order(dispatch_bundle):
+    att = attention(dispatch_bundle)
+    ql, cl = [7, 1, 3, 1], [0, 9, 4, 0]
+    order = att.order(ql, cl)
+    assert tessel.permute_rows(order, ql) == [1, 1, 3, 7]
+    table = torch.arange(8, dtype=torch.int32).view(4, 2)
+    assert torch.equal(tessel.permute_rows(order, table),
+                       table[torch.tensor(order)])
+    import numpy as np
+    assert tessel.permute_rows(order, np.array(cl)).tolist() == \
+        [cl[i] for i in order]
+    with pytest.raises(ValueError, match=r"order \[0, 0\] is not a "
+                                         r"permutation of 0..1"):
+        tessel.permute_rows([0, 0], [5, 6])
+    with pytest.raises(ValueError, match="order has 2 entries but rows has 3"):
+        tessel.permute_rows([1, 0], [5, 6, 7])
