@@ -4,7 +4,14 @@ bench/extend_kernels.mlir and bench/mla_decode_kernels.mlir: the kernels that
 bench/paged_decode_check.py and the attention benchmark run, one per
 (heads, head dim, block size, layout, dtype, split, lse) case. The kernel
 name spells the case: dec[split]_q<Hq>_kv<Hkv>_d<D>_bs<BS>_<nhd|shuf>[_f16][_lse]."""
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "python-bindings"))
+from tessel import specs  # noqa: E402  (plain Python: no build needed)
+
+LAYOUTS = {"nhd": "nhd", "shuf": "shuffled"}  # name tag -> layout
 
 CASES = [
     # (Hq, Hkv, D, BS, layout, dtype, split, lse)
@@ -46,18 +53,9 @@ def prefill_name(Hq, Hkv, Dqk, Dv, dtype, causal, lse):
 
 
 def prefill_kernel(Hq, Hkv, Dqk, Dv, dtype, causal, lse):
-    e = dtype
-    q, k = f"memref<?x{Hq}x{Dqk}x{e}>", f"memref<?x{Hkv}x{Dqk}x{e}>"
-    v, out = f"memref<?x{Hkv}x{Dv}x{e}>", f"memref<?x{Hq}x{Dv}x{e}>"
-    lse_t = f"memref<{Hq}x?xf32>"
-    args = (f"%q: {q}, %k: {k}, %v: {v}, %cu: memref<?xi32>, %out: {out}" +
-            (f", %lse: {lse_t}" if lse else "") + ", %scale: f32")
-    return (f"func.func @{prefill_name(Hq, Hkv, Dqk, Dv, dtype, causal, lse)}"
-            f"({args}) {{\n"
-            f"  tessel.prefill_attention q(%q : {q}) k(%k : {k}) v(%v : {v}) "
-            f"cu_seqlens(%cu : memref<?xi32>) out(%out : {out})" +
-            (f" lse(%lse : {lse_t})" if lse else "") + " scale(%scale)" +
-            (" {causal}" if causal else "") + "\n  return\n}\n")
+    return specs.prefill(prefill_name(Hq, Hkv, Dqk, Dv, dtype, causal, lse),
+                         Hq, Hkv, Dqk, v_head_dim=Dv, dtype=dtype,
+                         causal=causal, lse=lse)
 
 
 # Extend, composed: causal prefill of the new tokens (f32 out + LSE),
@@ -76,43 +74,14 @@ EXTEND = [
 
 def extend_kernels(Hq, Hkv, D, Dv, BS, layout):
     tag = f"q{Hq}_kv{Hkv}_d{D}" + (f"_v{Dv}" if Dv != D else "")
-    q, kv = f"memref<?x{Hq}x{D}xbf16>", f"memref<?x{Hkv}x{D}xbf16>"
-    vv, o = f"memref<?x{Hkv}x{Dv}xbf16>", f"memref<?x{Hq}x{Dv}xbf16>"
-    part, plse = f"memref<?x{Hq}x{Dv}xf32>", f"memref<{Hq}x?xf32>"
-    parts, plses = f"memref<?x?x{Hq}x{Dv}xf32>", f"memref<?x{Hq}x?xf32>"
-    if layout == "nhd":
-        kc = f"memref<?x{BS}x{Hkv}x{D}xbf16>"
-        vc = f"memref<?x{BS}x{Hkv}x{Dv}xbf16>"
-        lay = "nhd"
-    else:
-        kc = f"memref<?x{Hkv}x{D // 8}x{BS}x8xbf16>"
-        vc = f"memref<?x{Hkv}x{BS // 8}x{Dv}x8xbf16>"
-        lay = "shuffled"
     out = []
     if layout == "nhd":
-        out.append(
-            f"func.func @ext_prefill_{tag}(%q: {q}, %k: {kv}, %v: {vv}, "
-            f"%cu: memref<?xi32>, %out: {part}, %lse: {plse}, "
-            f"%scale: f32) {{\n"
-            f"  tessel.prefill_attention q(%q : {q}) k(%k : {kv}) v(%v : {vv}) "
-            f"cu_seqlens(%cu : memref<?xi32>) out(%out : {part}) "
-            f"lse(%lse : {plse}) scale(%scale) {{causal}}\n"
-            f"  return\n}}\n")
-        out.append(
-            f"func.func @ext_merge_{tag}(%p: {parts}, %pl: {plses}, "
-            f"%out: {o}) {{\n"
-            f"  tessel.lse_merge_n partials(%p : {parts}, %pl : {plses}) "
-            f"out(%out : {o})\n  return\n}}\n")
-    out.append(
-        f"func.func @ext_ctx_{tag}_bs{BS}_{layout}(%q: {q}, %kc: {kc}, "
-        f"%vc: {vc}, %bt: memref<?x?xi32>, %cu: memref<?xi32>, "
-        f"%cl: memref<?xi32>, %out: {parts}, %lse: {plses}, "
-        f"%scale: f32) {{\n"
-        f"  tessel.paged_attention q(%q : {q}) k_cache(%kc : {kc}) "
-        f"v_cache(%vc : {vc}) block_table(%bt : memref<?x?xi32>) "
-        f"cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) "
-        f"out(%out : {parts}) lse(%lse : {plses}) layout({lay}) "
-        f"scale(%scale)\n  return\n}}\n")
+        out.append(specs.prefill(f"ext_prefill_{tag}", Hq, Hkv, D,
+                                 v_head_dim=Dv, out_dtype="f32", lse=True))
+        out.append(specs.lse_merge_n(f"ext_merge_{tag}", Hq, Dv))
+    out.append(specs.paged(f"ext_ctx_{tag}_bs{BS}_{layout}", Hq, Hkv, D, BS,
+                           v_head_dim=Dv, layout=LAYOUTS[layout],
+                           cu_seqlens=True))
     return "".join(out)
 
 
@@ -122,20 +91,8 @@ MLA = [(16, 64, False), (128, 64, False), (8, 16, False), (128, 64, True),
 
 
 def mla_kernel(H, BS, split):
-    q = f"memref<?x{H}x576xbf16>"
-    c = f"memref<?x{BS}x576xbf16>"
-    if split:
-        out, lse = f"memref<?x?x{H}x512xf32>", f"memref<?x{H}x?xf32>"
-    else:
-        out, lse = f"memref<?x{H}x512xbf16>", f"memref<{H}x?xf32>"
-    name = f"mla{'split' if split else ''}_h{H}_bs{BS}"
-    return (f"func.func @{name}(%q: {q}, %c: {c}, %bt: memref<?x?xi32>, "
-            f"%sl: memref<?xi32>, %out: {out}, %lse: {lse}, "
-            f"%scale: f32) {{\n"
-            f"  tessel.mla_decode q(%q : {q}) kv_cache(%c : {c}) "
-            f"block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) "
-            f"out(%out : {out}) lse(%lse : {lse}) scale(%scale)\n"
-            f"  return\n}}\n")
+    return specs.mla_decode(f"mla{'split' if split else ''}_h{H}_bs{BS}", H,
+                            BS, split=split)
 
 
 def name(Hq, Hkv, D, BS, layout, dtype, split, lse):
@@ -144,39 +101,12 @@ def name(Hq, Hkv, D, BS, layout, dtype, split, lse):
 
 
 def kernel(Hq, Hkv, D, BS, layout, dtype, split, lse):
-    e = dtype
-    if layout == "nhd":
-        kc = f"memref<?x{BS}x{Hkv}x{D}x{e}>"
-        vc = kc
-        lay = "nhd"
-    else:
-        kc = f"memref<?x{Hkv}x{D // 8}x{BS}x8x{e}>"
-        vc = f"memref<?x{Hkv}x{BS // 8}x{D}x8x{e}>"
-        lay = "shuffled"
-    q = f"memref<?x{Hq}x{D}x{e}>"
-    if split:
-        out = f"memref<?x?x{Hq}x{D}xf32>"
-        lse_t = f"memref<?x{Hq}x?xf32>"
-        op = "paged_attention"
-        lens = "context_lens"
-    else:
-        out = f"memref<?x{Hq}x{D}x{e}>"
-        lse_t = f"memref<{Hq}x?xf32>"
-        op = "decode_attention"
-        lens = "seq_lens"
-    args = (f"%q: {q}, %kc: {kc}, %vc: {vc}, %bt: memref<?x?xi32>, "
-            f"%sl: memref<?xi32>, %out: {out}")
-    lse_part = ""
-    if lse:
-        args += f", %lse: {lse_t}"
-        lse_part = f" lse(%lse : {lse_t})"
-    args += ", %scale: f32"
-    return (f"func.func @{name(Hq, Hkv, D, BS, layout, dtype, split, lse)}"
-            f"({args}) {{\n"
-            f"  tessel.{op} q(%q : {q}) k_cache(%kc : {kc}) "
-            f"v_cache(%vc : {vc}) block_table(%bt : memref<?x?xi32>) "
-            f"{lens}(%sl : memref<?xi32>) out(%out : {out}){lse_part} "
-            f"layout({lay}) scale(%scale)\n  return\n}}\n")
+    kernel_name = name(Hq, Hkv, D, BS, layout, dtype, split, lse)
+    if split:  # the split-KV partials (always with their LSE)
+        return specs.paged(kernel_name, Hq, Hkv, D, BS,
+                           layout=LAYOUTS[layout], dtype=dtype)
+    return specs.decode(kernel_name, Hq, Hkv, D, BS, layout=LAYOUTS[layout],
+                        dtype=dtype, lse=lse)
 
 
 if __name__ == "__main__":

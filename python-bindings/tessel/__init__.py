@@ -9,6 +9,7 @@ where the compiler is installed.
     kernel(q, k, v, cu_seqlens, out, lse)            # arguments in kernel.args order
 
     data = tessel.compile(spec_text, targets=["host"])   # needs tessel-aot
+    import tessel.specs                  # spec writers: no torch, no native module
 
 tessel.Attention is the attention dispatcher (decode / extend / prefill of
 one mixed batch; docs/dispatcher.md), tessel.permute_rows applies its order
@@ -16,10 +17,27 @@ to a batch's per-request state. Errors of the runtime are tessel.Error, with the
 (tessel.StatusCode) and `message`.
 """
 
-from ._tessel import Device, Error, StatusCode
-from .attention import Attention, Plan, permute_rows
-from .compiler import CompileError, compile
-from .runtime import Bundle, Kernel
+import importlib
 
-__all__ = ["Attention", "Bundle", "CompileError", "Device", "Error", "Kernel",
-           "Plan", "StatusCode", "compile", "permute_rows"]
+# Each name's module, imported on first use: tessel.specs and
+# tessel.compile work where the native module (or torch) is missing.
+_EXPORTS = {"Device": "_tessel", "Error": "_tessel", "StatusCode": "_tessel",
+            "Attention": "attention", "Plan": "attention",
+            "permute_rows": "attention", "CompileError": "compiler",
+            "compile": "compiler", "Bundle": "runtime", "Kernel": "runtime"}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'tessel' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__),
+                    name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
+
+
+__all__ = sorted(_EXPORTS)

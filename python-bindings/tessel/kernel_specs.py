@@ -5,10 +5,10 @@ matches the compiled kernel by.
     spec = kernel_spec("moe_down", "grouped_matmul", "bf16", groups=128,
                        N=2048, K=512, trans_b=1, pointer_table=0)
 
-tessel.torch's spec writers (grouped_mm_spec, moe_mlp_spec) describe each
-kernel they launch once, as (op, params), and use that one description both
-to write its spec here and to find it in a bundle: the two cannot drift
-apart. Token and row counts are dynamic (`?`); `groups` (the expert count)
+tessel.specs' grouped-matmul and MoE writers (tessel.torch's
+grouped_mm_spec and moe_mlp_spec) describe each kernel once, as (op,
+params), and tessel.torch uses that one description both to write its spec
+here and to find it in a bundle: the two cannot drift apart. Token and row counts are dynamic (`?`); `groups` (the expert count)
 is static, as the GPU templates need, and is itself a shape parameter of
 the compiled kernel: lookups pass it too.
 """

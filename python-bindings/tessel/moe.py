@@ -66,69 +66,16 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._tessel import Error, StatusCode
-from .kernel_specs import kernels_spec, lookup_params
+from . import specs
+from .kernel_specs import lookup_params
 from .runtime import Bundle, Kernel
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _ROUTING_OPS = ("expert_histogram", "expert_sort")  # no float operands
 
 
-def _kernel_roles(hidden: int, intermediate: int,
-                  topk: int) -> Dict[str, Tuple[str, Dict[str, int]]]:
-    """Every kernel moe_mlp and moe_mlp_unstacked launch, as role ->
-    (op, shape params): what moe_mlp_spec writes and what is found."""
-    H, I = hidden, intermediate
-
-    def ragged_m(N, K, trans_b, pointer_table):
-        return ("grouped_matmul", dict(N=N, K=K, trans_b=int(trans_b),
-                                       pointer_table=int(pointer_table)))
-
-    return {
-        "histogram": ("expert_histogram", dict(topk=topk)),
-        "sort": ("expert_sort", dict(topk=topk)),
-        "permute": ("moe_permute", dict(hidden=H, topk=topk)),
-        "unpermute": ("moe_unpermute", dict(hidden=H, topk=topk)),
-        "down_wgrad": ("grouped_matmul_wgrad", dict(M=H, N=I)),
-        # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I].
-        "gate_up": ragged_m(2 * I, H, True, False),
-        "gate_up_dgrad": ragged_m(H, 2 * I, False, False),
-        "gate_up_wgrad": ("grouped_matmul_wgrad", dict(M=2 * I, N=H)),
-        "down": ragged_m(H, I, True, False),
-        "down_dgrad": ragged_m(I, H, False, False),
-        # Split: w_gate and w_up [E, I, H] each (and the stacked w_down).
-        "gate_or_up": ragged_m(I, H, True, False),
-        "gate_or_up_dgrad": ragged_m(H, I, False, False),
-        "gate_or_up_wgrad": ("grouped_matmul_wgrad", dict(M=I, N=H)),
-        # Unstacked: pointer tables of [I, H] gate or up and [H, I] down
-        # matrices (the dgrads read the same matrices as [K, N]).
-        "gate_or_up_ptrs": ragged_m(I, H, True, True),
-        "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
-        "down_ptrs": ragged_m(H, I, True, True),
-        "down_dgrad_ptrs": ragged_m(I, H, False, True),
-    }
-
-
-_SHARED_ROLES = ("histogram", "sort", "permute", "unpermute", "down_wgrad")
-
-
-def moe_mlp_spec(experts: int, hidden: int, intermediate: int, topk: int,
-                 dtype: str = "bf16", name: str = "moe",
-                 unstacked: bool = True, split: bool = True) -> str:
-    """The kernel spec (MLIR, for tessel-aot or tessel.compile) of every
-    kernel moe_mlp needs for `experts` experts of `hidden` -> 2 x
-    `intermediate` -> `hidden`, top-`topk` routing, elements `dtype`
-    ('bf16', 'f16' or 'f32'), with w_gate_up stacked; with `split`, also
-    those of moe_mlp with gate and up apart; with `unstacked`, also those
-    of moe_mlp_unstacked (and so patch_deepseek_moe). Kernels are named
-    `<name>_<role>`."""
-    forms = (_STACKED,) + ((_SPLIT,) if split else ()) + \
-        ((_UNSTACKED,) if unstacked else ())
-    keep = set(_SHARED_ROLES)
-    for form in forms:
-        keep.update(form.steps.values())
-    roles = {r: v for r, v in _kernel_roles(hidden, intermediate,
-                                            topk).items() if r in keep}
-    return kernels_spec(name, roles, dtype, experts)
+# The spec writer lives in tessel.specs (no torch needed to write a spec).
+moe_mlp_spec = specs.moe_mlp
 
 
 #===----------------------------------------------------------------------===#
@@ -167,9 +114,7 @@ class _Stacked(_Form):
 
     name = "moe_mlp"
     parts = 1
-    steps = dict(up="gate_up", up_dgrad="gate_up_dgrad",
-                 up_wgrad="gate_up_wgrad", down="down",
-                 down_dgrad="down_dgrad")
+    steps = specs.MOE_FORM_STEPS["stacked"]
 
     def operands(self, weights):
         w_gate_up, w_down = weights
@@ -189,9 +134,7 @@ class _Split(_Form):
 
     name = "moe_mlp"
     parts = 2
-    steps = dict(up="gate_or_up", up_dgrad="gate_or_up_dgrad",
-                 up_wgrad="gate_or_up_wgrad", down="down",
-                 down_dgrad="down_dgrad")
+    steps = specs.MOE_FORM_STEPS["split"]
 
     def operands(self, weights):
         w_gate, w_up, w_down = weights
@@ -212,9 +155,7 @@ class _Unstacked(_Form):
 
     name = "moe_mlp_unstacked"
     parts = 2
-    steps = dict(up="gate_or_up_ptrs", up_dgrad="gate_or_up_dgrad_ptrs",
-                 up_wgrad="gate_or_up_wgrad", down="down_ptrs",
-                 down_dgrad="down_dgrad_ptrs")
+    steps = specs.MOE_FORM_STEPS["unstacked"]
 
     def operands(self, weights):
         tables = _pointer_tables(weights).view(3, -1)
@@ -412,8 +353,8 @@ def _kernels(bundle: Bundle, form: _Form, dtype: torch.dtype,
     role; a missing one is a tessel.Error (NOT_FOUND) saying which and how
     to write its spec."""
     e = _ELEMENT[dtype]
-    roles = _kernel_roles(dims.hidden, dims.intermediate, dims.topk)
-    wanted = {r: r for r in _SHARED_ROLES}
+    roles = specs.moe_kernels(dims.hidden, dims.intermediate, dims.topk)
+    wanted = {r: r for r in specs.MOE_SHARED_ROLES}
     wanted.update(form.steps)
     kernels = {}
     for step, role in wanted.items():

@@ -31,42 +31,17 @@ tessel.compile). A missing one is a tessel.Error (NOT_FOUND) that names the
 op and the shape parameters it looked for.
 """
 
-from typing import Dict, Tuple
-
 import torch
 
+from . import specs
 from .deepseek import patch_deepseek_moe
-from .kernel_specs import kernels_spec, lookup_params
+from .kernel_specs import lookup_params
 from .moe import moe_mlp, moe_mlp_spec, moe_mlp_unstacked
 from .runtime import Bundle, Kernel
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
-
-def _grouped_mm_kernels(n: int, k: int, trans_b: bool) -> Dict[str, Tuple[str, Dict[str, int]]]:
-    """The three kernels of grouped_mm for b [G, n, k] (trans_b) or
-    [G, k, n], as role -> (op, shape params)."""
-    # dgrad: da = dc . b[g] with the other trans_b (b [G, N, K] read as
-    # [G, K', N']). wgrad: c[g] = a[rows]^T b[rows] in db's layout: [n, k]
-    # (trans_b) needs a = dc [T, n] and b = a [T, k]; [k, n] needs a = a,
-    # b = dc.
-    m_cols, n_cols = (n, k) if trans_b else (k, n)
-    return {
-        "fwd": ("grouped_matmul", dict(N=n, K=k, trans_b=int(trans_b),
-                                       pointer_table=0)),
-        "dgrad": ("grouped_matmul", dict(N=k, K=n, trans_b=int(not trans_b),
-                                         pointer_table=0)),
-        "wgrad": ("grouped_matmul_wgrad", dict(M=m_cols, N=n_cols)),
-    }
-
-
-def grouped_mm_spec(groups: int, n: int, k: int, dtype: str = "bf16",
-                    trans_b: bool = True, name: str = "gmm") -> str:
-    """The kernel spec (MLIR) of grouped_mm's forward, dgrad and wgrad for
-    b [groups, n, k] (trans_b) or [groups, k, n], elements `dtype`
-    ('bf16', 'f16' or 'f32')."""
-    return kernels_spec(name, _grouped_mm_kernels(n, k, trans_b), dtype,
-                        groups)
+grouped_mm_spec = specs.grouped_mm  # writes the spec without torch
 
 
 def _kernel(role: str, bundle: Bundle, dtype: torch.dtype, groups: int,
@@ -76,7 +51,7 @@ def _kernel(role: str, bundle: Bundle, dtype: torch.dtype, groups: int,
     if dtype not in _ELEMENT:
         raise TypeError(f"tessel.torch.grouped_mm: dtype {dtype} is not "
                         f"supported (float32, float16, bfloat16)")
-    op, params = _grouped_mm_kernels(n, k, trans_b)[role]
+    op, params = specs.grouped_mm_kernels(n, k, trans_b)[role]
     return bundle.find(op, _ELEMENT[dtype], **lookup_params(op, groups,
                                                               params))
 
