@@ -10,6 +10,7 @@ where the compiler is installed.
 
     data = tessel.compile(spec_text, targets=["host"])   # needs tessel-aot
     import tessel.specs                  # spec writers: no torch, no native module
+    import tessel.ops                    # torch functions, compiled on miss
 
 tessel.Attention is the attention dispatcher (decode / extend / prefill of
 one mixed batch; docs/dispatcher.md), tessel.permute_rows applies its order
@@ -24,7 +25,8 @@ import importlib
 _EXPORTS = {"Device": "_tessel", "Error": "_tessel", "StatusCode": "_tessel",
             "Attention": "attention", "Plan": "attention",
             "permute_rows": "attention", "CompileError": "compiler",
-            "compile": "compiler", "Bundle": "runtime", "Kernel": "runtime"}
+            "compile": "compiler", "Bundle": "runtime", "Kernel": "runtime",
+            "KernelCache": "cache"}
 
 
 def __getattr__(name: str):

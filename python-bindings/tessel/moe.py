@@ -66,7 +66,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._tessel import Error, StatusCode
-from . import specs
+from . import _checks, specs
 from .kernel_specs import lookup_params
 from .runtime import Bundle, Kernel
 
@@ -194,8 +194,7 @@ def _pointer_tables(weights: Sequence[torch.Tensor]) -> torch.Tensor:
 # Argument checks and kernel lookup
 #===----------------------------------------------------------------------===#
 
-def _shape(t: torch.Tensor) -> str:
-    return "[" + ", ".join(str(d) for d in t.shape) + "]"
+_shape = _checks.shape
 
 
 class _Dims(NamedTuple):
@@ -207,12 +206,7 @@ class _Dims(NamedTuple):
 
 
 def _check_tensor(fn: str, name: str, t, rank: int, expected: str):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"tessel.torch.{fn}: '{name}' must be a torch "
-                        f"tensor {expected}, got {type(t).__name__}")
-    if t.dim() != rank:
-        raise ValueError(f"tessel.torch.{fn}: '{name}' must be {expected} "
-                         f"({rank}-D), got shape {_shape(t)}")
+    _checks.tensor(f"tessel.torch.{fn}", name, t, rank, expected)
 
 
 def _check_routing(fn: str, x, topk_ids, topk_weights) -> Tuple[int, int, int]:
@@ -243,13 +237,8 @@ def _check_routing(fn: str, x, topk_ids, topk_weights) -> Tuple[int, int, int]:
 
 def _check_weights(fn: str, x: torch.Tensor, named):
     """Every weight (name, tensor) has x's dtype and device and is dense."""
+    _checks.like(f"tessel.torch.{fn}", "x", x, named)
     for name, w in named:
-        if w.dtype != x.dtype:
-            raise TypeError(f"tessel.torch.{fn}: '{name}' is {w.dtype} but "
-                            f"'x' is {x.dtype}; they must match")
-        if w.device != x.device:
-            raise ValueError(f"tessel.torch.{fn}: '{name}' is on {w.device} "
-                             f"but 'x' is on {x.device}")
         if not w.is_contiguous():
             raise ValueError(f"tessel.torch.{fn}: '{name}' {_shape(w)} must "
                              f"be contiguous (row-major, as nn.Linear keeps "

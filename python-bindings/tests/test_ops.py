@@ -1,0 +1,142 @@
+"""tessel.ops on the host backend: head sizes no bundle has, compiled on
+miss into a kernel cache (tessel.cache), against float64 references; the
+cache reused without a compiler; the error where there is neither."""
+
+import pytest
+import torch
+
+import tessel
+import tessel.ops
+
+
+def rel(actual, expected):
+    return ((actual.double() - expected).abs().max() /
+            expected.abs().max()).item()
+
+
+def causal_reference(q, k, v, lens, scale):
+    """float64 causal attention of each sequence, and its LSE [Hq, T]."""
+    g = q.shape[1] // k.shape[1]
+    outs, lses, start = [], [], 0
+    for n in lens:
+        qs = q[start:start + n].double()
+        ks = k[start:start + n].double().repeat_interleave(g, 1)
+        vs = v[start:start + n].double().repeat_interleave(g, 1)
+        s = torch.einsum("qhd,khd->hqk", qs, ks) * scale
+        s.masked_fill_(torch.ones(n, n, dtype=torch.bool).triu(1), -1e300)
+        outs.append(torch.einsum("hqk,khd->qhd", s.softmax(-1), vs))
+        lses.append(torch.logsumexp(s, -1))
+        start += n
+    return torch.cat(outs), torch.cat(lses, 1)
+
+
+def prefill_case(seed, lens=(5, 1, 17), hq=6, hkv=2, d=48, dv=32):
+    gen = torch.Generator().manual_seed(seed)
+    T = sum(lens)
+    q = torch.randn(T, hq, d, generator=gen).bfloat16()
+    k = torch.randn(T, hkv, d, generator=gen).bfloat16()
+    v = torch.randn(T, hkv, dv, generator=gen).bfloat16()
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)),
+                      dtype=torch.int32)
+    return q, k, v, cu, lens
+
+
+def test_new_head_size_compiles_on_miss_and_is_cached(tmp_path):
+    cache = tessel.KernelCache(tmp_path)
+    q, k, v, cu, lens = prefill_case(1)
+    out, lse = tessel.ops.prefill(q, k, v, cu, return_lse=True,
+                                  softmax_scale=0.2, cache=cache)
+    ref, ref_lse = causal_reference(q, k, v, lens, 0.2)
+    assert out.dtype == torch.bfloat16 and out.shape == (23, 6, 32)
+    assert rel(out, ref) < 2e-2
+    assert (lse.double() - ref_lse).abs().max() < 1e-3
+    assert len(list(tmp_path.glob("host-*.tsb"))) == 1
+    assert len(list(tmp_path.glob("host-*.mlir"))) == 1
+    # The default scale is 1/sqrt(D), in the same kernel.
+    out = tessel.ops.prefill(q, k, v, cu, cache=cache)
+    assert rel(out, causal_reference(q, k, v, lens, 48 ** -0.5)[0]) < 2e-2
+    assert len(list(tmp_path.glob("host-*.tsb"))) == 2  # no lse: another
+
+
+def test_cached_bundle_is_used_without_a_compiler(tmp_path, monkeypatch):
+    q, k, v, cu, lens = prefill_case(2)
+    tessel.ops.prefill(q, k, v, cu, cache=tessel.KernelCache(tmp_path))
+    monkeypatch.setenv("TESSEL_AOT", str(tmp_path / "no-compiler"))
+    out = tessel.ops.prefill(q, k, v, cu, cache=tessel.KernelCache(tmp_path))
+    assert rel(out, causal_reference(q, k, v, lens, 48 ** -0.5)[0]) < 2e-2
+
+
+def test_no_compiler_and_no_cached_bundle_names_the_spec(tmp_path,
+                                                         monkeypatch):
+    monkeypatch.setenv("TESSEL_AOT", str(tmp_path / "no-compiler"))
+    q, k, v, cu, _ = prefill_case(3, d=80, dv=80)
+    with pytest.raises(tessel.Error) as e:
+        tessel.ops.prefill(q, k, v, cu, cache=tessel.KernelCache(tmp_path))
+    assert e.value.code == tessel.StatusCode.NOT_FOUND
+    message = str(e.value)
+    assert message.startswith("tessel: kernel 'prefill_bf16_q6_kv2_d80_v80_"
+                              "causal' for host is in no bundle and there is "
+                              "no tessel-aot here to compile it")
+    assert "func.func @prefill_bf16_q6_kv2_d80_v80_causal(" in message
+
+
+def test_decode_with_a_new_head_size(tmp_path):
+    gen = torch.Generator().manual_seed(4)
+    B, hq, hkv, d, bs = 3, 8, 2, 80, 16
+    lens = [1, 37, 16]
+    blocks = 10
+    kc = torch.randn(blocks, bs, hkv, d, generator=gen).bfloat16()
+    vc = torch.randn(blocks, bs, hkv, d, generator=gen).bfloat16()
+    table = torch.randperm(blocks, generator=gen)[:9].view(3, 3).int()
+    q = torch.randn(B, hq, d, generator=gen).bfloat16()
+    out = tessel.ops.decode(q, kc, vc, table, torch.tensor(lens).int(),
+                            cache=tessel.KernelCache(tmp_path))
+    for b, n in enumerate(lens):
+        pos = torch.arange(n)
+        rows = table[b, pos // bs].long()
+        keys = kc[rows, pos % bs].double().repeat_interleave(hq // hkv, 1)
+        values = vc[rows, pos % bs].double().repeat_interleave(hq // hkv, 1)
+        s = torch.einsum("hd,khd->hk", q[b].double(), keys) * d ** -0.5
+        ref = torch.einsum("hk,khd->hd", s.softmax(-1), values)
+        assert rel(out[b], ref) < 2e-2, b
+
+
+def test_lse_merge(tmp_path):
+    gen = torch.Generator().manual_seed(5)
+    T, h, d = 7, 3, 32
+    oa, ob = torch.randn(T, h, d, generator=gen), torch.randn(T, h, d,
+                                                               generator=gen)
+    la, lb = torch.randn(h, T, generator=gen), torch.randn(h, T, generator=gen)
+    la[0, 2] = float("-inf")  # partial a saw no keys for this row
+    out = tessel.ops.lse_merge(oa, la, ob, lb, out_dtype=torch.float32,
+                               cache=tessel.KernelCache(tmp_path))
+    wa = torch.sigmoid(la.double() - lb.double()).T[:, :, None]
+    ref = wa * oa.double() + (1 - wa) * ob.double()
+    assert out.dtype == torch.float32
+    assert rel(out, ref) < 1e-5
+
+
+@pytest.mark.parametrize("change,error,message", [
+    (dict(q=torch.zeros(4, 6)), ValueError,
+     r"'q' must be \[T, Hq, D\] \(3-D\), got shape \[4, 6\]"),
+    (dict(k=torch.zeros(23, 2, 48, dtype=torch.float16)), TypeError,
+     "'k' is torch.float16 but 'q' is torch.bfloat16"),
+    (dict(cu_seqlens=torch.zeros(4, dtype=torch.int64)), TypeError,
+     "'cu_seqlens' must be torch.int32, got torch.int64"),
+    (dict(v=torch.zeros(23, 3, 32, dtype=torch.bfloat16)), ValueError,
+     r"q \[23, 6, 48\], k \[23, 2, 48\] and v \[23, 3, 32\] must be "
+     r"\[T, Hq, D\], \[T, Hkv, D\] and \[T, Hkv, Dv\]"),
+])
+def test_bad_prefill_inputs(tmp_path, change, error, message):
+    q, k, v, cu, _ = prefill_case(6)
+    args = dict(q=q, k=k, v=v, cu_seqlens=cu)
+    args.update(change)
+    with pytest.raises(error, match="tessel.ops.prefill: " + message):
+        tessel.ops.prefill(**args, cache=tessel.KernelCache(tmp_path))
+
+
+def test_unsupported_head_size_is_the_compilers_error(tmp_path):
+    q, k, v, cu, _ = prefill_case(7, d=40, dv=40)
+    with pytest.raises(tessel.CompileError, match="supported head dims are "
+                                                  "multiples of 16"):
+        tessel.ops.prefill(q, k, v, cu, cache=tessel.KernelCache(tmp_path))
