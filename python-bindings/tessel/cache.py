@@ -84,6 +84,17 @@ class KernelCache:
                            "its spec does not define it")
         return bundle[name]
 
+    def prepare(self, spec: str, target: str) -> Path:
+        """Compiles `spec` for `target` into the cache now (e.g. 'sm90a' on
+        a build machine, for GPU machines without a compiler that share or
+        copy the directory); the bundle's path."""
+        aot, identity = _compiler_identity()
+        if aot is None:
+            raise FileNotFoundError("KernelCache.prepare needs tessel-aot")
+        path = self._path(spec, target, identity)
+        return path if path.is_file() else self._compile(spec, target,
+                                                         identity)
+
     def _path(self, spec: str, target: str, identity: str) -> Path:
         key = hashlib.sha256(
             f"{target}\n{identity}\n{spec}".encode()).hexdigest()[:32]

@@ -7,6 +7,7 @@ import torch
 
 import tessel
 import tessel.ops
+import tessel.specs
 
 
 def rel(actual, expected):
@@ -140,3 +141,15 @@ def test_unsupported_head_size_is_the_compilers_error(tmp_path):
     with pytest.raises(tessel.CompileError, match="supported head dims are "
                                                   "multiples of 16"):
         tessel.ops.prefill(q, k, v, cu, cache=tessel.KernelCache(tmp_path))
+
+
+def test_prepare_fills_the_cache_for_a_machine_without_compiler(
+        tmp_path, monkeypatch, host):
+    spec = tessel.specs.lse_merge("merge_h2_d16", 2, 16, out_dtype="f32")
+    path = tessel.KernelCache(tmp_path).prepare(spec, "host")
+    assert path.is_file() and path.name.startswith("host-")
+    monkeypatch.setenv("TESSEL_AOT", str(tmp_path / "no-compiler"))
+    kernel = tessel.KernelCache(tmp_path).kernel(host, "merge_h2_d16", spec)
+    assert kernel.op == "tessel.lse_merge"
+    with pytest.raises(FileNotFoundError, match="needs tessel-aot"):
+        tessel.KernelCache(tmp_path).prepare(spec, "sm80")

@@ -137,12 +137,15 @@ LogicalResult AttentionBuilder::mmaSteps(
     if (failed(fa))
       return failure();
     for (int64_t j0 = 0; j0 < atoms; j0 += group) {
+      // The last group is short when `group` does not divide `atoms` (head
+      // dim 192 split over two warps: 12 atoms, groups of 8).
+      int64_t groupAtoms = std::min(group, atoms - j0);
       auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, bTile,
                                      add(bRow, j0 * atom.n), bK(ks), lane,
-                                     group);
+                                     groupAtoms);
       if (failed(fb))
         return failure();
-      for (int64_t j = 0; j < group; ++j) {
+      for (int64_t j = 0; j < groupAtoms; ++j) {
         MutableArrayRef<Value> slice = acc.slice((j0 + j) * count, count);
         auto d = target.mma(b, loc, atom, *fa, (*fb)[j], slice);
         if (failed(d))

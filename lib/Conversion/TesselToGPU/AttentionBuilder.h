@@ -82,8 +82,8 @@ protected:
 
   /// acc[j] += A(ks) . B_j(ks) over `kSteps` k-steps, for the `atoms` B
   /// atoms stacked along N from tile row `bRow`, their fragments loaded
-  /// `group` atoms at a time at K offset `bK(ks)`; acc holds `atoms`
-  /// accumulator sets.
+  /// `group` atoms at a time (fewer in the last group) at K offset
+  /// `bK(ks)`; acc holds `atoms` accumulator sets.
   LogicalResult
   mmaSteps(MutableArrayRef<Value> acc, int64_t kSteps,
            function_ref<FailureOr<Fragment>(int64_t ks)> a,

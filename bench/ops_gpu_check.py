@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""tessel.ops on an NVIDIA GPU with kernels from a kernel cache that was
+filled on the development machine (the GPU machine has no compiler):
+prefill and paged decode at head dim 192 (in no bundle; decode at 192 is
+the case that once crashed the compiler) and the 2-way LSE merge, on fresh
+random data, against float64 references on the GPU.
+
+On the development machine (runs each case on the host backend too, as a
+check, and compiles the same specs for sm90a into DIR):
+    PYTHONPATH=build/python python3 bench/ops_gpu_check.py --prepare DIR
+On the GPU machine (tessel package installed, no tessel-aot):
+    TESSEL_CACHE_DIR=DIR python3 bench/ops_gpu_check.py
+
+Exits 1 if a check fails.
+"""
+import argparse
+import sys
+
+import torch
+
+import tessel
+import tessel.ops
+
+TOLERANCE = 2e-2  # bf16 outputs, relative to the largest reference value
+
+
+def prefill_case(device, gen):
+    lens = [300, 1, 77]
+    T, hq, hkv, d = sum(lens), 8, 2, 192
+    q, k, v = (torch.randn(T, h, d, generator=gen, device=device).bfloat16()
+               for h in (hq, hkv, hkv))
+    cu = torch.tensor([0, 300, 301, 378], dtype=torch.int32, device=device)
+    out, lse = tessel.ops.prefill(q, k, v, cu, return_lse=True)
+    g = hq // hkv
+    refs, start = [], 0
+    for n in lens:
+        qs = q[start:start + n].double()
+        ks = k[start:start + n].double().repeat_interleave(g, 1)
+        vs = v[start:start + n].double().repeat_interleave(g, 1)
+        s = torch.einsum("qhd,khd->hqk", qs, ks) * d ** -0.5
+        mask = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        refs.append(torch.einsum("hqk,khd->qhd",
+                                 s.masked_fill(mask, -1e300).softmax(-1), vs))
+        start += n
+    ref = torch.cat(refs)
+    return "prefill d192 causal (3 seqs, GQA 4)", out, ref
+
+
+def decode_case(device, gen):
+    B, hq, hkv, d, bs = 4, 16, 2, 192, 16
+    lens = [1, 700, 33, 4096]
+    blocks = sum((n + bs - 1) // bs for n in lens) + 5
+    kc = torch.randn(blocks, bs, hkv, d, generator=gen,
+                     device=device).bfloat16()
+    vc = torch.randn(blocks, bs, hkv, d, generator=gen,
+                     device=device).bfloat16()
+    width = max((n + bs - 1) // bs for n in lens)
+    perm = torch.randperm(blocks, generator=gen, device=device)
+    table = torch.zeros(B, width, dtype=torch.int32, device=device)
+    used = 0
+    for b, n in enumerate(lens):
+        count = (n + bs - 1) // bs
+        table[b, :count] = perm[used:used + count].int()
+        used += count
+    q = torch.randn(B, hq, d, generator=gen, device=device).bfloat16()
+    seq_lens = torch.tensor(lens, dtype=torch.int32, device=device)
+    out = tessel.ops.decode(q, kc, vc, table, seq_lens)
+    refs = []
+    for b, n in enumerate(lens):
+        pos = torch.arange(n, device=device)
+        rows = table[b, pos // bs].long()
+        keys = kc[rows, pos % bs].double().repeat_interleave(hq // hkv, 1)
+        values = vc[rows, pos % bs].double().repeat_interleave(hq // hkv, 1)
+        s = torch.einsum("hd,khd->hk", q[b].double(), keys) * d ** -0.5
+        refs.append(torch.einsum("hk,khd->hd", s.softmax(-1), values))
+    return "decode d192 paged (GQA 8, up to 4096 tokens)", out, \
+        torch.stack(refs)
+
+
+def merge_case(device, gen):
+    T, h, d = 513, 8, 192
+    oa, ob = (torch.randn(T, h, d, generator=gen, device=device)
+              for _ in range(2))
+    la, lb = (torch.randn(h, T, generator=gen, device=device) * 4
+              for _ in range(2))
+    la[:, 7] = float("-inf")  # partial a saw no keys for token 7
+    out = tessel.ops.lse_merge(oa, la, ob, lb)
+    wa = torch.sigmoid(la.double() - lb.double()).T[:, :, None]
+    return "lse_merge d192 to bf16", out, wa * oa.double() + \
+        (1 - wa) * ob.double()
+
+
+CASES = [prefill_case, decode_case, merge_case]
+
+
+class _PreparingCache(tessel.KernelCache):
+    """Runs each kernel on the host and compiles its spec for sm90a too."""
+
+    def kernel(self, device, name, spec):
+        self.prepare(spec, "sm90a")
+        return super().kernel(device, name, spec)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prepare", metavar="DIR")
+    args = parser.parse_args()
+    if args.prepare:
+        import tessel.cache
+        tessel.cache._default = _PreparingCache(args.prepare)
+        device = "cpu"
+    else:
+        device = "cuda"
+        print(f"GPU: {torch.cuda.get_device_name()}, torch "
+              f"{torch.__version__}")
+    gen = torch.Generator(device=device).manual_seed(11)
+    ok = True
+    for case in CASES:
+        title, out, ref = case(device, gen)
+        err = ((out.double() - ref).abs().max() / ref.abs().max()).item()
+        good = bool(torch.isfinite(out).all()) and err <= TOLERANCE
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'}  {title} on {device}: max "
+              f"error {err:.2e}")
+    print("ALL PASS" if ok else "SOME FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
