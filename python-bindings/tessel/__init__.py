@@ -14,8 +14,8 @@ where the compiler is installed.
 
 tessel.Attention is the attention dispatcher (decode / extend / prefill of
 one mixed batch; docs/dispatcher.md), tessel.permute_rows applies its order
-to a batch's per-request state. Errors of the runtime are tessel.Error, with the runtime's `code`
-(tessel.StatusCode) and `message`.
+to a batch's per-request state. Errors of the runtime are tessel.Error,
+with the runtime's `code` (tessel.StatusCode) and `message`.
 """
 
 import importlib

@@ -14,8 +14,9 @@ the tokens cached before the step, seq_lens (on the device) context + new;
 with slot_mapping the run first writes the new tokens into the cache
 (or write them yourself with `att.write_cache(k, v, k_cache, v_cache,
 slot_mapping)` and leave slot_mapping out). `tessel.permute_rows(order,
-rows)` applies the order to your per-request state. The run needs a workspace of `plan.info["workspace_bytes"]`: pass one, or the
-plan allocates it (next to q, with torch) and keeps it for later runs.
+rows)` applies the order to your per-request state. The run needs a
+workspace of `plan.info["workspace_bytes"]`: pass one, or the plan
+allocates it (next to q, with torch) and keeps it for later runs.
 Every refusal of the runtime is a tessel.Error with its message.
 """
 

@@ -67,10 +67,10 @@ class KernelCache:
         """Kernel `name` of `spec` (the text of one or more func.func) on
         `device`, compiled for device.target on the first miss."""
         target = device.target
-        aot, identity = _compiler_identity()
         loaded_key = (device.kind, device.ordinal, spec)
         bundle = self._loaded.get(loaded_key)
         if bundle is None:
+            aot, identity = _compiler_identity()
             path = self._find(spec, target, identity)
             if path is None:
                 if aot is None:
