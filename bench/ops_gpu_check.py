@@ -3,7 +3,9 @@
 filled on the development machine (the GPU machine has no compiler):
 prefill and paged decode at head dim 192 (in no bundle; decode at 192 is
 the case that once crashed the compiler) and the 2-way LSE merge, on fresh
-random data, against float64 references on the GPU.
+random data, against float64 references on the GPU; then prefill inside a
+torch.compile(fullgraph=True) block and decode replayed from a CUDA graph,
+each against the same computation run eagerly.
 
 On the development machine (runs each case on the host backend too, as a
 check, and compiles the same specs for sm90a into DIR):
@@ -93,6 +95,55 @@ def merge_case(device, gen):
 CASES = [prefill_case, decode_case, merge_case]
 
 
+def compiled_case(device, gen):
+    """A small attention block under torch.compile(fullgraph=True): the
+    torch.ops.tessel.prefill operator (its fake kernel traced) inside a
+    graph of torch ops, against the same block run eagerly. On the host
+    (prepare), the eager block only: it fills the cache."""
+    lens = [129, 64]
+    q, k, v = (torch.randn(193, h, 192, generator=gen,
+                           device=device).bfloat16() for h in (8, 2, 2))
+    cu = torch.tensor([0, 129, 193], dtype=torch.int32, device=device)
+    w = torch.randn(192, 16, generator=gen, device=device)
+
+    def block(q, k, v, cu, w):
+        out = tessel.ops.prefill(q * 0.5, k, v, cu)
+        return torch.relu(out.float() @ w)
+
+    eager = block(q, k, v, cu, w)
+    if device == "cpu":
+        return None
+    compiled = torch.compile(block, fullgraph=True)(q, k, v, cu, w)
+    return (f"torch.compile(fullgraph=True) of prefill in a block "
+            f"({len(lens)} seqs)", compiled, eager.double())
+
+
+def graph_case(device, gen):
+    """tessel.ops.decode captured in a CUDA graph, replayed on new queries
+    written into the captured input, against an eager call on them."""
+    B, hq, hkv, d, bs = 4, 16, 2, 192, 16
+    blocks = 300
+    kc, vc = (torch.randn(blocks, bs, hkv, d, generator=gen,
+                          device=device).bfloat16() for _ in range(2))
+    table = torch.randperm(blocks, generator=gen, device=device)[:4 * 64] \
+        .view(4, 64).int()
+    seq_lens = torch.tensor([1, 1000, 17, 64 * 16], dtype=torch.int32,
+                            device=device)
+    q = torch.randn(B, hq, d, generator=gen, device=device).bfloat16()
+    out = tessel.ops.decode(q, kc, vc, table, seq_lens)  # loads the kernel
+    if device == "cpu":
+        return None
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = tessel.ops.decode(q, kc, vc, table, seq_lens)
+    q.copy_(torch.randn(B, hq, d, generator=gen, device=device).bfloat16())
+    graph.replay()
+    torch.cuda.synchronize()
+    return "CUDA graph replay of decode on new queries", out, \
+        tessel.ops.decode(q, kc, vc, table, seq_lens).double()
+
+
 class _PreparingCache(tessel.KernelCache):
     """Runs each kernel on the host and compiles its spec for sm90a too."""
 
@@ -115,8 +166,11 @@ def main():
               f"{torch.__version__}")
     gen = torch.Generator(device=device).manual_seed(11)
     ok = True
-    for case in CASES:
-        title, out, ref = case(device, gen)
+    for case in CASES + [compiled_case, graph_case]:
+        result = case(device, gen)
+        if result is None:  # prepared only
+            continue
+        title, out, ref = result
         err = ((out.double() - ref).abs().max() / ref.abs().max()).item()
         good = bool(torch.isfinite(out).all()) and err <= TOLERANCE
         ok &= good

@@ -1,6 +1,8 @@
 """Argument checks shared by tessel.torch and tessel.ops: each error names
 the function (`where`), the argument and the constraint."""
 
+import torch
+
 
 def shape(t) -> str:
     return "[" + ", ".join(str(d) for d in t.shape) + "]"
@@ -8,7 +10,6 @@ def shape(t) -> str:
 
 def tensor(where: str, name: str, t, rank: int, layout: str) -> None:
     """`t` is a torch tensor of `rank` dimensions (`layout`, e.g. '[T, H]')."""
-    import torch
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{where}: '{name}' must be a torch tensor {layout}, "
                         f"got {type(t).__name__}")

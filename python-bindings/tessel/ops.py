@@ -10,11 +10,13 @@ gets it from the kernel cache (tessel.cache: compiled by tessel-aot for the
 tensors' device on the first miss, then loaded from the cache directory),
 so any head size the compiler supports works without a hand-written spec.
 Outputs are allocated here, in q's dtype (out) and float32 (lse), on q's
-device, and computed on torch's current stream. Engines that ship AOT
-bundles use tessel.Attention or Bundle.find instead.
+device, and computed on torch's current stream. On torch >= 2.4 they run
+as torch.library operators (torch.ops.tessel.*, with fake kernels): they
+trace under torch.compile(fullgraph=True) and replay in CUDA graphs. Engines
+that ship AOT bundles use tessel.Attention or Bundle.find instead.
 """
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 
@@ -76,6 +78,18 @@ def prefill(q, k, v, cu_seqlens, *, causal: bool = True,
         raise ValueError(f"tessel.ops.{fn}: q {list(q.shape)}, k "
                          f"{list(k.shape)} and v {list(v.shape)} must be "
                          f"[T, Hq, D], [T, Hkv, D] and [T, Hkv, Dv]")
+    args = (q.contiguous(), k.contiguous(), v.contiguous(), cu_seqlens,
+            causal, _scale(softmax_scale, d), return_lse)
+    out, lse = _run_prefill(*args, cache) if cache or not _OPS else \
+        torch.ops.tessel.prefill(*args)
+    return (out, lse) if return_lse else out
+
+
+def _run_prefill(q, k, v, cu_seqlens, causal, scale, return_lse, cache):
+    """(out, lse), lse empty [0] without `return_lse`."""
+    e = _DTYPES[q.dtype]
+    T, hq, d = q.shape
+    hkv, dv = k.shape[1], v.shape[2]
     name = (f"prefill_{e}_q{hq}_kv{hkv}_d{d}_v{dv}"
             f"{'_causal' if causal else ''}{'_lse' if return_lse else ''}")
     kernel = (cache or default_cache()).kernel(
@@ -83,14 +97,10 @@ def prefill(q, k, v, cu_seqlens, *, causal: bool = True,
                                         dtype=e, causal=causal,
                                         lse=return_lse))
     out = q.new_empty(T, hq, dv)
-    tensors = [q.contiguous(), k.contiguous(), v.contiguous(), cu_seqlens,
-               out]
-    lse = None
-    if return_lse:
-        lse = torch.empty(hq, T, dtype=torch.float32, device=q.device)
-        tensors.append(lse)
-    kernel(*tensors, _scale(softmax_scale, d))
-    return (out, lse) if return_lse else out
+    lse = torch.empty((hq, T) if return_lse else (0,), dtype=torch.float32,
+                      device=q.device)
+    kernel(q, k, v, cu_seqlens, out, *([lse] if return_lse else []), scale)
+    return out, lse
 
 
 def decode(q, k_cache, v_cache, block_table, seq_lens, *,
@@ -113,12 +123,22 @@ def decode(q, k_cache, v_cache, block_table, seq_lens, *,
                          f"[blocks, block_size, Hkv, D] with q's D = {d}, "
                          f"got {list(k_cache.shape)} and "
                          f"{list(v_cache.shape)}")
+    args = (q.contiguous(), k_cache, v_cache, block_table, seq_lens,
+            _scale(softmax_scale, d))
+    if cache or not _OPS:
+        return _run_decode(*args, cache)
+    return torch.ops.tessel.decode(*args)
+
+
+def _run_decode(q, k_cache, v_cache, block_table, seq_lens, scale, cache):
+    e = _DTYPES[q.dtype]
+    B, hq, d = q.shape
+    _, bs, hkv, _ = k_cache.shape
     name = f"decode_{e}_q{hq}_kv{hkv}_d{d}_bs{bs}_nhd"
     kernel = (cache or default_cache()).kernel(
         _device(q), name, specs.decode(name, hq, hkv, d, bs, dtype=e))
     out = q.new_empty(B, hq, d)
-    kernel(q.contiguous(), k_cache, v_cache, block_table, seq_lens, out,
-           _scale(softmax_scale, d))
+    kernel(q, k_cache, v_cache, block_table, seq_lens, out, scale)
     return out
 
 
@@ -142,14 +162,74 @@ def lse_merge(out_a, lse_a, out_b, lse_b, *, out_dtype=torch.bfloat16,
     if out_dtype not in _DTYPES:
         raise TypeError(f"tessel.ops.{fn}: out_dtype {out_dtype} is not "
                         f"bfloat16, float16 or float32")
+    args = (out_a.contiguous(), lse_a.contiguous(), out_b.contiguous(),
+            lse_b.contiguous(), out_dtype)
+    if cache or not _OPS:
+        return _run_lse_merge(*args, cache)
+    return torch.ops.tessel.lse_merge(*args)
+
+
+def _run_lse_merge(out_a, lse_a, out_b, lse_b, out_dtype, cache):
+    T, h, d = out_a.shape
     e = _DTYPES[out_dtype]
     name = f"lse_merge_h{h}_d{d}_{e}"
     kernel = (cache or default_cache()).kernel(
         _device(out_a), name, specs.lse_merge(name, h, d, out_dtype=e))
     out = torch.empty(T, h, d, dtype=out_dtype, device=out_a.device)
-    kernel(out_a.contiguous(), lse_a.contiguous(), out_b.contiguous(),
-           lse_b.contiguous(), out)
+    kernel(out_a, lse_a, out_b, lse_b, out)
     return out
 
+
+#===----------------------------------------------------------------------===#
+# torch.library operators (torch >= 2.4): torch.ops.tessel.*, with fake
+# kernels for torch.compile's tracing; torch 1.13 runs the functions above
+# eagerly. The operators use the default cache (an explicit `cache` runs
+# eagerly).
+#===----------------------------------------------------------------------===#
+
+def _register() -> bool:
+    custom_op = getattr(torch.library, "custom_op", None)
+    if custom_op is None:
+        return False
+    Tensor = torch.Tensor
+
+    @custom_op("tessel::prefill", mutates_args=())
+    def prefill_op(q: Tensor, k: Tensor, v: Tensor, cu_seqlens: Tensor,
+                   causal: bool, scale: float,
+                   return_lse: bool) -> Tuple[Tensor, Tensor]:
+        return _run_prefill(q, k, v, cu_seqlens, causal, scale, return_lse,
+                            None)
+
+    @prefill_op.register_fake
+    def _(q, k, v, cu_seqlens, causal, scale, return_lse):
+        T, hq, _ = q.shape
+        return (q.new_empty(T, hq, v.shape[2]),
+                q.new_empty((hq, T) if return_lse else (0,),
+                            dtype=torch.float32))
+
+    @custom_op("tessel::decode", mutates_args=())
+    def decode_op(q: Tensor, k_cache: Tensor, v_cache: Tensor,
+                  block_table: Tensor, seq_lens: Tensor,
+                  scale: float) -> Tensor:
+        return _run_decode(q, k_cache, v_cache, block_table, seq_lens, scale,
+                           None)
+
+    @decode_op.register_fake
+    def _(q, k_cache, v_cache, block_table, seq_lens, scale):
+        return torch.empty_like(q)
+
+    @custom_op("tessel::lse_merge", mutates_args=())
+    def lse_merge_op(out_a: Tensor, lse_a: Tensor, out_b: Tensor,
+                     lse_b: Tensor, out_dtype: torch.dtype) -> Tensor:
+        return _run_lse_merge(out_a, lse_a, out_b, lse_b, out_dtype, None)
+
+    @lse_merge_op.register_fake
+    def _(out_a, lse_a, out_b, lse_b, out_dtype):
+        return torch.empty_like(out_a, dtype=out_dtype)
+
+    return True
+
+
+_OPS = _register()
 
 __all__ = ["decode", "lse_merge", "prefill"]
