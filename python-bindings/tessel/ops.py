@@ -27,7 +27,8 @@ _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 _devices = {}
 
 
-def _device(t: torch.Tensor) -> _tessel.Device:
+def device_of(t: torch.Tensor) -> _tessel.Device:
+    """The tessel.Device of a cpu or cuda tensor."""
     key = (t.device.type, t.device.index or 0)
     if key not in _devices:
         kind = {"cpu": "host", "cuda": "cuda"}.get(key[0])
@@ -93,7 +94,7 @@ def _run_prefill(q, k, v, cu_seqlens, causal, scale, return_lse, cache):
     name = (f"prefill_{e}_q{hq}_kv{hkv}_d{d}_v{dv}"
             f"{'_causal' if causal else ''}{'_lse' if return_lse else ''}")
     kernel = (cache or default_cache()).kernel(
-        _device(q), name, specs.prefill(name, hq, hkv, d, v_head_dim=dv,
+        device_of(q), name, specs.prefill(name, hq, hkv, d, v_head_dim=dv,
                                         dtype=e, causal=causal,
                                         lse=return_lse))
     out = q.new_empty(T, hq, dv)
@@ -136,7 +137,7 @@ def _run_decode(q, k_cache, v_cache, block_table, seq_lens, scale, cache):
     _, bs, hkv, _ = k_cache.shape
     name = f"decode_{e}_q{hq}_kv{hkv}_d{d}_bs{bs}_nhd"
     kernel = (cache or default_cache()).kernel(
-        _device(q), name, specs.decode(name, hq, hkv, d, bs, dtype=e))
+        device_of(q), name, specs.decode(name, hq, hkv, d, bs, dtype=e))
     out = q.new_empty(B, hq, d)
     kernel(q, k_cache, v_cache, block_table, seq_lens, out, scale)
     return out
@@ -174,7 +175,7 @@ def _run_lse_merge(out_a, lse_a, out_b, lse_b, out_dtype, cache):
     e = _DTYPES[out_dtype]
     name = f"lse_merge_h{h}_d{d}_{e}"
     kernel = (cache or default_cache()).kernel(
-        _device(out_a), name, specs.lse_merge(name, h, d, out_dtype=e))
+        device_of(out_a), name, specs.lse_merge(name, h, d, out_dtype=e))
     out = torch.empty(T, h, d, dtype=out_dtype, device=out_a.device)
     kernel(out_a, lse_a, out_b, lse_b, out)
     return out

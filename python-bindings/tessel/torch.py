@@ -28,15 +28,21 @@ two more kernels of the bundle, on the device, with no host synchronisation:
 The bundle must hold the three kernels for the shapes and dtype in use;
 `grouped_mm_spec` writes their kernel spec for tessel-aot (or
 tessel.compile). A missing one is a tessel.Error (NOT_FOUND) that names the
-op and the shape parameters it looked for.
+op and the shape parameters it looked for. Without a bundle (None or a
+tessel.KernelCache), the three are compiled together on the first miss
+(tessel.cache).
 """
+
+from typing import Union
 
 import torch
 
 from . import specs
+from .cache import KernelCache, default_cache
 from .deepseek import patch_deepseek_moe
 from .kernel_specs import lookup_params
 from .moe import moe_mlp, moe_mlp_spec, moe_mlp_unstacked
+from .ops import device_of
 from .runtime import Bundle, Kernel
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -44,16 +50,23 @@ _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 grouped_mm_spec = specs.grouped_mm  # writes the spec without torch
 
 
-def _kernel(role: str, bundle: Bundle, dtype: torch.dtype, groups: int,
+def _kernel(role: str, source, device, dtype: torch.dtype, groups: int,
             n: int, k: int, trans_b: bool) -> Kernel:
-    """The bundle's kernel for `role` ('fwd', 'dgrad' or 'wgrad'), looked up
-    when that role runs: a forward-only use needs no backward kernels."""
+    """The kernel for `role` ('fwd', 'dgrad' or 'wgrad'), looked up when
+    that role runs (a forward-only use needs no backward kernels): found in
+    a Bundle by its shape parameters, or from a KernelCache (None: the
+    default one), the three compiled together on the first miss."""
     if dtype not in _ELEMENT:
         raise TypeError(f"tessel.torch.grouped_mm: dtype {dtype} is not "
                         f"supported (float32, float16, bfloat16)")
-    op, params = specs.grouped_mm_kernels(n, k, trans_b)[role]
-    return bundle.find(op, _ELEMENT[dtype], **lookup_params(op, groups,
-                                                              params))
+    e = _ELEMENT[dtype]
+    if isinstance(source, Bundle):
+        op, params = specs.grouped_mm_kernels(n, k, trans_b)[role]
+        return source.find(op, e, **lookup_params(op, groups, params))
+    name = f"gmm_{e}_g{groups}_n{n}_k{k}{'_tb' if trans_b else ''}"
+    return (source or default_cache()).kernel(
+        device, f"{name}_{role}",
+        specs.grouped_mm(groups, n, k, e, trans_b, name))
 
 
 class _GroupedMM(torch.autograd.Function):
@@ -62,7 +75,7 @@ class _GroupedMM(torch.autograd.Function):
     def forward(ctx, a, b, offsets, bundle, trans_b):
         n, k = (b.shape[1], b.shape[2]) if trans_b else (b.shape[2],
                                                           b.shape[1])
-        lookup = (bundle, a.dtype, b.shape[0], n, k, trans_b)
+        lookup = (bundle, device_of(a), a.dtype, b.shape[0], n, k, trans_b)
         c = torch.empty(a.shape[0], n, dtype=a.dtype, device=a.device)
         _kernel("fwd", *lookup)(a, b, offsets, c)
         ctx.save_for_backward(a, b, offsets)
@@ -89,9 +102,12 @@ class _GroupedMM(torch.autograd.Function):
 
 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, group_offsets: torch.Tensor,
-               bundle: Bundle, trans_b: bool = True) -> torch.Tensor:
+               bundle: Union[Bundle, KernelCache, None] = None,
+               trans_b: bool = True) -> torch.Tensor:
     """c = a grouped by `group_offsets` times op(b[g]); differentiable in
-    a and b (see the module's description)."""
+    a and b (see the module's description). The kernels come from
+    `bundle`, or are compiled on the first miss into a KernelCache
+    (`bundle`, or the default cache when it is None)."""
     for name, t, rank in (("a", a, 2), ("b", b, 3),
                           ("group_offsets", group_offsets, 1)):
         if not isinstance(t, torch.Tensor) or t.dim() != rank:

@@ -127,3 +127,25 @@ def test_forward_needs_only_the_forward_kernel(bundle):
                                 bundle, trans_b=True)
     with pytest.raises(tessel.Error, match="grouped_matmul"):
         c.sum().backward()
+
+
+def test_without_a_bundle_the_kernels_are_compiled_on_miss(tmp_path):
+    """A shape no bundle has (G=4, N=20, K=12): the three kernels are
+    compiled together into the cache on the first miss, then reused."""
+    gen = torch.Generator().manual_seed(8)
+    ends = [3, 3, 9, 10]
+    a = torch.randn(10, 12, generator=gen)
+    b = (torch.randn(4, 20, 12, generator=gen) * 0.3)
+    w = torch.randn(10, 20, generator=gen)
+    cache = tessel.KernelCache(tmp_path)
+    a1, b1 = a.clone().requires_grad_(), b.clone().requires_grad_()
+    c = tessel.torch.grouped_mm(a1, b1, torch.tensor(ends, dtype=torch.int32),
+                                cache)
+    (c * w).sum().backward()
+    a2, b2 = a.double().requires_grad_(), b.double().requires_grad_()
+    ref = naive(a2, b2, ends)
+    (ref * w.double()).sum().backward()
+    for got, want in ((c.detach(), ref.detach()), (a1.grad, a2.grad),
+                      (b1.grad, b2.grad)):
+        assert ((got.double() - want).abs().max() / want.abs().max()) < 1e-5
+    assert len(list(tmp_path.glob("host-*.tsb"))) == 1
