@@ -67,7 +67,9 @@ from torch.autograd.function import once_differentiable
 
 from ._tessel import Error, StatusCode
 from . import _checks, specs
+from .cache import KernelCache, default_cache
 from .kernel_specs import lookup_params
+from .ops import device_of
 from .runtime import Bundle, Kernel
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -246,11 +248,13 @@ def _check_weights(fn: str, x: torch.Tensor, named):
                              f"copy")
 
 
-def _check_devices(fn: str, bundle: Bundle, x, topk_ids, topk_weights):
+def _check_devices(fn: str, bundle, x, topk_ids, topk_weights):
     for name, t in (("topk_ids", topk_ids), ("topk_weights", topk_weights)):
         if t.device != x.device:
             raise ValueError(f"tessel.torch.{fn}: '{name}' is on {t.device} "
                              f"but 'x' is on {x.device}")
+    if not isinstance(bundle, Bundle):
+        return  # kernels compiled for x's device
     device = bundle.device
     on_host = device.kind == "host"
     if (x.device.type == "cpu") != on_host or (
@@ -336,15 +340,25 @@ def _unstacked_dims(x, gate, up, down, T, k, H) -> _Dims:
     return _Dims(T, k, E, H, I)
 
 
-def _kernels(bundle: Bundle, form: _Form, dtype: torch.dtype,
+def _kernels(bundle, form: _Form, x: torch.Tensor,
              dims: _Dims) -> Dict[str, Kernel]:
     """The kernels of `form`'s steps and of the shared roles, by step or
-    role; a missing one is a tessel.Error (NOT_FOUND) saying which and how
-    to write its spec."""
-    e = _ELEMENT[dtype]
+    role: from a Bundle (a missing one is a tessel.Error, NOT_FOUND, saying
+    which and how to write its spec), or from a KernelCache (None: the
+    default one), every kernel of the shape compiled together on the first
+    miss."""
+    e = _ELEMENT[x.dtype]
     roles = specs.moe_kernels(dims.hidden, dims.intermediate, dims.topk)
     wanted = {r: r for r in specs.MOE_SHARED_ROLES}
     wanted.update(form.steps)
+    if not isinstance(bundle, Bundle):
+        name = (f"moe_{e}_e{dims.experts}_h{dims.hidden}_"
+                f"i{dims.intermediate}_k{dims.topk}")
+        spec = specs.moe_mlp(dims.experts, dims.hidden, dims.intermediate,
+                             dims.topk, e, name)
+        cache, device = bundle or default_cache(), device_of(x)
+        return {step: cache.kernel(device, f"{name}_{role}", spec)
+                for step, role in wanted.items()}
     kernels = {}
     for step, role in wanted.items():
         op, params = roles[role]
@@ -512,16 +526,17 @@ class _MoEMLP(torch.autograd.Function):
                 *form.weight_grads(d_up_w, d_down, need_weights))
 
 
-def _apply(form: _Form, bundle: Bundle, x, topk_ids, topk_weights, dims,
+def _apply(form: _Form, bundle, x, topk_ids, topk_weights, dims,
            weights) -> torch.Tensor:
-    plan = _Plan(form, _kernels(bundle, form, x.dtype, dims), dims)
+    plan = _Plan(form, _kernels(bundle, form, x, dims), dims)
     return _MoEMLP.apply(x, topk_ids, topk_weights, plan, *weights)
 
 
 def moe_mlp(x: torch.Tensor, topk_ids: torch.Tensor,
             topk_weights: torch.Tensor,
             w_gate_up: Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]],
-            w_down: torch.Tensor, bundle: Bundle) -> torch.Tensor:
+            w_down: torch.Tensor,
+            bundle: Union[Bundle, KernelCache, None] = None) -> torch.Tensor:
     """The routed experts' output [T, H] for tokens `x` [T, H] routed by
     `topk_ids` [T, k] (int32 or int64; ids outside [0, E) are dropped
     slots) with `topk_weights` [T, k] (float; used in fp32), through the
@@ -530,7 +545,8 @@ def moe_mlp(x: torch.Tensor, topk_ids: torch.Tensor,
     dtype (float32, float16, bfloat16) and device. Differentiable in x,
     topk_weights, w_gate_up and w_down. The bundle must hold the kernels of
     moe_mlp_spec(E, H, I, k, dtype) (the module's description says what
-    runs).
+    runs); without one (None or a tessel.KernelCache) they are compiled on
+    the first miss (tessel.cache).
 
     `w_gate_up` may instead be a pair (w_gate, w_up) of [E, I, H] tensors,
     as models that keep gate and up apart hold them: each is read in place
@@ -558,7 +574,8 @@ def moe_mlp_unstacked(x: torch.Tensor, topk_ids: torch.Tensor,
                       gate_weights: Sequence[torch.Tensor],
                       up_weights: Sequence[torch.Tensor],
                       down_weights: Sequence[torch.Tensor],
-                      bundle: Bundle) -> torch.Tensor:
+                      bundle: Union[Bundle, KernelCache, None] = None
+                      ) -> torch.Tensor:
     """moe_mlp with each expert's weights given on their own, as a model's
     nn.Linear layers hold them: gate_weights[e] and up_weights[e] [I, H],
     down_weights[e] [H, I], each contiguous and 16-byte aligned, read in

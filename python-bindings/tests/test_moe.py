@@ -463,3 +463,24 @@ def test_patched_gate_must_route_num_experts_per_tok(bundle):
     with pytest.raises(ValueError, match="routed each token to 2 experts, "
                        "but num_experts_per_tok is 3"):
         loss_of(model, tokens, targets)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("kernel-cache")
+
+
+@pytest.mark.parametrize("form", RUNS)
+def test_without_a_bundle_the_kernels_are_compiled_on_miss(cache_dir, form):
+    """A shape no bundle has: every kernel of it compiled together into the
+    cache on the first miss (one bundle for all forms), each form against
+    the loop."""
+    dims = dict(experts=3, hidden=16, intermediate=8, topk=2)
+    ids, inputs, dout = problem(9, tokens=6, **dims)
+    cache = tessel.KernelCache(cache_dir)
+    out, grads = RUNS[form](cache, ids, inputs, dout, torch.float32)
+    ref, ref_grads = reference(ids, inputs, dout)
+    assert rel(out, ref) < 1e-5
+    for grad, expected in zip(grads, ref_grads):
+        assert rel(grad, expected) < 1e-5
+    assert len(list(cache_dir.glob("host-*.tsb"))) == 1
