@@ -22,7 +22,8 @@ Every refusal of the runtime is a tessel.Error with its message.
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _buffers, _tessel
+from . import _buffers, _tessel, specs
+from .cache import default_cache
 from .runtime import Bundle
 
 _KINDS = {"mha": 0, "mla": 1}
@@ -44,9 +45,13 @@ def _choice(name: str, value, choices: Dict[str, int]) -> int:
 class Attention:
     """A dispatcher for one attention configuration of a bundle's kernels
     (found by shape parameters; a configuration the bundle cannot serve is
-    refused here with a message listing what it has)."""
+    refused here with a message listing what it has). Given a tessel.Device
+    instead of a bundle, an MHA/GQA dispatcher gets its kernel set
+    (tessel.specs.dispatch_set) from the kernel cache: compiled on the
+    first miss where tessel-aot is installed (`cache`: default, the
+    process's)."""
 
-    def __init__(self, bundle: Bundle, *, num_q_heads: int,
+    def __init__(self, bundle, *, num_q_heads: int,
                  num_kv_heads: int, head_dim: int, block_size: int,
                  v_head_dim: int = 0, dtype="bf16", kind: str = "mha",
                  kv_layout: str = "nhd", routing: str = "auto",
@@ -54,9 +59,13 @@ class Attention:
                  context_chunk_tokens: int = 32768, max_kv_splits: int = 32,
                  compute_units: int = 0, latent_dim: int = 0,
                  rope_dim: int = 0, latent_block_size: int = 0,
-                 softmax_scale: Optional[float] = None):
+                 softmax_scale: Optional[float] = None, cache=None):
         """`softmax_scale`: the scale of q.k in every phase (the kernels take
         it at launch); None or 0: 1/sqrt(head_dim)."""
+        if isinstance(bundle, _tessel.Device):
+            bundle = _cached_set(bundle, kind, dtype, num_q_heads,
+                                 num_kv_heads, head_dim, v_head_dim,
+                                 block_size, kv_layout, cache)
         config = dict(
             kind=_choice("kind", kind, _KINDS),
             dtype=_tessel.DTYPES[_buffers.dtype_name(dtype)],
@@ -107,6 +116,24 @@ class Attention:
         plan = Plan(self, max(capacity, len(query_lens)))
         plan.build(query_lens, context_lens, max_blocks)
         return plan
+
+
+def _cached_set(device, kind, dtype, num_q_heads, num_kv_heads, head_dim,
+                v_head_dim, block_size, kv_layout, cache) -> Bundle:
+    """The bundle of dispatch_set's kernels for the configuration, from the
+    kernel cache."""
+    if kind != "mha" or (v_head_dim and v_head_dim != head_dim):
+        raise ValueError("tessel.Attention: only MHA/GQA configurations with "
+                         "v_head_dim = head_dim are compiled on demand; pass "
+                         "a bundle with the kernels of this one")
+    e = _buffers.dtype_name(dtype)
+    prefix = (f"dispatch_{e}_q{num_q_heads}_kv{num_kv_heads}_d{head_dim}"
+              f"_bs{block_size}_{kv_layout}")
+    spec = specs.dispatch_set(prefix, num_q_heads, num_kv_heads, head_dim,
+                              block_size, [kv_layout], e)
+    tag = prefix if kv_layout == "nhd" else f"{prefix}_{kv_layout}"
+    return (cache or default_cache()).kernel(device, f"{tag}_decode",
+                                             spec).bundle
 
 
 class Plan:

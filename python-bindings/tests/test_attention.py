@@ -162,3 +162,22 @@ def test_permute_rows_applies_the_order(dispatch_bundle):
         tessel.permute_rows([0, 0], [5, 6])
     with pytest.raises(ValueError, match="order has 2 entries but rows has 3"):
         tessel.permute_rows([1, 0], [5, 6, 7])
+
+
+def test_a_device_instead_of_a_bundle_compiles_the_set_on_miss(tmp_path):
+    """Head dim 48, 6 query heads: no bundle has them; the dispatcher's
+    kernel set is compiled into the cache and serves a mixed batch."""
+    att = tessel.Attention(tessel.Device("host"), num_q_heads=6,
+                           num_kv_heads=2, head_dim=48, block_size=BS,
+                           dtype=torch.bfloat16, compute_units=64,
+                           cache=tessel.KernelCache(tmp_path))
+    step = Step(att, MIXED, torch.Generator().manual_seed(13), 6, 2, 48, BS)
+    att.plan(step.ql, step.cl, step.max_blocks).run(**step.buffers())
+    assert step.cache_written()
+    assert step.error() < 2e-2
+    assert len(list(tmp_path.glob("host-*.tsb"))) == 1
+    with pytest.raises(ValueError, match="only MHA/GQA configurations with "
+                                         "v_head_dim = head_dim"):
+        tessel.Attention(tessel.Device("host"), num_q_heads=6,
+                         num_kv_heads=2, head_dim=48, v_head_dim=32,
+                         block_size=BS, cache=tessel.KernelCache(tmp_path))
