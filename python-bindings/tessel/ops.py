@@ -4,6 +4,8 @@
     out, lse = tessel.ops.prefill(q, k, v, cu_seqlens, return_lse=True)
     out = tessel.ops.decode(q, k_cache, v_cache, block_table, seq_lens)
     out = tessel.ops.lse_merge(out_a, lse_a, out_b, lse_b)
+    out, lse = tessel.ops.mla_decode(q, kv_cache, block_table, seq_lens)
+    tessel.ops.reshape_and_cache(k, v, k_cache, v_cache, slot_mapping)
 
 Each call writes the spec of the kernel its inputs need (tessel.specs) and
 gets it from the kernel cache (tessel.cache: compiled by tessel-aot for the
@@ -72,10 +74,10 @@ def prefill(q, k, v, cu_seqlens, *, causal: bool = True,
     _check(fn, "k", k, 3, "[T, Hkv, D]")
     _check(fn, "v", v, 3, "[T, Hkv, Dv]")
     _check(fn, "cu_seqlens", cu_seqlens, 1, "[S + 1]", torch.int32)
-    e = _element(fn, q, ("k", k), ("v", v))
-    T, hq, d = q.shape
-    hkv, dv = k.shape[1], v.shape[2]
-    if k.shape[2] != d or v.shape[1] != hkv or k.shape[0] != v.shape[0]:
+    _element(fn, q, ("k", k), ("v", v))
+    d = q.shape[2]
+    if k.shape[2] != d or v.shape[1] != k.shape[1] or \
+            k.shape[0] != v.shape[0]:
         raise ValueError(f"tessel.ops.{fn}: q {list(q.shape)}, k "
                          f"{list(k.shape)} and v {list(v.shape)} must be "
                          f"[T, Hq, D], [T, Hkv, D] and [T, Hkv, Dv]")
@@ -116,10 +118,9 @@ def decode(q, k_cache, v_cache, block_table, seq_lens, *,
     _check(fn, "v_cache", v_cache, 4, "[blocks, block_size, Hkv, D]")
     _check(fn, "block_table", block_table, 2, "[B, max_blocks]", torch.int32)
     _check(fn, "seq_lens", seq_lens, 1, "[B]", torch.int32)
-    e = _element(fn, q, ("k_cache", k_cache), ("v_cache", v_cache))
-    B, hq, d = q.shape
-    _, bs, hkv, dk = k_cache.shape
-    if dk != d or v_cache.shape != k_cache.shape:
+    _element(fn, q, ("k_cache", k_cache), ("v_cache", v_cache))
+    d = q.shape[2]
+    if k_cache.shape[3] != d or v_cache.shape != k_cache.shape:
         raise ValueError(f"tessel.ops.{fn}: k_cache and v_cache must both be "
                          f"[blocks, block_size, Hkv, D] with q's D = {d}, "
                          f"got {list(k_cache.shape)} and "
@@ -181,6 +182,87 @@ def _run_lse_merge(out_a, lse_a, out_b, lse_b, out_dtype, cache):
     return out
 
 
+def mla_decode(q, kv_cache, block_table, seq_lens, *,
+               softmax_scale: Optional[float] = None, latent_dim: int = 512,
+               cache: Optional[KernelCache] = None):
+    """Absorbed MLA decode (DeepSeek): q [B, H, L + R] bf16, one token a
+    request, over a latent cache [blocks, block_size, L + R] through
+    block_table [B, max_blocks] and seq_lens [B] (int32); the first L
+    columns are also the values. (out [B, H, L] bf16, lse [H, B] float32);
+    scale 1/sqrt(L + R) unless given."""
+    fn = "mla_decode"
+    _check(fn, "q", q, 3, "[B, H, L + R]", torch.bfloat16)
+    _check(fn, "kv_cache", kv_cache, 3, "[blocks, block_size, L + R]",
+           torch.bfloat16)
+    _check(fn, "block_table", block_table, 2, "[B, max_blocks]", torch.int32)
+    _check(fn, "seq_lens", seq_lens, 1, "[B]", torch.int32)
+    _checks.like(f"tessel.ops.{fn}", "q", q, [("kv_cache", kv_cache)])
+    width = q.shape[2]
+    if kv_cache.shape[2] != width or not 0 < latent_dim < width:
+        raise ValueError(f"tessel.ops.{fn}: q {list(q.shape)} and kv_cache "
+                         f"{list(kv_cache.shape)} must share their last "
+                         f"dimension L + R, with L = {latent_dim} < L + R")
+    args = (q.contiguous(), kv_cache, block_table, seq_lens,
+            _scale(softmax_scale, width), latent_dim)
+    if cache or not _OPS:
+        return _run_mla_decode(*args, cache)
+    return torch.ops.tessel.mla_decode(*args)
+
+
+def _run_mla_decode(q, kv_cache, block_table, seq_lens, scale, latent_dim,
+                    cache):
+    B, h, width = q.shape
+    bs = kv_cache.shape[1]
+    name = f"mla_decode_h{h}_l{latent_dim}_r{width - latent_dim}_bs{bs}"
+    kernel = (cache or default_cache()).kernel(
+        device_of(q), name, specs.mla_decode(
+            name, h, bs, latent_dim=latent_dim, rope_dim=width - latent_dim))
+    out = q.new_empty(B, h, latent_dim)
+    lse = torch.empty(h, B, dtype=torch.float32, device=q.device)
+    kernel(q, kv_cache, block_table, seq_lens, out, lse, scale)
+    return out, lse
+
+
+def reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, *,
+                      cache: Optional[KernelCache] = None) -> None:
+    """Writes new tokens' k, v [T, Hkv, D] into NHD caches [blocks,
+    block_size, Hkv, D] in place: token t to slot slot_mapping[t] (int32;
+    block slot // block_size, offset slot % block_size; negative:
+    skipped)."""
+    fn = "reshape_and_cache"
+    _check(fn, "k", k, 3, "[T, Hkv, D]")
+    _check(fn, "v", v, 3, "[T, Hkv, D]")
+    _check(fn, "k_cache", k_cache, 4, "[blocks, block_size, Hkv, D]")
+    _check(fn, "v_cache", v_cache, 4, "[blocks, block_size, Hkv, D]")
+    _check(fn, "slot_mapping", slot_mapping, 1, "[T]", torch.int32)
+    if k.dtype not in _DTYPES:
+        raise TypeError(f"tessel.ops.{fn}: 'k' is {k.dtype}; the kernels "
+                        f"take bfloat16, float16 or float32")
+    _checks.like(f"tessel.ops.{fn}", "k", k,
+                 [("v", v), ("k_cache", k_cache), ("v_cache", v_cache)])
+    if v.shape != k.shape or k_cache.shape != v_cache.shape or \
+            k_cache.shape[2:] != k.shape[1:]:
+        raise ValueError(f"tessel.ops.{fn}: k, v [T, Hkv, D] and the caches "
+                         f"[blocks, block_size, Hkv, D] must agree, got "
+                         f"{list(k.shape)}, {list(v.shape)}, "
+                         f"{list(k_cache.shape)} and {list(v_cache.shape)}")
+    args = (k.contiguous(), v.contiguous(), k_cache, v_cache, slot_mapping)
+    if cache or not _OPS:
+        _run_reshape_and_cache(*args, cache)
+    else:
+        torch.ops.tessel.reshape_and_cache(*args)
+
+
+def _run_reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, cache):
+    e = _DTYPES[k.dtype]
+    _, bs, hkv, d = k_cache.shape
+    name = f"reshape_and_cache_{e}_kv{hkv}_d{d}_bs{bs}_nhd"
+    kernel = (cache or default_cache()).kernel(
+        device_of(k), name, specs.reshape_and_cache(name, hkv, d, bs,
+                                                    dtype=e))
+    kernel(k, v, k_cache, v_cache, slot_mapping)
+
+
 #===----------------------------------------------------------------------===#
 # torch.library operators (torch >= 2.4): torch.ops.tessel.*, with fake
 # kernels for torch.compile's tracing; torch 1.13 runs the functions above
@@ -228,9 +310,29 @@ def _register() -> bool:
     def _(out_a, lse_a, out_b, lse_b, out_dtype):
         return torch.empty_like(out_a, dtype=out_dtype)
 
+    @custom_op("tessel::mla_decode", mutates_args=())
+    def mla_decode_op(q: Tensor, kv_cache: Tensor, block_table: Tensor,
+                      seq_lens: Tensor, scale: float,
+                      latent_dim: int) -> Tuple[Tensor, Tensor]:
+        return _run_mla_decode(q, kv_cache, block_table, seq_lens, scale,
+                               latent_dim, None)
+
+    @mla_decode_op.register_fake
+    def _(q, kv_cache, block_table, seq_lens, scale, latent_dim):
+        B, h, _ = q.shape
+        return (q.new_empty(B, h, latent_dim),
+                q.new_empty(h, B, dtype=torch.float32))
+
+    @custom_op("tessel::reshape_and_cache",
+               mutates_args=("k_cache", "v_cache"))
+    def reshape_and_cache_op(k: Tensor, v: Tensor, k_cache: Tensor,
+                             v_cache: Tensor, slot_mapping: Tensor) -> None:
+        _run_reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, None)
+
     return True
 
 
 _OPS = _register()
 
-__all__ = ["decode", "lse_merge", "prefill"]
+__all__ = ["decode", "lse_merge", "mla_decode", "prefill",
+           "reshape_and_cache"]

@@ -153,3 +153,47 @@ def test_prepare_fills_the_cache_for_a_machine_without_compiler(
     assert kernel.op == "tessel.lse_merge"
     with pytest.raises(FileNotFoundError, match="needs tessel-aot"):
         tessel.KernelCache(tmp_path).prepare(spec, "sm80")
+
+
+def test_mla_decode(tmp_path):
+    """Absorbed MLA: scores over all 576 columns, values the first 512."""
+    gen = torch.Generator().manual_seed(9)
+    B, h, bs, lens = 3, 16, 16, [1, 40, 17]
+    cache_rows = torch.randn(10, bs, 576, generator=gen).bfloat16()
+    table = torch.randperm(10, generator=gen)[:9].view(3, 3).int()
+    q = torch.randn(B, h, 576, generator=gen).bfloat16()
+    out, lse = tessel.ops.mla_decode(q, cache_rows, table,
+                                     torch.tensor(lens).int(),
+                                     softmax_scale=0.05,
+                                     cache=tessel.KernelCache(tmp_path))
+    assert out.shape == (B, h, 512) and lse.shape == (h, B)
+    for b, n in enumerate(lens):
+        pos = torch.arange(n)
+        rows = cache_rows[table[b, pos // bs].long(), pos % bs].double()
+        s = q[b].double() @ rows.T * 0.05
+        assert rel(out[b], s.softmax(-1) @ rows[:, :512]) < 2e-2, b
+        assert (lse[:, b].double() - torch.logsumexp(s, -1)).abs().max() \
+            < 1e-3
+
+
+def test_reshape_and_cache_writes_in_place(tmp_path):
+    gen = torch.Generator().manual_seed(10)
+    k, v = (torch.randn(5, 2, 64, generator=gen).bfloat16()
+            for _ in range(2))
+    k_cache, v_cache = (torch.randn(4, 16, 2, 64, generator=gen).bfloat16()
+                        for _ in range(2))
+    before = k_cache.clone()
+    slots = torch.tensor([0, 17, -1, 63, 40], dtype=torch.int32)
+    tessel.ops.reshape_and_cache(k, v, k_cache, v_cache, slots,
+                                 cache=tessel.KernelCache(tmp_path))
+    for t, slot in enumerate(slots.tolist()):
+        if slot >= 0:
+            assert torch.equal(k_cache[slot // 16, slot % 16], k[t])
+            assert torch.equal(v_cache[slot // 16, slot % 16], v[t])
+            before[slot // 16, slot % 16] = k[t]
+    assert torch.equal(k_cache, before)  # the padding slot wrote nothing
+    with pytest.raises(ValueError, match="tessel.ops.reshape_and_cache: k, "
+                                         "v .* and the caches .* must "
+                                         "agree"):
+        tessel.ops.reshape_and_cache(k, v, k_cache[:, :, :1], v_cache, slots,
+                                     cache=tessel.KernelCache(tmp_path))
