@@ -2,7 +2,8 @@
 """tessel.ops on an NVIDIA GPU with kernels from a kernel cache that was
 filled on the development machine (the GPU machine has no compiler):
 prefill and paged decode at head dim 192 (in no bundle; decode at 192 is
-the case that once crashed the compiler) and the 2-way LSE merge, on fresh
+the case that once crashed the compiler), the 2-way LSE merge, MLA decode
+(128 heads) and reshape-and-cache (head dim 192, padding slots), on fresh
 random data, against float64 references on the GPU; then prefill inside a
 torch.compile(fullgraph=True) block and decode replayed from a CUDA graph,
 each against the same computation run eagerly.
@@ -92,7 +93,51 @@ def merge_case(device, gen):
         (1 - wa) * ob.double()
 
 
-CASES = [prefill_case, decode_case, merge_case]
+def mla_case(device, gen):
+    B, h, bs, lens = 4, 128, 64, [1, 3000, 8192, 77]
+    width = max((n + bs - 1) // bs for n in lens)
+    blocks = B * width + 3
+    rows = torch.randn(blocks, bs, 576, generator=gen,
+                       device=device).bfloat16()
+    table = torch.randperm(blocks, generator=gen, device=device)[:B * width] \
+        .view(B, width).int()
+    q = torch.randn(B, h, 576, generator=gen, device=device).bfloat16()
+    out, _ = tessel.ops.mla_decode(q, rows, table,
+                                   torch.tensor(lens, dtype=torch.int32,
+                                                device=device))
+    refs = []
+    for b, n in enumerate(lens):
+        pos = torch.arange(n, device=device)
+        kv = rows[table[b, pos // bs].long(), pos % bs].double()
+        s = q[b].double() @ kv.T * 576 ** -0.5
+        refs.append(s.softmax(-1) @ kv[:, :512])
+    return "mla_decode 128 heads (up to 8192 tokens)", out, torch.stack(refs)
+
+
+def cache_write_case(device, gen):
+    T, hkv, d, bs, blocks = 300, 8, 192, 16, 64
+    k, v = (torch.randn(T, hkv, d, generator=gen, device=device).bfloat16()
+            for _ in range(2))
+    kc, vc = (torch.zeros(blocks, bs, hkv, d, device=device).bfloat16()
+              for _ in range(2))
+    slots = torch.randperm(blocks * bs, generator=gen,
+                           device=device)[:T].int()
+    slots[::7] = -1  # padding, skipped
+    tessel.ops.reshape_and_cache(k, v, kc, vc, slots)
+    kept = slots >= 0
+    s = slots[kept].long()
+    written = torch.cat([kc[s // bs, s % bs], vc[s // bs, s % bs]])
+    expected = torch.cat([k[kept], v[kept]]).double()
+    # Every other row of the caches stays zero (compared as such).
+    for c in (kc, vc):
+        c[s // bs, s % bs] = 0
+    rest = torch.cat([kc.flatten(), vc.flatten()])
+    return "reshape_and_cache head dim 192 (padding slots)", \
+        torch.cat([written.flatten(), rest]), \
+        torch.cat([expected.flatten(), torch.zeros_like(rest).double()])
+
+
+CASES = [prefill_case, decode_case, merge_case, mla_case, cache_write_case]
 
 
 def compiled_case(device, gen):
