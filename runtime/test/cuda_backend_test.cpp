@@ -297,6 +297,23 @@ TEST_F(FakeCuda, LaunchErrorsAreMapped) {
                          "access was encountered"}));
 }
 
+TEST_F(FakeCuda, ContextThatCannotBeMadeCurrentIsNamed) {
+  DevicePtr device = open();
+  BundlePtr bundle = loadOrFail(device.get(), pack({gpuKernel("add", "sm80")}));
+  tessel_kernel add = tessel_bundle_kernel_at(bundle.get(), 0);
+  ScopedEnv fail("FAKE_CUDA_PUSH", "201");
+  const char *why = "cannot make the context of CUDA device 0 (Fake GPU, "
+                    "sm_90) current: CUresult 201";
+  EXPECT_TRUE(failsWith(launchAdd(add, 10, nullptr), TESSEL_UNAVAILABLE,
+                        {why}));
+  std::vector<uint8_t> bytes = pack({gpuKernel("more", "sm80")});
+  tessel_bundle other = nullptr;
+  EXPECT_TRUE(failsWith(tessel_bundle_load_memory(device.get(), bytes.data(),
+                                                  bytes.size(), &other),
+                        TESSEL_UNAVAILABLE, {why}));
+  EXPECT_EQ(state->launches, 0);
+}
+
 bundle::Kernel withShared(const char *name, uint32_t bytes) {
   bundle::Kernel k = gpuKernel(name, "sm80");
   k.sharedBytes = bytes;

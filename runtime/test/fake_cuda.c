@@ -9,6 +9,7 @@
  *   FAKE_CUDA_STATIC_SHARED      a function's static shared bytes (0)
  *   FAKE_CUDA_LAUNCH             cuLaunchKernel's result (0)
  *   FAKE_CUDA_ENCODE             cuTensorMapEncodeTiled's result (0)
+ *   FAKE_CUDA_PUSH               cuCtxPushCurrent's result (0)
  * Device limits are an H100/H200's. Module images: FAKE_IMAGE_PREFIX loads;
  * "BADPTX" fails with CUDA_ERROR_INVALID_PTX and a JIT log; "NOBINARY" with
  * CUDA_ERROR_NO_BINARY_FOR_GPU; anything else with CUDA_ERROR_INVALID_IMAGE.
@@ -125,6 +126,9 @@ CUresult cuCtxGetCurrent(CUcontext *context) {
 }
 
 CUresult cuCtxPushCurrent_v2(CUcontext context) {
+  int result = env_int("FAKE_CUDA_PUSH", 0);
+  if (result)
+    return result;
   stack[state.pushes - state.pops] = current;
   current = context;
   ++state.pushes;

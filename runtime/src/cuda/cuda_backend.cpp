@@ -153,6 +153,16 @@ public:
   const CUcontext context;
 
 private:
+  /// Why `scope` could not make this device's context current; null if it
+  /// did.
+  tessel_status contextError(const ContextScope &scope) const {
+    if (scope.result == CUDA_SUCCESS)
+      return nullptr;
+    return makeStatusf(TESSEL_UNAVAILABLE,
+                       "cannot make the context of %s current: %s",
+                       label.c_str(), errorText(cu, scope.result).c_str());
+  }
+
   /// Checks the kernel against the device and opts in to large dynamic
   /// shared memory. Returns a status only for driver failures; a kernel that
   /// cannot launch here gets its reason in `unlaunchable`.
@@ -177,10 +187,8 @@ tessel_status CudaBackend::loadKernel(const bundle::Kernel &kernel,
                                       bundle::ByteSpan binary,
                                       std::unique_ptr<LoadedKernel> &out) {
   ContextScope scope(cu, context);
-  if (scope.result != CUDA_SUCCESS)
-    return makeStatusf(TESSEL_UNAVAILABLE,
-                       "cannot make the context of %s current: %s",
-                       label.c_str(), errorText(cu, scope.result).c_str());
+  if (tessel_status status = contextError(scope))
+    return status;
   // The driver reads PTX as a NUL-terminated string; the bundle stores the
   // text without the NUL. Cubins and fatbins are ELF-framed and unaffected.
   std::vector<uint8_t> image(binary.data, binary.data + binary.size);
@@ -272,10 +280,8 @@ tessel_status CudaBackend::launch(LoadedKernel &loaded, void **params,
   if (tessel_status status = checkGridLimits(limits, label, grid, block))
     return status;
   ContextScope scope(cu, context);
-  if (scope.result != CUDA_SUCCESS)
-    return makeStatusf(TESSEL_UNAVAILABLE,
-                       "cannot make the context of %s current: %s",
-                       label.c_str(), errorText(cu, scope.result).c_str());
+  if (tessel_status status = contextError(scope))
+    return status;
   CUresult result = cu.cuLaunchKernel(
       kernel.function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
       sharedBytes, static_cast<CUstream>(stream), params, nullptr);
@@ -330,10 +336,8 @@ tessel_status CudaBackend::encodeTensorMap(const TensorMapRequest &r,
   // wants a current context: without one an H200 with driver 580 answers
   // CUDA_ERROR_INVALID_CONTEXT.
   ContextScope scope(cu, context);
-  if (scope.result != CUDA_SUCCESS)
-    return makeStatusf(TESSEL_UNAVAILABLE,
-                       "cannot make the context of %s current: %s",
-                       label.c_str(), errorText(cu, scope.result).c_str());
+  if (tessel_status status = contextError(scope))
+    return status;
   const cuuint32_t elementStrides[TESSEL_BUNDLE_MAX_TENSOR_MAP_RANK] = {
       1, 1, 1, 1, 1};
   CUresult result = cu.cuTensorMapEncodeTiled(
@@ -359,10 +363,8 @@ tessel_status CudaBackend::copyToDevice(void *dst, const void *src,
     return makeStatus(TESSEL_UNAVAILABLE,
                       "the CUDA driver lacks cuMemcpyHtoDAsync_v2");
   ContextScope scope(cu, context);
-  if (scope.result != CUDA_SUCCESS)
-    return makeStatusf(TESSEL_UNAVAILABLE,
-                       "cannot make the context of %s current: %s",
-                       label.c_str(), errorText(cu, scope.result).c_str());
+  if (tessel_status status = contextError(scope))
+    return status;
   CUresult result = cu.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
                                          src, bytes,
                                          static_cast<CUstream>(stream));
