@@ -348,7 +348,6 @@ def _kernels(bundle, form: _Form, x: torch.Tensor,
     default one), every kernel of the shape compiled together on the first
     miss."""
     e = _ELEMENT[x.dtype]
-    roles = specs.moe_kernels(dims.hidden, dims.intermediate, dims.topk)
     wanted = {r: r for r in specs.MOE_SHARED_ROLES}
     wanted.update(form.steps)
     if not isinstance(bundle, Bundle):
@@ -359,6 +358,7 @@ def _kernels(bundle, form: _Form, x: torch.Tensor,
         cache, device = bundle or default_cache(), device_of(x)
         return {step: cache.kernel(device, f"{name}_{role}", spec)
                 for step, role in wanted.items()}
+    roles = specs.moe_kernels(dims.hidden, dims.intermediate, dims.topk)
     kernels = {}
     for step, role in wanted.items():
         op, params = roles[role]
