@@ -8,8 +8,11 @@
 # The bundles are compiled on the development machine (no LLVM here):
 #
 #   for s in attention paged_decode prefill extend mla_decode; do
-#     tessel-aot bench/${s}_kernels.mlir --targets=sm80,sm90 -o .carry/$s.tsb
+#     tessel-aot bench/${s}_kernels.mlir --targets=sm80,sm90,sm90a -o .carry/$s.tsb
 #   done
+#   # optional: the sm80 template's prefill, timed beside the sm90a one
+#   tessel-aot bench/prefill_kernels.mlir --targets=sm80,sm90 \
+#       -o .carry/prefill_sm80.tsb
 #
 #   bash bench/attention_gpu_check.sh .carry     # from the repository root
 #
@@ -40,7 +43,10 @@ check() {
 }
 check merge-cache attention_check.py "$bundles/attention.tsb" --runtime "$runtime"
 check decode paged_decode_check.py "$bundles/paged_decode.tsb" --runtime "$runtime"
-check prefill prefill_check.py "$bundles/prefill.tsb" --runtime "$runtime" --bench
+baseline=()
+[ -f "$bundles/prefill_sm80.tsb" ] && baseline=(--baseline "$bundles/prefill_sm80.tsb")
+check prefill prefill_check.py "$bundles/prefill.tsb" --runtime "$runtime" \
+  --bench "${baseline[@]}"
 check extend extend_check.py "$bundles/extend.tsb" --runtime "$runtime"
 check mla-decode mla_decode_check.py "$bundles/mla_decode.tsb" --runtime "$runtime" --bench
 check merge-bench attention_bench.py "$bundles/attention.tsb"

@@ -44,6 +44,9 @@ PREFILL = [
     (16, 16, 192, 128, "bf16", True, True),
     (4, 4, 128, 128, "bf16", False, True),
     (32, 8, 128, 128, "f16", True, True),
+    # Benchmark shapes (bench/prefill_check.py --bench).
+    (32, 8, 128, 128, "bf16", False, True),
+    (32, 8, 64, 64, "bf16", True, True),
 ]
 
 

@@ -31,3 +31,11 @@ func.func @pre_q32_kv8_d128_v128_f16_causal_lse(%q: memref<?x32x128xf16>, %k: me
   tessel.prefill_attention q(%q : memref<?x32x128xf16>) k(%k : memref<?x8x128xf16>) v(%v : memref<?x8x128xf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
   return
 }
+func.func @pre_q32_kv8_d128_v128_lse(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale)
+  return
+}
+func.func @pre_q32_kv8_d64_v64_causal_lse(%q: memref<?x32x64xbf16>, %k: memref<?x8x64xbf16>, %v: memref<?x8x64xbf16>, %cu: memref<?xi32>, %out: memref<?x32x64xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x64xbf16>) k(%k : memref<?x8x64xbf16>) v(%v : memref<?x8x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x64xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
+  return
+}

@@ -66,6 +66,14 @@ public:
   virtual Value mma(OpBuilder &b, Location loc, Type elem, int64_t n,
                     Value descA, SharedOperand aLayout, Value descB,
                     SharedOperand bLayout, Value acc) const = 0;
+  /// acc += A . B as mma, with A (64 x 16) in registers rather than shared
+  /// memory: each warp's 16 rows as the four i32 words (two 16-bit values
+  /// each) of the mma.sync m16n8k16 A fragment, the layout an accumulator
+  /// tile's members 8s .. 8s + 7 have once packed in pairs (flash
+  /// attention's P, fed to P . V without a trip through shared memory).
+  virtual Value mmaRegisterA(OpBuilder &b, Location loc, Type elem, int64_t n,
+                             ValueRange aWords, Value descB,
+                             SharedOperand bLayout, Value acc) const = 0;
   /// A zero accumulator struct for n columns.
   virtual Value zeroAccumulators(OpBuilder &b, Location loc,
                                  int64_t n) const = 0;
@@ -107,9 +115,10 @@ public:
   /// Makes this thread's ordinary shared-memory writes visible to the async
   /// proxy (TMA, wgmma) once a barrier orders them.
   virtual void fenceSharedForAsync(OpBuilder &b, Location loc) const = 0;
-  /// Named barrier `id` (1..15) of `threads` threads (a multiple of 32).
-  virtual void barrier(OpBuilder &b, Location loc, int64_t id,
-                       int64_t threads) const = 0;
+  /// Named barrier `id` (i32, warp-uniform, 1..15) of `threads` threads
+  /// (a multiple of 32): waits, or (arrive) counts this warp and goes on.
+  virtual void barrier(OpBuilder &b, Location loc, Value id, int64_t threads,
+                       bool arrive = false) const = 0;
 
   // --- roles ------------------------------------------------------------------
   /// Releases (`increase` false) or claims registers per thread for the rest

@@ -49,28 +49,48 @@ SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
                     kContig};
 }
 
-void AttentionBuilder::softmaxStep(
+SmallVector<Value> AttentionBuilder::softmaxStep(
     SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
     int64_t outAtoms,
     function_ref<Value(int64_t slot, Value localMax)> tileMax) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
   SmallVector<Value> alpha(nSlots);
+  // Four interleaved chains: one chain of a max or an add per element
+  // would make the softmax a dependency chain as long as the row, which
+  // few warps per scheduler cannot hide; a full tree keeps more values
+  // live (spills at head dim 128 on sm_90a).
+  auto reduce = [](ArrayRef<Value> values,
+                   function_ref<Value(Value, Value)> combine) {
+    SmallVector<Value> chains;
+    for (auto [i, v] : llvm::enumerate(values))
+      if (i < 4)
+        chains.push_back(v);
+      else
+        chains[i % 4] = combine(chains[i % 4], v);
+    Value result = chains.front();
+    for (Value c : ArrayRef<Value>(chains).drop_front())
+      result = combine(result, c);
+    return result;
+  };
   for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value localMax = f32(-INFINITY);
+    SmallVector<Value> row;
     for (int64_t j = 0; j < atoms; ++j)
       for (int64_t e = sl * r; e < (sl + 1) * r; ++e)
-        localMax = fmax(localMax, s[j * acc + e]);
+        row.push_back(s[j * acc + e]);
+    Value localMax =
+        reduce(row, [&](Value x, Value y) { return fmax(x, y); });
     Value mOld = state[sl];
     Value mNew = fmax(mOld, tileMax(sl, localMax));
     Value mSafe = finiteOrZero(mNew);
     alpha[sl] = exp2(fsub(mOld, mSafe));
-    Value sum = f32(0);
+    row.clear();
     for (int64_t j = 0; j < atoms; ++j)
       for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
         Value &v = s[j * acc + e];
         v = exp2(fsub(v, mSafe));
-        sum = fadd(sum, v);
+        row.push_back(v);
       }
+    Value sum = reduce(row, [&](Value x, Value y) { return fadd(x, y); });
     state[sl] = mNew;
     state[nSlots + sl] = fadd(fmul(state[nSlots + sl], alpha[sl]), sum);
   }
@@ -79,6 +99,7 @@ void AttentionBuilder::softmaxStep(
       Value &o = state[2 * nSlots + j * acc + e];
       o = fmul(o, alpha[e / r]);
     }
+  return alpha;
 }
 
 

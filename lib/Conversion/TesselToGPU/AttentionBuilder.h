@@ -63,8 +63,9 @@ protected:
   /// m) + sum 2^(s - m), the `outAtoms` O accumulators rescaled by 2^(m_old
   /// - m); `s` becomes P = 2^(s - m). `tileMax(slot, localMax)` turns this
   /// lane's maximum of a slot over its elements into the tile's row
-  /// maximum (a row reduction, or one across warps).
-  void softmaxStep(SmallVector<Value> &s, int64_t atoms,
+  /// maximum (a row reduction, or one across warps). Returns the factors
+  /// 2^(m_old - m) per slot, for O accumulators kept elsewhere.
+  SmallVector<Value> softmaxStep(SmallVector<Value> &s, int64_t atoms,
                    SmallVector<Value> &state, int64_t outAtoms,
                    function_ref<Value(int64_t slot, Value localMax)> tileMax);
 

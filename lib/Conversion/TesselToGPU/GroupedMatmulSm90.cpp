@@ -111,12 +111,6 @@ protected:
   /// tileN part of C (index values, col even).
   virtual void storePair(Value row, Value col, Value first, Value second) = 0;
 
-  /// `x` (index or i1) from lane 0 of the warp: the same value, but one
-  /// ptxas can see is warp-uniform. Without it, wgmmas under branches and
-  /// loops on values from shuffle scans, loads or thread ids count as
-  /// divergent and are serialized (ptxas C7520); CUTLASS broadcasts its
-  /// warpgroup index for the same reason.
-  Value uniform(Value x);
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
 
@@ -143,21 +137,8 @@ private:
   Value ringBase, ringAddress;
 };
 
-Value WarpgroupGemm::uniform(Value x) {
-  Type type = x.getType();
-  Value word = type.isIndex() ? toI32(x)
-                              : arith::ExtUIOp::create(b, loc, b.getI32Type(),
-                                                       x).getResult();
-  word = broadcast(word, i32(0));
-  if (type.isIndex())
-    return toIndex(word);
-  return arith::TruncIOp::create(b, loc, type, word);
-}
-
 Value WarpgroupGemm::sharedPointer(Value offset) {
-  Type ptr = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  return LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(), ringBase,
-                             ValueRange{toI32(offset)});
+  return sharedByte(ringBase, offset);
 }
 
 /// The parity a K-tile's wait needs: the stage's use count mod 2, flipped
@@ -248,18 +229,8 @@ void WarpgroupGemm::epilogue(Value thread, Value acc) {
 }
 
 void WarpgroupGemm::run(function_ref<Value()> findTile) {
-  // The ring starts at the first 1024-byte boundary of dynamic shared
-  // memory: TMA's 128-byte swizzle and the descriptors assume it.
-  Value bytes = dynamicSharedBytes();
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
-  Value aligned = mul(arith::CeilDivUIOp::create(
-                          b, loc, base, idx(WarpgroupMma::kSwizzleAlignment)),
-                      WarpgroupMma::kSwizzleAlignment);
-  ringAddress = toI32(aligned);
-  ringBase = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), aligned)
-          .getResult());
+  std::tie(ringBase, ringAddress) =
+      alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
 
   Value thread = threadId();
   ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
@@ -455,7 +426,7 @@ void RaggedKGemm::prepareStage(Value slot, Value kt) {
                             /*alignment=*/16);
     }
     wg.fenceSharedForAsync(b, loc);
-    wg.barrier(b, loc, /*id=*/1, cfg.consumers * threads);
+    wg.barrier(b, loc, i32(1), cfg.consumers * threads);
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -69,6 +70,17 @@ Value KernelBuilder::broadcast(Value x, Value srcLane) {
   return gpu::ShuffleOp::create(b, loc, x, srcLane, i32(warpSize),
                                 gpu::ShuffleMode::IDX)
       .getShuffleResult();
+}
+
+Value KernelBuilder::uniform(Value x) {
+  Type type = x.getType();
+  Value word = type.isIndex() ? toI32(x)
+                              : arith::ExtUIOp::create(b, loc, b.getI32Type(),
+                                                       x).getResult();
+  word = broadcast(word, i32(0));
+  if (type.isIndex())
+    return toIndex(word);
+  return arith::TruncIOp::create(b, loc, type, word);
 }
 
 /// Elements of one global access of `elem`, and its alignment in bytes, for
@@ -152,6 +164,22 @@ Value KernelBuilder::dynamicSharedBytes() {
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
+}
+
+std::pair<Value, Value> KernelBuilder::alignedSharedBase(int64_t alignment) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, dynamicSharedBytes());
+  Value aligned =
+      mul(arith::CeilDivUIOp::create(b, loc, base, idx(alignment)), alignment);
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), aligned).getResult());
+  return {pointer, toI32(aligned)};
+}
+
+Value KernelBuilder::sharedByte(Value base, Value offset) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ValueRange{toI32(offset)});
 }
 
 Value KernelBuilder::sharedView(Value bytes, int64_t offset,

@@ -88,6 +88,12 @@ protected:
   Value warpReduce(Value x, function_ref<Value(Value, Value)> combine,
                    int64_t width = 0);
   Value broadcast(Value x, Value lane);
+  /// `x` (index or i1) from lane 0 of the warp: the same value, but one
+  /// ptxas can see is warp-uniform. Without it, wgmmas under branches and
+  /// loops on values from shuffle scans, loads or thread ids count as
+  /// divergent and are serialized (ptxas C7520); CUTLASS broadcasts its
+  /// warpgroup index for the same reason.
+  Value uniform(Value x);
 
   // --- global memory and float math ---------------------------------------
   /// `elements` consecutive elements of `memref` from `indices` (along the
@@ -202,6 +208,14 @@ protected:
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.
   Value dynamicSharedBytes();
+  /// Dynamic shared memory from its first `alignment`-byte boundary (the
+  /// kernel requests `alignment` bytes of slack): as a !llvm.ptr<3> and as
+  /// its 32-bit shared-window address. Tiles in TMA's 128-byte swizzle and
+  /// wgmma's descriptors assume 1024-byte alignment, which the driver does
+  /// not promise for dynamic shared memory.
+  std::pair<Value, Value> alignedSharedBase(int64_t alignment);
+  /// Byte `offset` (index) from `base` (a !llvm.ptr<3>).
+  Value sharedByte(Value base, Value offset);
   /// A view of `shape` x `elem` at byte `offset` of `bytes`.
   Value sharedView(Value bytes, int64_t offset, ArrayRef<int64_t> shape,
                    Type elem);

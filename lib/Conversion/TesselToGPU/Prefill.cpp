@@ -583,6 +583,8 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
 FailureOr<LaunchGeometry>
 mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
                                     KernelContext &ctx) {
+  if (hasPrefillAttentionSm90(op, ctx.target))
+    return buildPrefillAttentionSm90(b, op, ctx);
   auto qType = cast<MemRefType>(op.getQ().getType());
   PrefillProblem pb;
   pb.q = ctx.arg(op.getQ());

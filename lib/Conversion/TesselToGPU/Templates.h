@@ -97,6 +97,15 @@ FailureOr<LaunchGeometry> buildGroupedMatmulSm90(OpBuilder &b,
                                                  GroupedMatmulOp op,
                                                  KernelContext &ctx);
 
+/// Whether the Hopper flash-attention kernel (PrefillSm90.cpp: TMA,
+/// mbarrier ring, warp-specialised wgmma) serves `op` on `target`: 16-bit
+/// operands, head dims multiples of 64 up to 256, a target with warpgroup
+/// MMA. Else the sm80 template.
+bool hasPrefillAttentionSm90(PrefillAttentionOp op, const TargetInfo &target);
+FailureOr<LaunchGeometry> buildPrefillAttentionSm90(OpBuilder &b,
+                                                    PrefillAttentionOp op,
+                                                    KernelContext &ctx);
+
 /// Whether the Hopper main loop serves `op` on `target` (16-bit operands, N
 /// a multiple of 64, no tessel.gpu_tile override, a target with warpgroup
 /// MMA); else the sm80 main loop.

@@ -13,6 +13,10 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -70,6 +74,48 @@ public:
         NVVM::MMALayoutAttr::get(ctx, bLayout.kMajor ? NVVM::MMALayout::col
                                                      : NVVM::MMALayout::row),
         /*satfinite=*/nullptr);
+  }
+
+  // NVVM's wgmma.mma_async takes A by descriptor only: the register form
+  // is inline PTX in the shape convert-nvvm-to-llvm gives the descriptor
+  // form (accumulators tied in and out, scale-d through a predicate).
+  Value mmaRegisterA(OpBuilder &b, Location loc, Type elem, int64_t n,
+                     ValueRange aWords, Value descB, SharedOperand bLayout,
+                     Value acc) const override {
+    int64_t members = n / 2;
+    std::string ptx;
+    llvm::raw_string_ostream os(ptx);
+    // Operands: the members out, the members tied in, the A words, B's
+    // descriptor, scale-d.
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << 2 * members + 5
+       << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
+       << (elem.isBF16() ? "bf16.bf16" : "f16.f16") << " {";
+    for (int64_t i = 0; i < members; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    os << "}, {$" << 2 * members << ", $" << 2 * members + 1 << ", $"
+       << 2 * members + 2 << ", $" << 2 * members + 3 << "}, $"
+       << 2 * members + 4 << ", p, 1, 1, "
+       << (bLayout.kMajor ? 0 : 1) << ";\n}\n";
+    std::string constraints;
+    for (int64_t i = 0; i < members; ++i)
+      constraints += "=f,";
+    for (int64_t i = 0; i < members; ++i)
+      constraints += std::to_string(i) + ",";
+    constraints += "r,r,r,r,l,n";
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < members; ++i)
+      operands.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+    operands.append(aWords.begin(), aWords.end());
+    operands.push_back(descB);
+    operands.push_back(i32(b, loc, 1));
+    return LLVM::InlineAsmOp::create(
+               b, loc, acc.getType(), operands, ptx, constraints,
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::tailcallkind::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(b.getContext(),
+                                         LLVM::AsmDialect::AD_ATT),
+               /*operand_attrs=*/ArrayAttr())
+        .getResult(0);
   }
 
   Value zeroAccumulators(OpBuilder &b, Location loc,
@@ -163,10 +209,14 @@ public:
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
   }
-  void barrier(OpBuilder &b, Location loc, int64_t id,
-               int64_t threads) const override {
-    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), i32(b, loc, id),
-                            i32(b, loc, threads), /*reductionOp=*/nullptr,
+  void barrier(OpBuilder &b, Location loc, Value id, int64_t threads,
+               bool arrive) const override {
+    if (arrive) {
+      NVVM::BarrierArriveOp::create(b, loc, id, i32(b, loc, threads));
+      return;
+    }
+    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id, i32(b, loc, threads),
+                            /*reductionOp=*/nullptr,
                             /*reductionPredicate=*/Value());
   }
 

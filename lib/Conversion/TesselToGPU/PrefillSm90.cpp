@@ -1,0 +1,739 @@
+//===- PrefillSm90.cpp - Varlen flash attention on wgmma + TMA -------------===//
+//
+// The Hopper (sm_90a) kernel of prefill_attention, a sibling of the
+// FlashAttention-2 template in Prefill.cpp that shares its work
+// decomposition: 128-row query tiles of every request in one flat list
+// found on the device from cu_seqlens (KernelBuilder::findRowTile), walked
+// with the grid's stride; a block takes tiles of one query head.
+//
+// Block: 3 warpgroups, the grouped matmul's roles (GroupedMatmulSm90.cpp).
+// Warpgroup 0 is the producer: one elected lane issues the TMA copies of
+// the tile's Q (once per tile, on the `qFull` mbarrier, after the
+// consumers released the previous Q on `qEmpty`) and of each K/V tile into
+// a ring of as many stages as fit, up to 4 (on `full`, after `empty`).
+// Warpgroups 1 and 2 are consumers, each owning 64 query rows: per K/V
+// tile, S = Q K^T on wgmma from shared memory (Q and K K-major), the online
+// softmax in fp32 on base-2 scores (scale * log2 e) in the accumulator
+// registers, and O += P V on wgmma with P as the A operand straight from
+// registers (the accumulator layout of S is the register A layout once
+// packed to 16-bit pairs) and V read MN-major (transposed) from the stage.
+//
+// Scheduling (FlashAttention-3's). Overlapped: a consumer issues S_kt and
+// then P_{kt-1} V_{kt-1}, and computes S_kt's softmax while the latter
+// runs; that holds two stages, so it needs a third (head dims up to 128,
+// and Dv <= 128: O, S and P must fit the consumer's 232 registers).
+// Ping-pong: the two consumers take turns (named barriers 2 and 3) to
+// issue their MMAs, so that one's softmax runs beside the other's MMAs.
+// Else, in order per tile: S, softmax, P V.
+//
+// Tiles come from q [T, Hq, D], k [T, Hkv, D], v [T, Hkv, Dv] through 3-D
+// tensor maps, a box of 64 head-dim elements (one 128-byte swizzled row) x
+// 1 head x rows: a tile is head-dim chunks of 64, each rows x 128 bytes.
+// TMA zero-fills rows past T; rows of a neighbouring request are real
+// data: keys past the request are masked to -inf in S, and where the last
+// K/V tile reaches past the keys a query may see, the consumers zero
+// those V rows in shared memory before P V reads them (P is 0 there, but
+// 0 x NaN is NaN, and rows outside every request may hold anything).
+//
+// Epilogue: O / l per row from registers, predicated on the tile's rows;
+// the LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionBuilder.h"
+
+#include "tessel/Target/WarpgroupMma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// Grid slack past ceil(T / tile), as the sm80 template's: room for the
+/// partial tiles of that many requests before blocks take a second tile.
+constexpr int64_t kSlackTiles = 16;
+constexpr int64_t kElemBytes = 2;
+
+struct FlashSm90Config {
+  static constexpr int64_t tileRows = 2 * WarpgroupMma::kRows;
+  static constexpr int64_t consumers = 2;
+  static constexpr int64_t threads =
+      (1 + consumers) * WarpgroupMma::kWarpgroupThreads;
+  /// Head-dim elements of one 128-byte swizzled row: one TMA box wide.
+  static constexpr int64_t chunk = WarpgroupMma::kSwizzleBytes / kElemBytes;
+  int64_t headDim = 128, valueDim = 128;
+  int64_t tileKeys = 128;
+  int64_t stages = 2;
+  /// Whether a consumer's softmax of one tile overlaps its P V of the
+  /// previous one (needs 3 stages and, for registers, Dv <= 128).
+  bool overlap = true;
+  /// Whether the two consumers take turns to issue MMAs (with overlap).
+  bool pingPong = true;
+
+  /// Bytes of one head-dim chunk of a tile of `rows` rows.
+  static int64_t chunkBytes(int64_t rows) {
+    return rows * WarpgroupMma::kSwizzleBytes;
+  }
+  int64_t qBytes() const { return tileRows * headDim * kElemBytes; }
+  int64_t kBytes() const { return tileKeys * headDim * kElemBytes; }
+  int64_t stageBytes() const {
+    return tileKeys * (headDim + valueDim) * kElemBytes;
+  }
+  /// Q, then the ring, then the mbarriers full[stages], empty[stages],
+  /// qFull, qEmpty (an even count: the scratch line after them stays
+  /// 16-byte aligned), the scratch line and the alignment slack.
+  int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
+  int64_t scratchOffset() const {
+    return barrierOffset() + 8 * (2 * stages + 2);
+  }
+  int64_t sharedBytes() const {
+    return scratchOffset() + 16 + WarpgroupMma::kSwizzleAlignment;
+  }
+};
+
+struct FlashSm90Problem {
+  Value cuSeqlens, out, lse, mapQ, mapK, mapV, T;
+  int64_t qHeads, kvHeads;
+  Value scaleLog2;
+  bool causal;
+};
+
+class FlashSm90Builder : public AttentionBuilder {
+public:
+  FlashSm90Builder(OpBuilder &b, Location loc, const TargetInfo &target,
+                   const MmaAtom &atom, const WarpgroupMma &wg,
+                   const FlashSm90Config &cfg, const FlashSm90Problem &pb,
+                   Type elem)
+      : AttentionBuilder(b, loc, target, atom), wg(wg), cfg(cfg), pb(pb),
+        elem(elem) {}
+
+  void build();
+
+private:
+  /// A query tile as both roles see it.
+  struct Tile {
+    Value first, last;      ///< its query rows
+    Value keyStart, keyEnd; ///< the keys they may see
+    Value numK;             ///< K/V tiles over those keys
+    Value tilesBefore;      ///< tiles this block ran before it
+    Value kvBefore;         ///< K/V tiles it ran before it
+  };
+  /// Walks the block's tiles, the same ones in the same order in every
+  /// role, and calls `fn` on each.
+  void forEachTile(function_ref<void(const Tile &)> fn);
+  void produce(const Tile &tile, Value lead);
+  void consume(const Tile &tile, Value consumer);
+  /// Zeroes rows [valid, tileKeys) of the V tile at byte `vSlot`.
+  void zeroValueRows(Value vSlot, Value valid, Value consumer);
+  void epilogue(const Tile &tile, Value consumer, ArrayRef<Value> state,
+                Value acc);
+
+  Value ptr(Value offset) { return sharedByte(base, offset); }
+  Value barrier(int64_t index) {
+    return ptr(idx(cfg.barrierOffset() + 8 * index));
+  }
+  Value barrier(Value index) {
+    return ptr(add(mul(index, 8), cfg.barrierOffset()));
+  }
+  /// Parity of the `use`-th wait on a barrier; flipped for a wait on a
+  /// release (a fresh barrier passes parity 1: the first round does not
+  /// wait).
+  Value parity(Value use, bool flip) {
+    Value p = remu(use, 2);
+    if (flip)
+      p = arith::XOrIOp::create(b, loc, p, idx(1));
+    return toI32(p);
+  }
+  Value i64(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  }
+  /// The descriptor of `operand` at byte `offset` of the aligned base.
+  Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
+    return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
+  }
+
+  const WarpgroupMma &wg;
+  FlashSm90Config cfg;
+  FlashSm90Problem pb;
+  Type elem;
+  Value base, address, head, kvHead;
+};
+
+void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
+  Value entries = memref::DimOp::create(b, loc, pb.cuSeqlens, 0);
+  Value stride = arith::CeilDivUIOp::create(
+      b, loc, add(pb.T, kSlackTiles * cfg.tileRows), idx(cfg.tileRows));
+  Type indexType = b.getIndexType();
+  SmallVector<Type> carried(3, indexType);
+  SmallVector<Type> passed(6, indexType);
+  // Causal: each round of the grid walks its tiles backwards, so that a
+  // request's later (heavier) tiles start first and light ones fill the
+  // tail of the grid.
+  Value first = blockId(gpu::Dimension::x);
+  if (pb.causal)
+    first = sub(sub(stride, idx(1)), first);
+  auto loop = scf::WhileOp::create(b, loc, passed,
+                                   ValueRange{first, idx(0), idx(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, carried,
+                                  SmallVector<Location>(3, loc));
+    RowTile found = findRowTile(
+        [&](Value g) {
+          return memref::LoadOp::create(b, loc, pb.cuSeqlens, g).getResult();
+        },
+        entries, pb.T, before->getArgument(0), cfg.tileRows, /*tail=*/false);
+    SmallVector<Value> args(before->getArguments());
+    args.append({found.rowStart, found.rowEnd, found.group});
+    scf::ConditionOp::create(b, loc, uniform(found.found), args);
+  }
+  OpBuilder::InsertionGuard guard(b);
+  Block *after = b.createBlock(&loop.getAfter(), {}, passed,
+                               SmallVector<Location>(6, loc));
+  Value t = after->getArgument(0), tiles = after->getArgument(1),
+        kv = after->getArgument(2);
+  Value group = uniform(after->getArgument(5));
+  // Group 0 ends the rows before the first request (normally none).
+  auto isRequest = scf::IfOp::create(
+      b, loc, TypeRange{indexType, indexType},
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, group, idx(0)),
+      /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(isRequest.thenBlock());
+    Tile tile;
+    tile.first = uniform(after->getArgument(3));
+    tile.last = uniform(after->getArgument(4));
+    auto endOf = [&](Value g) {
+      return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
+    };
+    // The request's rows as findRowTile clamped them (Prefill.cpp).
+    Value start =
+        arith::MaxSIOp::create(b, loc, endOf(sub(group, idx(1))), idx(0));
+    tile.keyStart = uniform(minu(start, tile.first));
+    Value end = minu(arith::MaxSIOp::create(b, loc, endOf(group), tile.last),
+                     pb.T);
+    // Causal: keys up to the tile's last row; else the whole request.
+    tile.keyEnd = pb.causal ? tile.last : uniform(end);
+    tile.numK = arith::CeilDivUIOp::create(
+        b, loc, sub(tile.keyEnd, tile.keyStart), idx(cfg.tileKeys));
+    tile.tilesBefore = tiles;
+    tile.kvBefore = kv;
+    fn(tile);
+    scf::YieldOp::create(b, loc, ValueRange{add(tiles, 1), add(kv, tile.numK)});
+    b.setInsertionPointToStart(isRequest.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{tiles, kv});
+  }
+  scf::YieldOp::create(b, loc,
+                       ValueRange{add(t, stride), isRequest.getResult(0),
+                                  isRequest.getResult(1)});
+}
+
+void FlashSm90Builder::produce(const Tile &tile, Value lead) {
+  int64_t qChunk = FlashSm90Config::chunkBytes(cfg.tileRows);
+  int64_t kvChunk = FlashSm90Config::chunkBytes(cfg.tileKeys);
+  int64_t chunk = FlashSm90Config::chunk;
+  Value qFull = barrier(2 * cfg.stages), qEmpty = barrier(2 * cfg.stages + 1);
+  ifThen(lead, [&] {
+    wg.waitParity(b, loc, qEmpty, parity(tile.tilesBefore, true));
+    wg.arriveExpectBytes(b, loc, qFull, cfg.qBytes());
+    for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
+      wg.tmaLoad(b, loc, ptr(idx(c * qChunk)), pb.mapQ, qFull,
+                 {i32(c * chunk), toI32(head), toI32(tile.first)});
+    auto loop = scf::ForOp::create(b, loc, idx(0), tile.numK, idx(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value use = add(tile.kvBefore, kt);
+    Value stage = remu(use, cfg.stages);
+    Value full = barrier(stage);
+    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)),
+                  parity(divu(use, cfg.stages), true));
+    wg.arriveExpectBytes(b, loc, full, cfg.stageBytes());
+    Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
+    Value row = toI32(add(tile.keyStart, mul(kt, cfg.tileKeys)));
+    for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
+      wg.tmaLoad(b, loc, ptr(add(slot, c * kvChunk)), pb.mapK, full,
+                 {i32(c * chunk), toI32(kvHead), row});
+    for (int64_t c = 0; c < cfg.valueDim / chunk; ++c)
+      wg.tmaLoad(b, loc, ptr(add(slot, cfg.kBytes() + c * kvChunk)), pb.mapV,
+                 full, {i32(c * chunk), toI32(kvHead), row});
+  });
+}
+
+void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
+                                     Value consumer) {
+  // Whole 128-byte rows of every chunk (the swizzle only permutes 16-byte
+  // pieces within a row), split between the two consumers, who then fence
+  // their writes into the async proxy and meet before either's P V. Each
+  // thread stores every step, pieces of rows that stay to the scratch
+  // line: a branch on a thread's own row would serialize the wgmmas.
+  int64_t threads = WarpgroupMma::kWarpgroupThreads;
+  int64_t piecesPerRow = WarpgroupMma::kSwizzleBytes / 16;
+  int64_t pieces = cfg.valueDim / FlashSm90Config::chunk * cfg.tileKeys *
+                   piecesPerRow;
+  int64_t perConsumer = pieces / cfg.consumers;
+  Value thread = remu(threadId(), threads);
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({4}, b.getI32Type()),
+                                     b.getI32IntegerAttr(0).getValue()));
+  for (int64_t step = 0; step < perConsumer; step += threads) {
+    Value piece = add(add(thread, step), mul(consumer, perConsumer));
+    Value row = remu(divu(piece, piecesPerRow), cfg.tileKeys);
+    Value zeroed =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row, valid);
+    Value offset = select(zeroed, add(vSlot, mul(piece, 16)),
+                          idx(cfg.scratchOffset()));
+    LLVM::StoreOp::create(b, loc, zero, ptr(offset), /*alignment=*/16);
+  }
+  wg.fenceSharedForAsync(b, loc);
+  wg.barrier(b, loc, i32(1), cfg.consumers * threads);
+}
+
+void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
+  int64_t n = cfg.tileKeys, dv = cfg.valueDim;
+  int64_t chunk = FlashSm90Config::chunk;
+  int64_t kvChunk = FlashSm90Config::chunkBytes(n);
+  int64_t nSlots = slots();
+  WarpgroupMma::SharedOperand kMajor{true, 0};
+  WarpgroupMma::SharedOperand vLayout{false, kvChunk};
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  Value firstRow = add(tile.first, mul(consumer, WarpgroupMma::kRows));
+  wg.waitParity(b, loc, barrier(2 * cfg.stages),
+                parity(tile.tilesBefore, false));
+
+  // K/V tile kt: waits for its stage, zeroes V rows past the keys; returns
+  // the stage, its byte offset and the tile's first key.
+  auto arrived = [&](Value kt) {
+    Value use = add(tile.kvBefore, kt);
+    Value stage = remu(use, cfg.stages);
+    wg.waitParity(b, loc, barrier(stage), parity(divu(use, cfg.stages), false));
+    Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
+    Value tileStart = add(tile.keyStart, mul(kt, n));
+    Value valid = sub(tile.keyEnd, tileStart);
+    ifThen(lt(valid, idx(n)), [&] {
+      zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
+    });
+    return std::make_tuple(stage, slot, tileStart);
+  };
+  // Issues S = Q K^T from the stage at `slot` (uncommitted). Q's rows of
+  // this consumer in each 64-column chunk start 64 rows (8 KB) in; each
+  // k16 step is 32 bytes along the rows. Descriptors are computed where
+  // they are used: a whole tile's of them live at once cost 64 registers
+  // at head dim 256.
+  auto issueScores = [&](Value slot, Value acc) {
+    for (int64_t t = 0; t < cfg.headDim / WarpgroupMma::kDepth; ++t) {
+      int64_t c = t / (chunk / WarpgroupMma::kDepth);
+      int64_t inChunk = (t % (chunk / WarpgroupMma::kDepth)) *
+                        WarpgroupMma::kStepBytes(kMajor);
+      Value descQ = descriptor(
+          add(mul(consumer, FlashSm90Config::chunkBytes(WarpgroupMma::kRows)),
+              c * FlashSm90Config::chunkBytes(cfg.tileRows) + inChunk),
+          kMajor);
+      Value descK = descriptor(add(slot, c * kvChunk + inChunk), kMajor);
+      acc = wg.mma(b, loc, elem, n, descQ, kMajor, descK, kMajor, acc);
+    }
+    return acc;
+  };
+  // Issues O += P V from the V tile of the stage at `slot` (uncommitted):
+  // P's members 8t .. 8t + 7 packed in pairs are the A words of k16 step
+  // t; V's step is 16 rows (2 KB) into each chunk.
+  auto issueValues = [&](ValueRange words, Value slot, Value acc) {
+    Value vSlot = add(slot, cfg.kBytes());
+    for (int64_t t = 0; t < n / WarpgroupMma::kDepth; ++t) {
+      Value descV = descriptor(
+          add(vSlot, t * WarpgroupMma::kStepBytes(vLayout)), vLayout);
+      acc = wg.mmaRegisterA(b, loc, elem, dv, words.slice(4 * t, 4), descV,
+                            vLayout, acc);
+    }
+    return acc;
+  };
+  // The online softmax of the scores `sAcc` of the tile from key
+  // `tileStart`: updates m and l in `state`, returns P's A words and the
+  // factors O must be rescaled by.
+  auto softmax = [&](Value sAcc, Value tileStart, SmallVector<Value> &state) {
+    // Scale, and mask keys past the keys the rows may see (with causal,
+    // past each row) on the tiles that reach them.
+    SmallVector<Value> s;
+    for (int64_t i = 0; i < n / 2; ++i)
+      s.push_back(fmul(wg.accumulator(b, loc, sAcc, i), pb.scaleLog2));
+    Value needMask = lt(tile.keyEnd, add(tileStart, n));
+    if (pb.causal)
+      needMask = arith::OrIOp::create(b, loc, needMask,
+                                      lt(firstRow, add(tileStart, n - 1)));
+    auto masked = scf::IfOp::create(b, loc, TypeRange(ValueRange(s)),
+                                    uniform(needMask), true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(masked.thenBlock());
+      SmallVector<Value> out(s);
+      for (int64_t i = 0; i < n / 2; ++i) {
+        auto [row, col] = wg.accumulatorPosition(b, loc, thread, i);
+        Value key = add(tileStart, col);
+        Value ok = lt(key, tile.keyEnd);
+        if (pb.causal)
+          ok = andi(ok, arith::CmpIOp::create(b, loc,
+                                              arith::CmpIPredicate::sle, key,
+                                              add(firstRow, row)));
+        out[i] = select(ok, out[i], f32(-INFINITY));
+      }
+      scf::YieldOp::create(b, loc, out);
+      b.setInsertionPointToStart(masked.elseBlock());
+      scf::YieldOp::create(b, loc, s);
+    }
+    s.assign(masked.getResults().begin(), masked.getResults().end());
+    // The accumulator layout is the m16n8 atom's, repeated along N.
+    SmallVector<Value> alpha =
+        softmaxStep(s, n / atom.n, state, /*outAtoms=*/0,
+                    [&](int64_t, Value localMax) {
+                      return rowReduce(localMax, /*isMax=*/true);
+                    });
+    return std::make_pair(s, alpha);
+  };
+  // P (f32) packed into A words, in pairs of 16-bit values.
+  auto pack = [&](ArrayRef<Value> p) {
+    auto pairType = VectorType::get({2}, elem);
+    SmallVector<Value> words;
+    for (size_t i = 0; i < p.size(); i += 2) {
+      Value pair = vector::FromElementsOp::create(
+          b, loc, pairType,
+          ValueRange{arith::TruncFOp::create(b, loc, elem, p[i]),
+                     arith::TruncFOp::create(b, loc, elem, p[i + 1])});
+      words.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair));
+    }
+    return words;
+  };
+  auto release = [&](Value stage) {
+    wg.arrive(b, loc, barrier(add(stage, cfg.stages)));
+  };
+
+  auto rescale = [&](Value acc, ArrayRef<Value> alpha) {
+    for (int64_t i = 0; i < dv / 2; ++i)
+      acc = LLVM::InsertValueOp::create(
+          b, loc, acc,
+          fmul(wg.accumulator(b, loc, acc, i), alpha[(i % 4) / 2]), i);
+    return acc;
+  };
+  auto finish = [&](ValueRange state, Value acc) {
+    // Every MMA that read Q is done.
+    wg.arrive(b, loc, barrier(2 * cfg.stages + 1));
+    epilogue(tile, consumer, SmallVector<Value>(state), acc);
+  };
+  SmallVector<Value> state(nSlots, f32(-INFINITY));
+  state.append(nSlots, f32(0));
+  auto scores = [&](Value slot) {
+    Value acc = wg.zeroAccumulators(b, loc, n);
+    wg.fence(b, loc);
+    acc = issueScores(slot, acc);
+    wg.commit(b, loc);
+    return acc;
+  };
+  // Ping-pong: the consumers take turns to issue their MMAs, so that one's
+  // softmax runs while the other's MMAs do (named barriers 2 and 3).
+  Value myTurn = i32(0), theirTurn = i32(0);
+  if (cfg.pingPong) {
+    myTurn = toI32(add(consumer, 2));
+    theirTurn = toI32(sub(idx(3), consumer));
+  }
+  auto inTurn = [&](function_ref<void()> issue) {
+    int64_t threads = cfg.consumers * WarpgroupMma::kWarpgroupThreads;
+    if (cfg.pingPong)
+      wg.barrier(b, loc, myTurn, threads);
+    issue();
+    if (cfg.pingPong)
+      wg.barrier(b, loc, theirTurn, threads, /*arrive=*/true);
+  };
+
+  if (!cfg.overlap) {
+    // In order, per tile: S, its softmax, P V.
+    SmallVector<Value> init(state);
+    init.push_back(wg.zeroAccumulators(b, loc, dv));
+    auto loop = scf::ForOp::create(b, loc, idx(0), tile.numK, idx(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      ValueRange carried = loop.getRegionIterArgs();
+      SmallVector<Value> st(carried.take_front(2 * nSlots));
+      auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
+      Value sAcc = scores(slot);
+      wg.wait(b, loc, 0);
+      auto [p, alpha] = softmax(sAcc, tileStart, st);
+      Value oAcc = rescale(carried.back(), alpha);
+      SmallVector<Value> words = pack(p);
+      wg.fence(b, loc);
+      oAcc = issueValues(words, slot, oAcc);
+      wg.commit(b, loc);
+      wg.wait(b, loc, 0);
+      release(stage);
+      st.push_back(oAcc);
+      scf::YieldOp::create(b, loc, st);
+    }
+    ValueRange results = loop.getResults();
+    finish(results.take_front(2 * nSlots), results.back());
+    return;
+  }
+
+  // Overlapped: tile 0's scores and P; then per tile kt >= 1, S_kt issued
+  // just before P_{kt-1} V_{kt-1}, whose MMAs run during S_kt's softmax;
+  // then the last tile's P V. The loop carries m, l, O, P_{kt-1}'s words
+  // and stage.
+  auto [stage0, slot0, start0] = arrived(idx(0));
+  Value s0;
+  inTurn([&] { s0 = scores(slot0); });
+  wg.wait(b, loc, 0);
+  SmallVector<Value> words0 = pack(softmax(s0, start0, state).first);
+  SmallVector<Value> init(state);
+  init.push_back(wg.zeroAccumulators(b, loc, dv));
+  init.push_back(stage0);
+  init.append(words0);
+  auto loop = scf::ForOp::create(b, loc, idx(1), tile.numK, idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> st(carried.take_front(2 * nSlots));
+    Value oAcc = carried[2 * nSlots];
+    Value previous = carried[2 * nSlots + 1];
+    SmallVector<Value> words(carried.drop_front(2 * nSlots + 2));
+    auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
+    Value sAcc;
+    inTurn([&] {
+      sAcc = scores(slot);
+      oAcc = issueValues(
+          words, add(mul(previous, cfg.stageBytes()), cfg.qBytes()), oAcc);
+      wg.commit(b, loc);
+    });
+    wg.wait(b, loc, 1);
+    auto [p, alpha] = softmax(sAcc, tileStart, st);
+    wg.wait(b, loc, 0);
+    release(previous);
+    // P is packed once no MMA is in flight: words written while one runs
+    // make ptxas serialize the next P V (C7513).
+    SmallVector<Value> yielded(st);
+    yielded.append({rescale(oAcc, alpha), stage});
+    yielded.append(pack(p));
+    scf::YieldOp::create(b, loc, yielded);
+  }
+  ValueRange results = loop.getResults();
+  Value last = results[2 * nSlots + 1];
+  Value oAcc = results[2 * nSlots];
+  SmallVector<Value> words(results.drop_front(2 * nSlots + 2));
+  inTurn([&] {
+    wg.fence(b, loc);
+    oAcc = issueValues(words, add(mul(last, cfg.stageBytes()), cfg.qBytes()),
+                       oAcc);
+    wg.commit(b, loc);
+  });
+  wg.wait(b, loc, 0);
+  release(last);
+  finish(results.take_front(2 * nSlots), oAcc);
+}
+
+void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
+                                ArrayRef<Value> state, Value acc) {
+  int64_t nSlots = slots();
+  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  Value firstRow = add(tile.first, mul(consumer, WarpgroupMma::kRows));
+  SmallVector<Value> inv(nSlots), lse(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value total = rowReduce(state[nSlots + sl], /*isMax=*/false);
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        total, f32(0));
+    inv[sl] = select(empty, f32(0),
+                     arith::DivFOp::create(b, loc, f32(1), total));
+    Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
+                   f32(M_LN2));
+    lse[sl] = select(empty, f32(-INFINITY), l);
+  }
+  auto pairType = VectorType::get({2}, outElem);
+  int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
+  // Members 4j + {0, 1} are row r, 4j + {2, 3} row r + 8 (slot 1).
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value row, col;
+    std::tie(row, col) = wg.accumulatorPosition(b, loc, thread, 2 * sl);
+    Value token = add(firstRow, row);
+    ifThen(lt(token, tile.last), [&] {
+      for (int64_t j = 0; j < cfg.valueDim / 8; ++j) {
+        SmallVector<Value> pair;
+        for (int64_t e = 0; e < 2; ++e) {
+          Value o = fmul(wg.accumulator(b, loc, acc, 4 * j + 2 * sl + e),
+                         inv[sl]);
+          if (outElem != o.getType())
+            o = arith::TruncFOp::create(b, loc, outElem, o);
+          pair.push_back(o);
+        }
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, pairType, pair),
+            pb.out, ValueRange{token, head, add(col, 8 * j)},
+            /*nontemporal=*/false, llvm::MaybeAlign(2 * outBytes));
+      }
+      if (pb.lse)
+        ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col,
+                                     idx(0)),
+               [&] {
+                 memref::StoreOp::create(b, loc, lse[sl], pb.lse,
+                                         ValueRange{head, token});
+               });
+    });
+  }
+}
+
+void FlashSm90Builder::build() {
+  std::tie(base, address) = alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
+  head = blockId(gpu::Dimension::y);
+  kvHead = divu(head, pb.qHeads / pb.kvHeads);
+  Value thread = threadId();
+  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
+                               idx(0)),
+         [&] {
+           int64_t consumerThreads =
+               cfg.consumers * WarpgroupMma::kWarpgroupThreads;
+           for (int64_t s = 0; s < cfg.stages; ++s) {
+             wg.barrierInit(b, loc, barrier(s), 1);
+             wg.barrierInit(b, loc, barrier(cfg.stages + s), consumerThreads);
+           }
+           wg.barrierInit(b, loc, barrier(2 * cfg.stages), 1);
+           wg.barrierInit(b, loc, barrier(2 * cfg.stages + 1),
+                          consumerThreads);
+           wg.barrierInitFence(b, loc);
+         });
+  gpu::BarrierOp::create(b, loc);
+
+  Value role = uniform(divu(thread, WarpgroupMma::kWarpgroupThreads));
+  auto roles = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role, idx(0)),
+      /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  // The producer warpgroup gives registers to the consumers; its first
+  // warp walks the tiles (the scans need a whole warp), one elected lane
+  // waits and issues the copies (mbarrier waits are per lane).
+  b.setInsertionPointToStart(roles.thenBlock());
+  wg.setRegisters(b, loc, 40, /*increase=*/false);
+  Value warp = divu(thread, warpSize);
+  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(0)),
+         [&] {
+           Value lead = wg.electOne(b, loc);
+           forEachTile([&](const Tile &tile) { produce(tile, lead); });
+         });
+  b.setInsertionPointToStart(roles.elseBlock());
+  wg.setRegisters(b, loc, 232, /*increase=*/true);
+  Value consumer = sub(role, idx(1));
+  // Consumer 0 takes the first turn.
+  if (cfg.pingPong)
+    ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, consumer,
+                                 idx(1)),
+           [&] {
+             wg.barrier(b, loc, i32(2),
+                        cfg.consumers * WarpgroupMma::kWarpgroupThreads,
+                        /*arrive=*/true);
+           });
+  forEachTile([&](const Tile &tile) { consume(tile, consumer); });
+}
+
+} // namespace
+
+/// The K/V tile rows for head dims D and Dv: 128 where S (n / 2) and O
+/// (Dv / 2) accumulators leave the consumers' 232 registers room, else 64.
+static int64_t flashSm90TileKeys(int64_t headDim, int64_t valueDim) {
+  return headDim + valueDim <= 384 ? 128 : 64;
+}
+
+bool mlir::tessel::hasPrefillAttentionSm90(PrefillAttentionOp op,
+                                           const TargetInfo &target) {
+  const WarpgroupMma *wg = target.getWarpgroupMma();
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  int64_t d = qType.getDimSize(2);
+  int64_t dv = cast<MemRefType>(op.getOut().getType()).getDimSize(2);
+  auto fits = [](int64_t dim) {
+    return dim % FlashSm90Config::chunk == 0 && dim <= 256;
+  };
+  return wg && fits(d) && fits(dv) &&
+         wg->supports(qType.getElementType(), dv) &&
+         wg->supports(qType.getElementType(), flashSm90TileKeys(d, dv));
+}
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
+                                        KernelContext &ctx) {
+  const TargetInfo &target = ctx.target;
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  Type elem = qType.getElementType();
+  FailureOr<MmaAtom> atom = chooseAttentionAtom(op, target, elem);
+  if (failed(atom))
+    return failure();
+  FlashSm90Config cfg;
+  cfg.headDim = qType.getDimSize(2);
+  cfg.valueDim = cast<MemRefType>(op.getOut().getType()).getDimSize(2);
+  cfg.tileKeys = flashSm90TileKeys(cfg.headDim, cfg.valueDim);
+  // As many stages as fit, up to 4; the overlapped loop holds two (one
+  // tile's V, the next one's K) and needs a third to prefetch into.
+  if (ctx.stages > 0) {
+    cfg.stages = ctx.stages;
+  } else {
+    for (cfg.stages = 4; cfg.stages > 2; --cfg.stages)
+      if (cfg.sharedBytes() <= target.getSharedMemoryBytes())
+        break;
+  }
+  cfg.overlap = cfg.stages >= 3 && cfg.valueDim <= 128;
+  cfg.pingPong = cfg.overlap;
+  // The softmax walks S in the m16n8 atom's accumulator order, which the
+  // wgmma accumulators repeat along N.
+  assert(atom->m == 16 && atom->n == 8 &&
+         target.getAccumulatorCount(*atom) == 4 &&
+         "NVIDIA's attention atom is mma.sync m16n8k16");
+  if (cfg.stages < 2)
+    return op.emitOpError()
+           << "GPU template: stages must be at least 2, got " << cfg.stages;
+  if (cfg.sharedBytes() > target.getSharedMemoryBytes())
+    return op.emitOpError()
+           << "GPU template: " << cfg.stages << " stages of " << cfg.tileKeys
+           << "-key K/V tiles of head dims " << cfg.headDim << "/"
+           << cfg.valueDim << " need " << cfg.sharedBytes()
+           << " bytes of shared memory, more than the "
+           << target.getSharedMemoryBytes() << " a block of "
+           << target.getChip() << " can use";
+
+  FlashSm90Problem pb;
+  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
+  pb.out = ctx.arg(op.getOut());
+  pb.lse = ctx.arg(op.getLse());
+  pb.T = ctx.dimValue(b, op.getQ(), 0);
+  pb.qHeads = qType.getDimSize(1);
+  pb.kvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
+  pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
+  pb.causal = op.getCausal();
+  // q, k, v [T, H, D] as {D, H, T}: boxes of one 128-byte swizzled row of
+  // one head, tileRows or tileKeys rows.
+  constexpr int64_t kSwizzle128 = 3;
+  auto map = [&](Value operand, int64_t rows) {
+    return ctx.addTensorMap(
+        {cast<BlockArgument>(operand).getArgNumber(),
+         {{2, 3}, {1, 2}, {0, 1}},
+         {FlashSm90Config::chunk, 1, rows},
+         kSwizzle128});
+  };
+  pb.mapQ = map(op.getQ(), FlashSm90Config::tileRows);
+  pb.mapK = map(op.getK(), cfg.tileKeys);
+  pb.mapV = map(op.getV(), cfg.tileKeys);
+  FlashSm90Builder(b, op.getLoc(), target, *atom,
+                   *target.getWarpgroupMma(), cfg, pb, elem)
+      .build();
+
+  LaunchGeometry geometry;
+  GridDim x = gridOver(ctx.dim(op.getQ(), 0), 1, FlashSm90Config::tileRows);
+  x.add += kSlackTiles * FlashSm90Config::tileRows;
+  geometry.grid[0] = x;
+  geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
+  geometry.grid[2] = GridDim{-1, 1, 1, 1};
+  geometry.block = {static_cast<int32_t>(FlashSm90Config::threads), 1, 1};
+  geometry.sharedBytes = cfg.sharedBytes();
+  return geometry;
+}
