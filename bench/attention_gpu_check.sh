@@ -10,9 +10,10 @@
 #   for s in attention paged_decode prefill extend mla_decode; do
 #     tessel-aot bench/${s}_kernels.mlir --targets=sm80,sm90,sm90a -o .carry/$s.tsb
 #   done
-#   # optional: the sm80 template's prefill, timed beside the sm90a one
-#   tessel-aot bench/prefill_kernels.mlir --targets=sm80,sm90 \
-#       -o .carry/prefill_sm80.tsb
+#   # optional: the sm80 templates, timed beside the sm90a kernels
+#   for s in prefill mla_decode; do
+#     tessel-aot bench/${s}_kernels.mlir --targets=sm80,sm90 -o .carry/${s}_sm80.tsb
+#   done
 #
 #   bash bench/attention_gpu_check.sh .carry     # from the repository root
 #
@@ -43,12 +44,15 @@ check() {
 }
 check merge-cache attention_check.py "$bundles/attention.tsb" --runtime "$runtime"
 check decode paged_decode_check.py "$bundles/paged_decode.tsb" --runtime "$runtime"
-baseline=()
-[ -f "$bundles/prefill_sm80.tsb" ] && baseline=(--baseline "$bundles/prefill_sm80.tsb")
+# --baseline <name>_sm80.tsb where that bundle exists.
+baseline() {
+  [ -f "$bundles/$1_sm80.tsb" ] && echo "--baseline $bundles/$1_sm80.tsb"
+}
 check prefill prefill_check.py "$bundles/prefill.tsb" --runtime "$runtime" \
-  --bench "${baseline[@]}"
+  --bench $(baseline prefill)
 check extend extend_check.py "$bundles/extend.tsb" --runtime "$runtime"
-check mla-decode mla_decode_check.py "$bundles/mla_decode.tsb" --runtime "$runtime" --bench
+check mla-decode mla_decode_check.py "$bundles/mla_decode.tsb" --runtime "$runtime" \
+  --bench $(baseline mla_decode)
 check merge-bench attention_bench.py "$bundles/attention.tsb"
 check decode-bench paged_decode_bench.py "$bundles/paged_decode.tsb" \
   "$bundles/attention.tsb" --runtime "$runtime"

@@ -2,22 +2,24 @@
 """Check Tessel's absorbed MLA decode kernels on an NVIDIA GPU, through the
 runtime, and (with --bench) measure their bandwidth.
 
-  tessel-aot bench/mla_decode_kernels.mlir --targets=sm80,sm90 -o mla.tsb
+  tessel-aot bench/mla_decode_kernels.mlir --targets=sm80,sm90,sm90a -o mla.tsb
   python3 bench/mla_decode_check.py mla.tsb \
-      --runtime /tmp/tessel-gpu-check/libtessel_runtime.so [--bench]
+      --runtime /tmp/tessel-gpu-check/libtessel_runtime.so \
+      [--bench [--baseline mla80.tsb]]
 
 Kernels mla[split]_h<H>_bs<BS> (bench/gen_attention_kernels.py): q
 [B, H, 576] against a latent cache [NB, BS, 576] whose first 512 dims are
 the values; out [B, H, 512] bf16 (or split-form f32 partials [P, B, H, 512]
 with LSEs, checked one by one and merged). Contexts 0, 1, 18, 463, 1328,
-33000, block tables with garbage past each request's blocks, outputs
-poisoned; fp32 torch reference; out within 1e-2 of the largest reference
+33000, block tables with garbage past each request's blocks, cache rows
+outside every context NaN, outputs poisoned; fp32 torch reference; out within 1e-2 of the largest reference
 magnitude, LSE within 1e-3. Exits 1 unless every check passed.
 
---bench: DeepSeek-V3 (128 heads) decode at 8K context, batch 64 and 128:
-bytes of latent cache read / time, beside the device copy ceiling measured
-in the same run (split form with P chosen to fill the GPU, plus the merge
-in torch, timed apart).
+--bench: DeepSeek-V3 (128 heads) decode at 8K context, batch 64 and 128,
+and 8 x 64K; 16 heads at 8K: bytes of latent cache read / time and
+TFLOP/s, beside the device copy ceiling measured in the same run and the
+same kernels of the --baseline bundles (split form with P chosen to fill
+the GPU, plus the merge in torch, timed apart).
 """
 import argparse
 import math
@@ -49,6 +51,12 @@ def batch(H, BS, lens, gen):
     for b, n in enumerate(per):
         bt[b, :n] = perm[at:at + n]
         at += n
+    # Rows no request may read are NaN: the two spare blocks and the tail
+    # of each request's last block.
+    cache[perm[at:].long()] = math.nan
+    for b, n in enumerate(lens):
+        if n % BS:
+            cache[bt[b, per[b] - 1].long(), n % BS:] = math.nan
     return q, cache, bt, torch.tensor(lens, dtype=torch.int32, device=dev)
 
 
@@ -113,38 +121,51 @@ def check(rt, kernel, name, lens, gen, P=1):
     return not problems
 
 
-def bench(rt, kernels, gen):
+def bench(rt, kernels, gen, baseline):
     ceiling = copy_ceiling()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"MLA decode, 128 heads, 576/512, bf16, block 64; copy ceiling "
-          f"{ceiling:.2f} TB/s")
-    for B, ctx in ((64, 8192), (128, 8192), (8, 65536)):
-        q, cache, bt, sl = batch(128, 64, [ctx] * B, gen)
+    print(f"MLA decode, 576/512, bf16, block 64; copy ceiling {ceiling:.2f} "
+          f"TB/s; base: the --baseline bundle's kernel of the same name")
+    for H, B, ctx in ((128, 64, 8192), (128, 128, 8192), (128, 8, 65536),
+                      (16, 64, 8192)):
+        q, cache, bt, sl = batch(H, 64, [ctx] * B, gen)
         kv = B * ctx * 576 * 2
-        flops = B * ctx * 128 * (576 + 512) * 2
-        out = torch.empty(B, 128, 512, device="cuda", dtype=torch.bfloat16)
-        lse = torch.empty(128, B, device="cuda")
-        k = kernels["mla_h128_bs64"]
-        fn, rep = graphed(lambda: rt.launch(k, [q, cache, bt, sl, out, lse,
-                                                SCALE]))
-        t = timed(fn) / rep
-        P = max(1, min(-(-2 * sms // (B * 8)), ctx // 1024))
-        parts = torch.empty(P, B, 128, 512, device="cuda")
-        plse = torch.empty(P, 128, B, device="cuda")
-        ks = kernels["mlasplit_h128_bs64"]
-        fn, rep = graphed(lambda: rt.launch(ks, [q, cache, bt, sl, parts,
-                                                 plse, SCALE]))
-        t_split = timed(fn) / rep
-        best = min(t, t_split)
-        print(f"  B={B:<4} ctx={ctx:<6} direct {kv / t / 1e9:5.2f} TB/s "
-              f"({flops / t / 1e9:5.1f} TFLOP/s)  split P={P:<2} partials "
-              f"{kv / t_split / 1e9:5.2f} TB/s  best/copy "
-              f"{kv / best / 1e9 / ceiling:4.0%}")
+        flops = B * ctx * H * (576 + 512) * 2
+        out = torch.empty(B, H, 512, device="cuda", dtype=torch.bfloat16)
+        lse = torch.empty(H, B, device="cuda")
+
+        def direct(k):
+            fn, rep = graphed(lambda: rt.launch(k, [q, cache, bt, sl, out,
+                                                    lse, SCALE]))
+            return timed(fn) / rep
+        name = f"mla_h{H}_bs64"
+        t = direct(kernels[name])
+        t_base = direct(baseline[name]) if name in baseline else math.inf
+        line = (f"  H={H:<3} B={B:<4} ctx={ctx:<6} direct {kv / t / 1e9:5.2f} "
+                f"TB/s ({flops / t / 1e9:5.1f} TFLOP/s, base "
+                f"{flops / t_base / 1e9:5.1f}, {t_base / t:4.2f}x)")
+        best = t
+        split = f"mlasplit_h{H}_bs64"
+        if split in kernels:
+            # Two blocks per SM: the sm90a kernel takes 64 heads a block.
+            P = max(1, min(-(-2 * sms // (B * -(-H // 64))), ctx // 1024))
+            parts = torch.empty(P, B, H, 512, device="cuda")
+            plse = torch.empty(P, H, B, device="cuda")
+            fn, rep = graphed(lambda: rt.launch(
+                kernels[split], [q, cache, bt, sl, parts, plse, SCALE]))
+            t_split = timed(fn) / rep
+            best = min(t, t_split)
+            line += (f"  split P={P:<2} partials {kv / t_split / 1e9:5.2f} "
+                     f"TB/s ({flops / t_split / 1e9:5.1f} TFLOP/s)")
+        print(line + f"  best/copy {kv / best / 1e9 / ceiling:4.0%}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--baseline", action="append", default=[],
+                        help="bundle whose kernels of the same names are "
+                        "timed beside (--bench)")
     args, gen, rt = session(parser, 17)
     kernels = rt.kernels(args.bundles, NAME.match)
     ok = True
@@ -161,7 +182,7 @@ def main():
             ok = False
     print("ALL OK" if ok else "SOME CHECKS FAILED")
     if args.bench:
-        bench(rt, kernels, gen)
+        bench(rt, kernels, gen, rt.kernels(args.baseline, NAME.match))
     return 0 if ok else 1
 
 

@@ -326,6 +326,8 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
   if (op.getWindowStart())
     return op.emitOpError() << "GPU template: a windowed mla_decode is not "
                                "a kernel; use the split form";
+  if (hasMlaDecodeSm90(op, ctx.target))
+    return buildMlaDecodeSm90(b, op, ctx);
   auto qType = cast<MemRefType>(op.getQ().getType());
   auto outType = cast<MemRefType>(op.getOut().getType());
   MlaProblem pb;

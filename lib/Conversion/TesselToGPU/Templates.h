@@ -145,6 +145,14 @@ FailureOr<LaunchGeometry> buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
 
 /// Absorbed MLA decode (whole context or split form): one block per group
 /// of 16 heads, request and split.
+/// Whether the Hopper MLA decode (MlaDecodeSm90.cpp: TMA pages, wgmma, the
+/// latent output split over two consumer warpgroups) serves `op` on
+/// `target`: no window, head and latent dims whole 64-column chunks (the
+/// latent dims an even number of them, at most 512), pages whole boxes of
+/// a 64-token tile or whole tiles. Else the sm80 template.
+bool hasMlaDecodeSm90(MLADecodeOp op, const TargetInfo &target);
+FailureOr<LaunchGeometry> buildMlaDecodeSm90(OpBuilder &b, MLADecodeOp op,
+                                             KernelContext &ctx);
 FailureOr<LaunchGeometry> buildMlaDecode(OpBuilder &b, MLADecodeOp op,
                                          KernelContext &ctx);
 
