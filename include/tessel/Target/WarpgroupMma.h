@@ -37,6 +37,16 @@ public:
   static constexpr int64_t kSwizzleBytes = 128;
   static constexpr int64_t kSwizzleAlignment = 1024;
 
+  /// Registers per thread after setmaxnreg in a block of one producer and
+  /// two consumer warpgroups. The block keeps the registers it was launched
+  /// with (384 threads x 168, ptxas's cap for .maxntid 384): the consumers'
+  /// increase waits until the producer's decrease has freed enough, forever
+  /// if it cannot (a producer at 48 hung every consumer on the H200).
+  static constexpr int64_t kProducerRegisters = 40;
+  static constexpr int64_t kConsumerRegisters = 232;
+  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 3 * 168,
+                "setmaxnreg cannot hand out more than the block has");
+
   /// Whether C (f32) += A . B with `elem` operands has an MMA of N = `n`
   /// (a multiple of 8 up to 256).
   virtual bool supports(Type elem, int64_t n) const = 0;

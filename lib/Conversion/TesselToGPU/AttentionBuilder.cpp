@@ -52,23 +52,24 @@ SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
 SmallVector<Value> AttentionBuilder::softmaxStep(
     SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
     int64_t outAtoms,
-    function_ref<Value(int64_t slot, Value localMax)> tileMax) {
+    function_ref<Value(int64_t slot, Value localMax)> tileMax,
+    int64_t chains) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
   SmallVector<Value> alpha(nSlots);
-  // Four interleaved chains: one chain of a max or an add per element
-  // would make the softmax a dependency chain as long as the row, which
-  // few warps per scheduler cannot hide; a full tree keeps more values
-  // live (spills at head dim 128 on sm_90a).
-  auto reduce = [](ArrayRef<Value> values,
-                   function_ref<Value(Value, Value)> combine) {
-    SmallVector<Value> chains;
+  // `chains` interleaved chains of maxes and adds: one chain per row is a
+  // dependency chain as long as the row, which the few warps per scheduler
+  // of the sm_90a kernels cannot hide; more chains keep more values live
+  // (the sm80 templates spill with 4).
+  auto reduce = [&](ArrayRef<Value> values,
+                    function_ref<Value(Value, Value)> combine) {
+    SmallVector<Value> partial;
     for (auto [i, v] : llvm::enumerate(values))
-      if (i < 4)
-        chains.push_back(v);
+      if (i < static_cast<size_t>(chains))
+        partial.push_back(v);
       else
-        chains[i % 4] = combine(chains[i % 4], v);
-    Value result = chains.front();
-    for (Value c : ArrayRef<Value>(chains).drop_front())
+        partial[i % chains] = combine(partial[i % chains], v);
+    Value result = partial.front();
+    for (Value c : ArrayRef<Value>(partial).drop_front())
       result = combine(result, c);
     return result;
   };

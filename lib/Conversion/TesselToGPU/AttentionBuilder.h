@@ -63,11 +63,14 @@ protected:
   /// m) + sum 2^(s - m), the `outAtoms` O accumulators rescaled by 2^(m_old
   /// - m); `s` becomes P = 2^(s - m). `tileMax(slot, localMax)` turns this
   /// lane's maximum of a slot over its elements into the tile's row
-  /// maximum (a row reduction, or one across warps). Returns the factors
-  /// 2^(m_old - m) per slot, for O accumulators kept elsewhere.
-  SmallVector<Value> softmaxStep(SmallVector<Value> &s, int64_t atoms,
-                   SmallVector<Value> &state, int64_t outAtoms,
-                   function_ref<Value(int64_t slot, Value localMax)> tileMax);
+  /// maximum (a row reduction, or one across warps). Row maxima and sums
+  /// of a lane's elements run as `chains` interleaved chains. Returns the
+  /// factors 2^(m_old - m) per slot, for O accumulators kept elsewhere.
+  SmallVector<Value>
+  softmaxStep(SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
+              int64_t outAtoms,
+              function_ref<Value(int64_t slot, Value localMax)> tileMax,
+              int64_t chains = 1);
 
   /// Stages the query tile [rows, width] into the swizzled `shared` tile,
   /// all `threads` threads a 16-byte chunk at a time: `source(row)` gives

@@ -152,7 +152,8 @@ Value WarpgroupGemm::parity(Value kt, bool flip) {
 }
 
 void WarpgroupGemm::produce() {
-  wg.setRegisters(b, loc, 40, /*increase=*/false);
+  wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
+                 /*increase=*/false);
   Value warp = divu(threadId(), warpSize);
   Value lead = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, idx(0)),
@@ -171,7 +172,8 @@ void WarpgroupGemm::produce() {
 }
 
 Value WarpgroupGemm::consume(Value consumer) {
-  wg.setRegisters(b, loc, 232, /*increase=*/true);
+  wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
+                 /*increase=*/true);
   Value zero = wg.zeroAccumulators(b, loc, cfg.tileN);
   // This consumer's 64 rows of C read the A tile's rows (K-major) or
   // chunk (MN-major) that start 64 x 64 elements in.

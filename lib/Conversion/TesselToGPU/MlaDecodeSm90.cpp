@@ -293,7 +293,8 @@ void MlaSm90Builder::scoreConsumer() {
         softmaxStep(s, n / atom.n, state, /*outAtoms=*/0,
                     [&](int64_t, Value localMax) {
                       return rowReduce(localMax, /*isMax=*/true);
-                    });
+                    },
+                    /*chains=*/4);
     auto pairType = VectorType::get({2}, elem);
     SmallVector<Value> words;
     for (int64_t i = 0; i < n / 2; i += 2)
@@ -484,13 +485,15 @@ void MlaSm90Builder::build() {
       /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(roles.thenBlock());
-  wg.setRegisters(b, loc, 40, /*increase=*/false);
+  wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
+                 /*increase=*/false);
   ifThen(andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                     divu(thread, warpSize), idx(0)),
               wg.electOne(b, loc)),
          [&] { produce(); });
   b.setInsertionPointToStart(roles.elseBlock());
-  wg.setRegisters(b, loc, 232, /*increase=*/true);
+  wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
+                 /*increase=*/true);
   wg.waitParity(b, loc, barrier(idx(2 * cfg.stages)), i32(0));
   auto consumers = scf::IfOp::create(
       b, loc,

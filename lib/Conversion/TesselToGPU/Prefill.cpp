@@ -606,6 +606,8 @@ mlir::tessel::buildPrefillAttention(OpBuilder &b, PrefillAttentionOp op,
 FailureOr<LaunchGeometry>
 mlir::tessel::buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
                                 KernelContext &ctx) {
+  if (hasPagedQueriesSm90(op, ctx.target))
+    return buildPagedQueriesSm90(b, op, ctx);
   auto qType = cast<MemRefType>(op.getQ().getType());
   auto kType = cast<MemRefType>(op.getKCache().getType());
   auto outType = cast<MemRefType>(op.getOut().getType());

@@ -49,6 +49,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -101,7 +102,17 @@ struct FlashSm90Problem {
   Value cuSeqlens, out, lse, mapQ, mapK, mapV, T;
   int64_t qHeads, kvHeads;
   Value scaleLog2;
-  bool causal;
+  bool causal = false;
+  /// The keys are a request's cached context in an NHD paged cache
+  /// (paged_attention with cu_seqlens): rows of the caches seen as [NB *
+  /// BS, Hkv, D], found through the block table, `boxRows` (a divisor of
+  /// the block size and of tileKeys) per TMA box.
+  bool paged = false;
+  Value blockTable, contextLens, numBlocks;
+  int64_t blockSize = 0, boxRows = 0;
+  /// out [P, T, Hq, Dv], lse [P, Hq, T]: partial p is the context window
+  /// [p W, (p + 1) W), W = ceil(MB / P) * BS.
+  bool split = false;
 };
 
 class FlashSm90Builder : public AttentionBuilder {
@@ -128,6 +139,12 @@ private:
   /// role, and calls `fn` on each.
   void forEachTile(function_ref<void(const Tile &)> fn);
   void produce(const Tile &tile, Value lead);
+  /// Paged: the context window [start, end) of `request` (this block's
+  /// split of it in the split form).
+  std::pair<Value, Value> contextWindow(Value request);
+  /// Paged: the row of the caches (as [NB * BS, ...]) of context token
+  /// `token` of the tile's request.
+  Value cacheRow(Value token);
   void consume(const Tile &tile, Value consumer);
   /// Zeroes rows [valid, tileKeys) of the V tile at byte `vSlot`.
   void zeroValueRows(Value vSlot, Value valid, Value consumer);
@@ -135,6 +152,12 @@ private:
                 Value acc);
 
   Value ptr(Value offset) { return sharedByte(base, offset); }
+  /// Indices into out or lse, preceded by the split in the split form.
+  SmallVector<Value> outIndices(SmallVector<Value> indices) {
+    if (pb.split)
+      indices.insert(indices.begin(), splitIndex);
+    return indices;
+  }
   Value barrier(int64_t index) {
     return ptr(idx(cfg.barrierOffset() + 8 * index));
   }
@@ -163,6 +186,8 @@ private:
   FlashSm90Problem pb;
   Type elem;
   Value base, address, head, kvHead;
+  /// Paged: the tile's request and the block's split.
+  Value request, splitIndex;
 };
 
 void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
@@ -210,17 +235,22 @@ void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
     Tile tile;
     tile.first = uniform(after->getArgument(3));
     tile.last = uniform(after->getArgument(4));
-    auto endOf = [&](Value g) {
-      return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
-    };
-    // The request's rows as findRowTile clamped them (Prefill.cpp).
-    Value start =
-        arith::MaxSIOp::create(b, loc, endOf(sub(group, idx(1))), idx(0));
-    tile.keyStart = uniform(minu(start, tile.first));
-    Value end = minu(arith::MaxSIOp::create(b, loc, endOf(group), tile.last),
-                     pb.T);
-    // Causal: keys up to the tile's last row; else the whole request.
-    tile.keyEnd = pb.causal ? tile.last : uniform(end);
+    if (pb.paged) {
+      std::tie(tile.keyStart, tile.keyEnd) = contextWindow(sub(group, idx(1)));
+      request = uniform(sub(group, idx(1)));
+    } else {
+      auto endOf = [&](Value g) {
+        return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
+      };
+      // The request's rows as findRowTile clamped them (Prefill.cpp).
+      Value start =
+          arith::MaxSIOp::create(b, loc, endOf(sub(group, idx(1))), idx(0));
+      tile.keyStart = uniform(minu(start, tile.first));
+      Value end = minu(
+          arith::MaxSIOp::create(b, loc, endOf(group), tile.last), pb.T);
+      // Causal: keys up to the tile's last row; else the whole request.
+      tile.keyEnd = pb.causal ? tile.last : uniform(end);
+    }
     tile.numK = arith::CeilDivUIOp::create(
         b, loc, sub(tile.keyEnd, tile.keyStart), idx(cfg.tileKeys));
     tile.tilesBefore = tiles;
@@ -257,14 +287,48 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
                   parity(divu(use, cfg.stages), true));
     wg.arriveExpectBytes(b, loc, full, cfg.stageBytes());
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
-    Value row = toI32(add(tile.keyStart, mul(kt, cfg.tileKeys)));
-    for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
-      wg.tmaLoad(b, loc, ptr(add(slot, c * kvChunk)), pb.mapK, full,
-                 {i32(c * chunk), toI32(kvHead), row});
-    for (int64_t c = 0; c < cfg.valueDim / chunk; ++c)
-      wg.tmaLoad(b, loc, ptr(add(slot, cfg.kBytes() + c * kvChunk)), pb.mapV,
-                 full, {i32(c * chunk), toI32(kvHead), row});
+    Value tileStart = add(tile.keyStart, mul(kt, cfg.tileKeys));
+    int64_t boxRows = pb.paged ? pb.boxRows : cfg.tileKeys;
+    for (int64_t box = 0; box < cfg.tileKeys / boxRows; ++box) {
+      Value row = toI32(tileStart);
+      if (pb.paged)
+        row = cacheRow(add(tileStart, box * boxRows));
+      int64_t boxOffset = box * boxRows * WarpgroupMma::kSwizzleBytes;
+      for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
+        wg.tmaLoad(b, loc, ptr(add(slot, c * kvChunk + boxOffset)), pb.mapK,
+                   full, {i32(c * chunk), toI32(kvHead), row});
+      for (int64_t c = 0; c < cfg.valueDim / chunk; ++c)
+        wg.tmaLoad(b, loc,
+                   ptr(add(slot, cfg.kBytes() + c * kvChunk + boxOffset)),
+                   pb.mapV, full, {i32(c * chunk), toI32(kvHead), row});
+    }
   });
+}
+
+std::pair<Value, Value> FlashSm90Builder::contextWindow(Value request) {
+  Value maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
+  Value capacity = mul(maxBlocks, pb.blockSize);
+  Value length =
+      toIndex(memref::LoadOp::create(b, loc, pb.contextLens, request));
+  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)), capacity);
+  if (!pb.split)
+    return {idx(0), uniform(length)};
+  Value splits = memref::DimOp::create(b, loc, pb.out, 0);
+  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, splits),
+                       pb.blockSize);
+  Value start = minu(mul(splitIndex, perSplit), length);
+  return {uniform(start), uniform(minu(add(start, perSplit), length))};
+}
+
+Value FlashSm90Builder::cacheRow(Value token) {
+  // Past the window the ids are clamped into the cache: every copy reads
+  // rows that exist, and the consumers mask them.
+  Value maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
+  Value logical = minu(divu(token, pb.blockSize), sub(maxBlocks, idx(1)));
+  Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
+                                            ValueRange{request, logical}));
+  Value block = minu(id, sub(pb.numBlocks, idx(1)));
+  return toI32(add(mul(block, pb.blockSize), remu(token, pb.blockSize)));
 }
 
 void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
@@ -393,7 +457,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
         softmaxStep(s, n / atom.n, state, /*outAtoms=*/0,
                     [&](int64_t, Value localMax) {
                       return rowReduce(localMax, /*isMax=*/true);
-                    });
+                    },
+                    /*chains=*/4);
     return std::make_pair(s, alpha);
   };
   // P (f32) packed into A words, in pairs of 16-bit values.
@@ -482,57 +547,74 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // Overlapped: tile 0's scores and P; then per tile kt >= 1, S_kt issued
   // just before P_{kt-1} V_{kt-1}, whose MMAs run during S_kt's softmax;
   // then the last tile's P V. The loop carries m, l, O, P_{kt-1}'s words
-  // and stage.
-  auto [stage0, slot0, start0] = arrived(idx(0));
-  Value s0;
-  inTurn([&] { s0 = scores(slot0); });
-  wg.wait(b, loc, 0);
-  SmallVector<Value> words0 = pack(softmax(s0, start0, state).first);
-  SmallVector<Value> init(state);
-  init.push_back(wg.zeroAccumulators(b, loc, dv));
-  init.push_back(stage0);
-  init.append(words0);
-  auto loop = scf::ForOp::create(b, loc, idx(1), tile.numK, idx(1), init);
+  // and stage. A paged split may have no keys: O stays 0.
+  SmallVector<Value> none(state);
+  none.push_back(wg.zeroAccumulators(b, loc, dv));
+  auto any = scf::IfOp::create(
+      b, loc, TypeRange(ValueRange(none)),
+      uniform(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                    tile.numK, idx(0))),
+      /*withElseRegion=*/true);
   {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    ValueRange carried = loop.getRegionIterArgs();
-    SmallVector<Value> st(carried.take_front(2 * nSlots));
-    Value oAcc = carried[2 * nSlots];
-    Value previous = carried[2 * nSlots + 1];
-    SmallVector<Value> words(carried.drop_front(2 * nSlots + 2));
-    auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
-    Value sAcc;
+    OpBuilder::InsertionGuard outer(b);
+    b.setInsertionPointToStart(any.elseBlock());
+    scf::YieldOp::create(b, loc, none);
+    b.setInsertionPointToStart(any.thenBlock());
+    auto [stage0, slot0, start0] = arrived(idx(0));
+    Value s0;
+    inTurn([&] { s0 = scores(slot0); });
+    wg.wait(b, loc, 0);
+    SmallVector<Value> words0 = pack(softmax(s0, start0, state).first);
+    SmallVector<Value> init(state);
+    init.push_back(wg.zeroAccumulators(b, loc, dv));
+    init.push_back(stage0);
+    init.append(words0);
+    auto loop = scf::ForOp::create(b, loc, idx(1), tile.numK, idx(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      ValueRange carried = loop.getRegionIterArgs();
+      SmallVector<Value> st(carried.take_front(2 * nSlots));
+      Value oAcc = carried[2 * nSlots];
+      Value previous = carried[2 * nSlots + 1];
+      SmallVector<Value> words(carried.drop_front(2 * nSlots + 2));
+      auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
+      Value sAcc;
+      inTurn([&] {
+        sAcc = scores(slot);
+        oAcc = issueValues(
+            words, add(mul(previous, cfg.stageBytes()), cfg.qBytes()), oAcc);
+        wg.commit(b, loc);
+      });
+      wg.wait(b, loc, 1);
+      auto [p, alpha] = softmax(sAcc, tileStart, st);
+      wg.wait(b, loc, 0);
+      release(previous);
+      // P is packed once no MMA is in flight: words written while one runs
+      // make ptxas serialize the next P V (C7513).
+      SmallVector<Value> yielded(st);
+      yielded.append({rescale(oAcc, alpha), stage});
+      yielded.append(pack(p));
+      scf::YieldOp::create(b, loc, yielded);
+    }
+    ValueRange results = loop.getResults();
+    Value last = results[2 * nSlots + 1];
+    Value oAcc = results[2 * nSlots];
+    SmallVector<Value> words(results.drop_front(2 * nSlots + 2));
     inTurn([&] {
-      sAcc = scores(slot);
-      oAcc = issueValues(
-          words, add(mul(previous, cfg.stageBytes()), cfg.qBytes()), oAcc);
+      wg.fence(b, loc);
+      oAcc = issueValues(words,
+                         add(mul(last, cfg.stageBytes()), cfg.qBytes()), oAcc);
       wg.commit(b, loc);
     });
-    wg.wait(b, loc, 1);
-    auto [p, alpha] = softmax(sAcc, tileStart, st);
     wg.wait(b, loc, 0);
-    release(previous);
-    // P is packed once no MMA is in flight: words written while one runs
-    // make ptxas serialize the next P V (C7513).
-    SmallVector<Value> yielded(st);
-    yielded.append({rescale(oAcc, alpha), stage});
-    yielded.append(pack(p));
-    scf::YieldOp::create(b, loc, yielded);
+    release(last);
+    SmallVector<Value> done(results.take_front(2 * nSlots));
+    done.push_back(oAcc);
+    scf::YieldOp::create(b, loc, done);
   }
-  ValueRange results = loop.getResults();
-  Value last = results[2 * nSlots + 1];
-  Value oAcc = results[2 * nSlots];
-  SmallVector<Value> words(results.drop_front(2 * nSlots + 2));
-  inTurn([&] {
-    wg.fence(b, loc);
-    oAcc = issueValues(words, add(mul(last, cfg.stageBytes()), cfg.qBytes()),
-                       oAcc);
-    wg.commit(b, loc);
-  });
-  wg.wait(b, loc, 0);
-  release(last);
-  finish(results.take_front(2 * nSlots), oAcc);
+  ValueRange results = any.getResults();
+  finish(results.take_front(2 * nSlots), results.back());
 }
 
 void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
@@ -571,7 +653,7 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
         }
         vector::StoreOp::create(
             b, loc, vector::FromElementsOp::create(b, loc, pairType, pair),
-            pb.out, ValueRange{token, head, add(col, 8 * j)},
+            pb.out, outIndices({token, head, add(col, 8 * j)}),
             /*nontemporal=*/false, llvm::MaybeAlign(2 * outBytes));
       }
       if (pb.lse)
@@ -579,7 +661,7 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
                                      idx(0)),
                [&] {
                  memref::StoreOp::create(b, loc, lse[sl], pb.lse,
-                                         ValueRange{head, token});
+                                         outIndices({head, token}));
                });
     });
   }
@@ -589,6 +671,7 @@ void FlashSm90Builder::build() {
   std::tie(base, address) = alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
   head = blockId(gpu::Dimension::y);
   kvHead = divu(head, pb.qHeads / pb.kvHeads);
+  splitIndex = blockId(gpu::Dimension::z);
   Value thread = threadId();
   ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
                                idx(0)),
@@ -616,7 +699,8 @@ void FlashSm90Builder::build() {
   // warp walks the tiles (the scans need a whole warp), one elected lane
   // waits and issues the copies (mbarrier waits are per lane).
   b.setInsertionPointToStart(roles.thenBlock());
-  wg.setRegisters(b, loc, 40, /*increase=*/false);
+  wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
+                 /*increase=*/false);
   Value warp = divu(thread, warpSize);
   ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(0)),
          [&] {
@@ -624,7 +708,8 @@ void FlashSm90Builder::build() {
            forEachTile([&](const Tile &tile) { produce(tile, lead); });
          });
   b.setInsertionPointToStart(roles.elseBlock());
-  wg.setRegisters(b, loc, 232, /*increase=*/true);
+  wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
+                 /*increase=*/true);
   Value consumer = sub(role, idx(1));
   // Consumer 0 takes the first turn.
   if (cfg.pingPong)
@@ -646,33 +731,62 @@ static int64_t flashSm90TileKeys(int64_t headDim, int64_t valueDim) {
   return headDim + valueDim <= 384 ? 128 : 64;
 }
 
-bool mlir::tessel::hasPrefillAttentionSm90(PrefillAttentionOp op,
-                                           const TargetInfo &target) {
+/// Whether the kernel takes q [.., D] and out [.., Dv] of `elem`.
+static bool flashSm90Serves(const TargetInfo &target, Type elem, int64_t d,
+                            int64_t dv) {
   const WarpgroupMma *wg = target.getWarpgroupMma();
-  auto qType = cast<MemRefType>(op.getQ().getType());
-  int64_t d = qType.getDimSize(2);
-  int64_t dv = cast<MemRefType>(op.getOut().getType()).getDimSize(2);
   auto fits = [](int64_t dim) {
     return dim % FlashSm90Config::chunk == 0 && dim <= 256;
   };
-  return wg && fits(d) && fits(dv) &&
-         wg->supports(qType.getElementType(), dv) &&
-         wg->supports(qType.getElementType(), flashSm90TileKeys(d, dv));
+  return wg && fits(d) && fits(dv) && wg->supports(elem, dv) &&
+         wg->supports(elem, flashSm90TileKeys(d, dv));
 }
 
-FailureOr<LaunchGeometry>
-mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
-                                        KernelContext &ctx) {
-  const TargetInfo &target = ctx.target;
+/// TMA box rows of a paged cache of `blockSize`-token blocks: a divisor of
+/// both the block and the K/V tile, at least one 8-row swizzle atom (0:
+/// none).
+static int64_t flashSm90BoxRows(int64_t blockSize, int64_t tileKeys) {
+  int64_t rows = std::gcd(blockSize, tileKeys);
+  return rows % 8 == 0 ? rows : 0;
+}
+
+bool mlir::tessel::hasPrefillAttentionSm90(PrefillAttentionOp op,
+                                           const TargetInfo &target) {
   auto qType = cast<MemRefType>(op.getQ().getType());
-  Type elem = qType.getElementType();
+  return flashSm90Serves(
+      target, qType.getElementType(), qType.getDimSize(2),
+      cast<MemRefType>(op.getOut().getType()).getDimSize(2));
+}
+
+bool mlir::tessel::hasPagedQueriesSm90(PagedAttentionOp op,
+                                       const TargetInfo &target) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  auto outType = cast<MemRefType>(op.getOut().getType());
+  int64_t d = qType.getDimSize(2);
+  int64_t dv = outType.getDimSize(outType.getRank() - 1);
+  int64_t blockSize = getCacheBlockSize(
+      cast<MemRefType>(op.getKCache().getType()), op.getLayout());
+  return op.getCuSeqlens() && !op.getWindowStart() &&
+         op.getLayout() == KVLayout::NHD &&
+         flashSm90Serves(target, qType.getElementType(), d, dv) &&
+         flashSm90BoxRows(blockSize, flashSm90TileKeys(d, dv)) > 0;
+}
+
+/// The configuration, the kernel body and the launch geometry of both
+/// forms; `pb` has the problem's operands, the tensor maps are added here.
+static FailureOr<LaunchGeometry>
+buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
+               FlashSm90Problem pb, Value q, Value k, Value v, int64_t d,
+               int64_t dv, const KernelDim *splits) {
+  const TargetInfo &target = ctx.target;
+  Type elem = cast<MemRefType>(q.getType()).getElementType();
   FailureOr<MmaAtom> atom = chooseAttentionAtom(op, target, elem);
   if (failed(atom))
     return failure();
   FlashSm90Config cfg;
-  cfg.headDim = qType.getDimSize(2);
-  cfg.valueDim = cast<MemRefType>(op.getOut().getType()).getDimSize(2);
-  cfg.tileKeys = flashSm90TileKeys(cfg.headDim, cfg.valueDim);
+  cfg.headDim = d;
+  cfg.valueDim = dv;
+  cfg.tileKeys = flashSm90TileKeys(d, dv);
   // As many stages as fit, up to 4; the overlapped loop holds two (one
   // tile's V, the next one's K) and needs a third to prefetch into.
   if (ctx.stages > 0) {
@@ -690,10 +804,10 @@ mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
          target.getAccumulatorCount(*atom) == 4 &&
          "NVIDIA's attention atom is mma.sync m16n8k16");
   if (cfg.stages < 2)
-    return op.emitOpError()
+    return op->emitOpError()
            << "GPU template: stages must be at least 2, got " << cfg.stages;
   if (cfg.sharedBytes() > target.getSharedMemoryBytes())
-    return op.emitOpError()
+    return op->emitOpError()
            << "GPU template: " << cfg.stages << " stages of " << cfg.tileKeys
            << "-key K/V tiles of head dims " << cfg.headDim << "/"
            << cfg.valueDim << " need " << cfg.sharedBytes()
@@ -701,6 +815,47 @@ mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
            << target.getSharedMemoryBytes() << " a block of "
            << target.getChip() << " can use";
 
+  // q [T, Hq, D] as {D, Hq, T}; k, v [T, Hkv, D] likewise or, paged, the
+  // caches [NB, BS, Hkv, D] as {D, Hkv, NB * BS}: boxes of one 128-byte
+  // swizzled row of one head, tileRows, tileKeys or boxRows rows.
+  constexpr int64_t kSwizzle128 = 3;
+  auto map = [&](Value operand, int64_t rows) {
+    SmallVector<std::pair<unsigned, unsigned>> dims = {{2, 3}, {1, 2}, {0, 1}};
+    if (pb.paged)
+      dims = {{3, 4}, {2, 3}, {0, 2}};
+    return ctx.addTensorMap({cast<BlockArgument>(operand).getArgNumber(),
+                             dims,
+                             {FlashSm90Config::chunk, 1, rows},
+                             kSwizzle128});
+  };
+  pb.mapQ = ctx.addTensorMap({cast<BlockArgument>(q).getArgNumber(),
+                              {{2, 3}, {1, 2}, {0, 1}},
+                              {FlashSm90Config::chunk, 1,
+                               FlashSm90Config::tileRows},
+                              kSwizzle128});
+  if (pb.paged)
+    pb.boxRows = flashSm90BoxRows(pb.blockSize, cfg.tileKeys);
+  pb.mapK = map(k, pb.paged ? pb.boxRows : cfg.tileKeys);
+  pb.mapV = map(v, pb.paged ? pb.boxRows : cfg.tileKeys);
+  FlashSm90Builder(b, op->getLoc(), target, *atom, *target.getWarpgroupMma(),
+                   cfg, pb, elem)
+      .build();
+
+  LaunchGeometry geometry;
+  GridDim x = gridOver(ctx.dim(q, 0), 1, FlashSm90Config::tileRows);
+  x.add += kSlackTiles * FlashSm90Config::tileRows;
+  geometry.grid[0] = x;
+  geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
+  geometry.grid[2] = splits ? gridOver(*splits, 1, 1) : GridDim{-1, 1, 1, 1};
+  geometry.block = {static_cast<int32_t>(FlashSm90Config::threads), 1, 1};
+  geometry.sharedBytes = cfg.sharedBytes();
+  return geometry;
+}
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
+                                        KernelContext &ctx) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
   FlashSm90Problem pb;
   pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
   pb.out = ctx.arg(op.getOut());
@@ -710,30 +865,34 @@ mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
   pb.kvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
   pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
   pb.causal = op.getCausal();
-  // q, k, v [T, H, D] as {D, H, T}: boxes of one 128-byte swizzled row of
-  // one head, tileRows or tileKeys rows.
-  constexpr int64_t kSwizzle128 = 3;
-  auto map = [&](Value operand, int64_t rows) {
-    return ctx.addTensorMap(
-        {cast<BlockArgument>(operand).getArgNumber(),
-         {{2, 3}, {1, 2}, {0, 1}},
-         {FlashSm90Config::chunk, 1, rows},
-         kSwizzle128});
-  };
-  pb.mapQ = map(op.getQ(), FlashSm90Config::tileRows);
-  pb.mapK = map(op.getK(), cfg.tileKeys);
-  pb.mapV = map(op.getV(), cfg.tileKeys);
-  FlashSm90Builder(b, op.getLoc(), target, *atom,
-                   *target.getWarpgroupMma(), cfg, pb, elem)
-      .build();
+  return buildFlashSm90(b, op, ctx, pb, op.getQ(), op.getK(), op.getV(),
+                        qType.getDimSize(2),
+                        cast<MemRefType>(op.getOut().getType()).getDimSize(2),
+                        nullptr);
+}
 
-  LaunchGeometry geometry;
-  GridDim x = gridOver(ctx.dim(op.getQ(), 0), 1, FlashSm90Config::tileRows);
-  x.add += kSlackTiles * FlashSm90Config::tileRows;
-  geometry.grid[0] = x;
-  geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
-  geometry.grid[2] = GridDim{-1, 1, 1, 1};
-  geometry.block = {static_cast<int32_t>(FlashSm90Config::threads), 1, 1};
-  geometry.sharedBytes = cfg.sharedBytes();
-  return geometry;
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPagedQueriesSm90(OpBuilder &b, PagedAttentionOp op,
+                                    KernelContext &ctx) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  auto kType = cast<MemRefType>(op.getKCache().getType());
+  auto outType = cast<MemRefType>(op.getOut().getType());
+  FlashSm90Problem pb;
+  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
+  pb.out = ctx.arg(op.getOut());
+  pb.lse = ctx.arg(op.getLse());
+  pb.T = ctx.dimValue(b, op.getQ(), 0);
+  pb.qHeads = qType.getDimSize(1);
+  pb.kvHeads = getCacheKVHeads(kType, op.getLayout());
+  pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
+  pb.paged = true;
+  pb.blockTable = ctx.arg(op.getBlockTable());
+  pb.contextLens = ctx.arg(op.getContextLens());
+  pb.numBlocks = ctx.dimValue(b, op.getKCache(), 0);
+  pb.blockSize = getCacheBlockSize(kType, op.getLayout());
+  pb.split = op.isSplit();
+  return buildFlashSm90(b, op, ctx, pb, op.getQ(), op.getKCache(),
+                        op.getVCache(), qType.getDimSize(2),
+                        outType.getDimSize(outType.getRank() - 1),
+                        pb.split ? &ctx.dim(op.getOut(), 0) : nullptr);
 }

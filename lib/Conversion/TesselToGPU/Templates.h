@@ -105,6 +105,14 @@ bool hasPrefillAttentionSm90(PrefillAttentionOp op, const TargetInfo &target);
 FailureOr<LaunchGeometry> buildPrefillAttentionSm90(OpBuilder &b,
                                                     PrefillAttentionOp op,
                                                     KernelContext &ctx);
+/// The same kernel for paged_attention with cu_seqlens (extend's cached
+/// context, whole and split form): NHD caches whose block size and the K/V
+/// tile share a divisor of at least 8 rows (one TMA box per page piece).
+/// Else the sm80 template.
+bool hasPagedQueriesSm90(PagedAttentionOp op, const TargetInfo &target);
+FailureOr<LaunchGeometry> buildPagedQueriesSm90(OpBuilder &b,
+                                                PagedAttentionOp op,
+                                                KernelContext &ctx);
 
 /// Whether the Hopper main loop serves `op` on `target` (16-bit operands, N
 /// a multiple of 64, no tessel.gpu_tile override, a target with warpgroup

@@ -1,0 +1,50 @@
+// RUN: tessel-opt %s --tessel-nvvm-pipeline="chip=sm_90a cubin-arch=" \
+// RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
+
+// On sm_90a, paged_attention with cu_seqlens (extend's cached context)
+// runs the Hopper flash-attention kernel of PrefillSm90.cpp with K/V rows
+// copied page by page: the NHD caches as 3-D tensor maps {D, Hkv, NB * BS},
+// a box of 16 rows per 16-token page, 8 pages of a 128-key tile for each
+// of K's and V's two 64-column chunks (32 copies per tile, Q's 2 besides).
+// The shuffled layout keeps the sm80 template (mma.sync).
+
+// CHECK-LABEL: .visible .entry context_nhd(
+// CHECK-NOT:   mma.sync
+// CHECK-DAG:   wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1,  1, 0,  0;
+// CHECK-DAG:   wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// CHECK-COUNT-34: cp.async.bulk.tensor.3d
+// CHECK-NOT:   cp.async.bulk.tensor
+// CHECK-NOT:   mma.sync
+
+// CHECK-LABEL: .visible .entry context_shuffled(
+// CHECK-NOT:   wgmma
+// CHECK:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+
+func.func @context_nhd(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
+                       %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>,
+                       %cu: memref<?xi32>, %cl: memref<?xi32>,
+                       %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>,
+                       %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>)
+      k_cache(%kc : memref<?x16x8x128xbf16>)
+      v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>)
+      cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>)
+      out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>)
+      layout(nhd) scale(%scale)
+  return
+}
+func.func @context_shuffled(%q: memref<?x32x128xbf16>,
+                            %kc: memref<?x8x16x16x8xbf16>,
+                            %vc: memref<?x8x2x128x8xbf16>,
+                            %bt: memref<?x?xi32>, %cu: memref<?xi32>,
+                            %cl: memref<?xi32>,
+                            %out: memref<?x?x32x128xf32>,
+                            %lse: memref<?x32x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>)
+      k_cache(%kc : memref<?x8x16x16x8xbf16>)
+      v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>)
+      cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>)
+      out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>)
+      layout(shuffled) scale(%scale)
+  return
+}
