@@ -113,6 +113,14 @@ struct FlashSm90Problem {
   /// out [P, T, Hq, Dv], lse [P, Hq, T]: partial p is the context window
   /// [p W, (p + 1) W), W = ceil(MB / P) * BS.
   bool split = false;
+  /// Query heads per tile row group: a block takes the `packed` query heads
+  /// of one KV head for tileRows / packed tokens, row r being token r /
+  /// packed, head r % packed (the paged form, whose extends may bring a
+  /// few tokens only), or one query head (packed = 1).
+  int64_t packed = 1;
+  int64_t tileTokens() const {
+    return FlashSm90Config::tileRows / packed;
+  }
 };
 
 class FlashSm90Builder : public AttentionBuilder {
@@ -193,7 +201,7 @@ private:
 void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
   Value entries = memref::DimOp::create(b, loc, pb.cuSeqlens, 0);
   Value stride = arith::CeilDivUIOp::create(
-      b, loc, add(pb.T, kSlackTiles * cfg.tileRows), idx(cfg.tileRows));
+      b, loc, add(pb.T, kSlackTiles * pb.tileTokens()), idx(pb.tileTokens()));
   Type indexType = b.getIndexType();
   SmallVector<Type> carried(3, indexType);
   SmallVector<Type> passed(6, indexType);
@@ -213,7 +221,8 @@ void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
         [&](Value g) {
           return memref::LoadOp::create(b, loc, pb.cuSeqlens, g).getResult();
         },
-        entries, pb.T, before->getArgument(0), cfg.tileRows, /*tail=*/false);
+        entries, pb.T, before->getArgument(0), pb.tileTokens(),
+        /*tail=*/false);
     SmallVector<Value> args(before->getArguments());
     args.append({found.rowStart, found.rowEnd, found.group});
     scf::ConditionOp::create(b, loc, uniform(found.found), args);
@@ -276,6 +285,7 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
     for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
       wg.tmaLoad(b, loc, ptr(idx(c * qChunk)), pb.mapQ, qFull,
                  {i32(c * chunk), toI32(head), toI32(tile.first)});
+    // (Packed, `head` is the group's first: the box spans its heads.)
     auto loop = scf::ForOp::create(b, loc, idx(0), tile.numK, idx(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -640,7 +650,12 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
   for (int64_t sl = 0; sl < nSlots; ++sl) {
     Value row, col;
     std::tie(row, col) = wg.accumulatorPosition(b, loc, thread, 2 * sl);
-    Value token = add(firstRow, row);
+    Value token = add(firstRow, row), rowHead = head;
+    if (pb.packed > 1) {
+      Value r = add(mul(consumer, WarpgroupMma::kRows), row);
+      token = add(tile.first, divu(r, pb.packed));
+      rowHead = add(head, remu(r, pb.packed));
+    }
     ifThen(lt(token, tile.last), [&] {
       for (int64_t j = 0; j < cfg.valueDim / 8; ++j) {
         SmallVector<Value> pair;
@@ -653,7 +668,7 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
         }
         vector::StoreOp::create(
             b, loc, vector::FromElementsOp::create(b, loc, pairType, pair),
-            pb.out, outIndices({token, head, add(col, 8 * j)}),
+            pb.out, outIndices({token, rowHead, add(col, 8 * j)}),
             /*nontemporal=*/false, llvm::MaybeAlign(2 * outBytes));
       }
       if (pb.lse)
@@ -661,7 +676,7 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
                                      idx(0)),
                [&] {
                  memref::StoreOp::create(b, loc, lse[sl], pb.lse,
-                                         outIndices({head, token}));
+                                         outIndices({rowHead, token}));
                });
     });
   }
@@ -669,7 +684,10 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
 
 void FlashSm90Builder::build() {
   std::tie(base, address) = alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
-  head = blockId(gpu::Dimension::y);
+  assert((pb.packed == 1 || !pb.causal) &&
+         "causal masks read a row's token as first + row");
+  // Packed, blocks go over KV heads; `head` is the first query head.
+  head = mul(blockId(gpu::Dimension::y), pb.packed);
   kvHead = divu(head, pb.qHeads / pb.kvHeads);
   splitIndex = blockId(gpu::Dimension::z);
   Value thread = threadId();
@@ -830,8 +848,8 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
   };
   pb.mapQ = ctx.addTensorMap({cast<BlockArgument>(q).getArgNumber(),
                               {{2, 3}, {1, 2}, {0, 1}},
-                              {FlashSm90Config::chunk, 1,
-                               FlashSm90Config::tileRows},
+                              {FlashSm90Config::chunk, pb.packed,
+                               pb.tileTokens()},
                               kSwizzle128});
   if (pb.paged)
     pb.boxRows = flashSm90BoxRows(pb.blockSize, cfg.tileKeys);
@@ -842,10 +860,10 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
       .build();
 
   LaunchGeometry geometry;
-  GridDim x = gridOver(ctx.dim(q, 0), 1, FlashSm90Config::tileRows);
-  x.add += kSlackTiles * FlashSm90Config::tileRows;
+  GridDim x = gridOver(ctx.dim(q, 0), 1, pb.tileTokens());
+  x.add += kSlackTiles * pb.tileTokens();
   geometry.grid[0] = x;
-  geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
+  geometry.grid[1] = GridDim{-1, 1, pb.qHeads / pb.packed, 1};
   geometry.grid[2] = splits ? gridOver(*splits, 1, 1) : GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(FlashSm90Config::threads), 1, 1};
   geometry.sharedBytes = cfg.sharedBytes();
@@ -891,6 +909,9 @@ mlir::tessel::buildPagedQueriesSm90(OpBuilder &b, PagedAttentionOp op,
   pb.numBlocks = ctx.dimValue(b, op.getKCache(), 0);
   pb.blockSize = getCacheBlockSize(kType, op.getLayout());
   pb.split = op.isSplit();
+  int64_t group = pb.qHeads / pb.kvHeads;
+  if (FlashSm90Config::tileRows % group == 0)
+    pb.packed = group;
   return buildFlashSm90(b, op, ctx, pb, op.getQ(), op.getKCache(),
                         op.getVCache(), qType.getDimSize(2),
                         outType.getDimSize(outType.getRank() - 1),
