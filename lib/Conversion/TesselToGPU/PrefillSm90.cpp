@@ -35,6 +35,15 @@
 // those V rows in shared memory before P V reads them (P is 0 there, but
 // 0 x NaN is NaN, and rows outside every request may hold anything).
 //
+// Paged keys (paged_attention with cu_seqlens: extend's cached context,
+// NHD caches): K/V rows are copied page by page, a TMA box per piece of a
+// page (the caches seen as rows [NB * BS, Hkv, D], block ids from the block
+// table clamped into the cache), over the request's context window (split
+// p's in the split form; it may be empty). An extend may bring a few new
+// tokens only: a block takes the query heads of one KV head, packed into
+// the tile's rows (row r: token r / g, head r % g), so that 16 tokens at
+// GQA 8 still fill the 128-row tile.
+//
 // Epilogue: O / l per row from registers, predicated on the tile's rows;
 // the LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
 //

@@ -1,5 +1,6 @@
 // RUN: tessel-opt %s --tessel-nvvm-pipeline="chip=sm_90a cubin-arch=" \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
+// RUN: tessel-opt %s --tessel-to-gpu=chip=sm_90a | FileCheck %s --check-prefix=PACKED
 
 // On sm_90a, paged_attention with cu_seqlens (extend's cached context)
 // runs the Hopper flash-attention kernel of PrefillSm90.cpp with K/V rows
@@ -7,6 +8,15 @@
 // a box of 16 rows per 16-token page, 8 pages of a 128-key tile for each
 // of K's and V's two 64-column chunks (32 copies per tile, Q's 2 besides).
 // The shuffled layout keeps the sm80 template (mma.sync).
+//
+// A block takes the 4 query heads of one KV head (GQA 32/8), packed into
+// the 128 tile rows as 32 tokens x 4 heads: q's box is {64, 4 heads, 32
+// tokens}, the caches' {64, 1, 16 rows}; the grid is 32-token tiles (plus
+// 16 tiles of slack) x 8 KV heads x the splits.
+
+// PACKED-LABEL: gpu.func @context_nhd(
+// PACKED:       tessel.grid = [array<i64: 0, 1, 512, 32>, array<i64: -1, 1, 8, 1>, array<i64: 4, 1, 0, 1>]
+// PACKED-SAME:  tessel.tensor_maps = [array<i64: 0, 3, 3, 2, 3, 1, 2, 0, 1, 64, 4, 32>, array<i64: 1, 3, 3, 3, 4, 2, 3, 0, 2, 64, 1, 16>, array<i64: 2, 3, 3, 3, 4, 2, 3, 0, 2, 64, 1, 16>]
 
 // CHECK-LABEL: .visible .entry context_nhd(
 // CHECK-NOT:   mma.sync
