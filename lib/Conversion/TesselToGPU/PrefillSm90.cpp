@@ -190,9 +190,6 @@ private:
       p = arith::XOrIOp::create(b, loc, p, idx(1));
     return toI32(p);
   }
-  Value i64(int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
-  }
   /// The descriptor of `operand` at byte `offset` of the aligned base.
   Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
     return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
@@ -438,7 +435,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     return acc;
   };
   // The online softmax of the scores `sAcc` of the tile from key
-  // `tileStart`: updates m and l in `state`, returns P's A words and the
+  // `tileStart`: updates m and l in `state`, returns P (f32) and the
   // factors O must be rescaled by.
   auto softmax = [&](Value sAcc, Value tileStart, SmallVector<Value> &state) {
     // Scale, and mask keys past the keys the rows may see (with causal,
@@ -496,7 +493,6 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   auto release = [&](Value stage) {
     wg.arrive(b, loc, barrier(add(stage, cfg.stages)));
   };
-
   auto rescale = [&](Value acc, ArrayRef<Value> alpha) {
     for (int64_t i = 0; i < dv / 2; ++i)
       acc = LLVM::InsertValueOp::create(
