@@ -425,7 +425,10 @@ TEST_F(DispatchOnFakeCuda, NoCacheWriteKernel) {
   tessel_attention_release(attention);
 }
 
-TEST_F(DispatchOnFakeCuda, MlaDecodesRunAbsorbed) {
+/// The MLA kernel set of MlaDecodesRunAbsorbed: the MHA kernels with 32 KV
+/// heads, the split MLA decode (its grid taking `headsPerBlock` heads per
+/// block, as the bundle's grid x divisor says) and its merge.
+std::vector<bundle::Kernel> mlaKernels(uint32_t headsPerBlock) {
   std::vector<bundle::Kernel> set = mhaKernels(false);
   // Non-absorbed MLA: 32 heads of qk 128 here, as kv heads too.
   for (bundle::Kernel &k : set)
@@ -441,18 +444,52 @@ TEST_F(DispatchOnFakeCuda, MlaDecodesRunAbsorbed) {
                             {"block_size", 64}, {"has_lse", 1}},
                            {qArg, cache, bt, lens, {"out", F32, 4, true},
                             {"lse", F32, 3, true}, scale}));
+  set.back().gridDiv[0] = headsPerBlock;
   set.push_back(roleKernel("mla_merge", "tessel.lse_merge_n", F32,
                            {{"num_heads", 32}, {"head_dim", 512},
                             {"has_lse", 0}},
                            {{"partials", F32, 4}, {"partial_lse", F32, 3},
                             {"out", BF16, 3, true}}));
-  load(set);
+  return set;
+}
+
+tessel_attention_config mlaConfig() {
   tessel_attention_config config = mhaConfig();
   config.kind = TESSEL_ATTENTION_MLA;
   config.num_kv_heads = 32;
   config.latent_dim = 512;
   config.rope_dim = 64;
   config.latent_block_size = 64;
+  return config;
+}
+
+TEST_F(DispatchOnFakeCuda, MlaSplitsFollowTheKernelsHeadsPerBlock) {
+  // 40 decodes of 9000 tokens, 32 heads, 132 SMs at 2 blocks each: the
+  // sm80 template's 16 heads a block make 80 blocks a split (4 splits);
+  // sm90a's 64 make 40 (7 splits).
+  for (auto [headsPerBlock, splits] : {std::pair<uint32_t, int32_t>{16, 4},
+                                       {64, 7}}) {
+    load(mlaKernels(headsPerBlock));
+    tessel_attention_config config = mlaConfig();
+    config.compute_units = 132;
+    tessel_attention attention = create(config);
+    ASSERT_NE(attention, nullptr);
+    tessel_attention_plan plan = nullptr;
+    ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 40, &plan)));
+    std::vector<int32_t> q(40, 1), c(40, 9000);
+    ASSERT_TRUE(succeeds(
+        tessel_attention_plan_build(plan, q.data(), c.data(), 40, 150)));
+    tessel_attention_plan_info info;
+    tessel_attention_plan_get_info(plan, &info);
+    EXPECT_EQ(info.kv_splits, splits) << headsPerBlock << " heads a block";
+    tessel_attention_plan_release(plan);
+    tessel_attention_release(attention);
+  }
+}
+
+TEST_F(DispatchOnFakeCuda, MlaDecodesRunAbsorbed) {
+  load(mlaKernels(16));
+  tessel_attention_config config = mlaConfig();
   tessel_attention attention = create(config);
   ASSERT_NE(attention, nullptr);
   tessel_attention_plan plan = nullptr;

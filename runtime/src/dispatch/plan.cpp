@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "schedule.h"
 
+#include "../core/handles.h"
 #include "../core/status.h"
 
 #include <algorithm>
@@ -209,9 +210,14 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
 
   plan.kvSplits = 1;
   if (!plan.decodeRange.empty()) {
-    int64_t groups = config.kind == TESSEL_ATTENTION_MLA
-                         ? std::max(1, config.num_q_heads / 16)
-                         : config.num_kv_heads;
+    // MLA: a block takes the heads of its split kernel's grid x divisor
+    // (16 on the sm80 template, 64 on sm90a's wgmma tiles).
+    int64_t groups = config.num_kv_heads;
+    if (config.kind == TESSEL_ATTENTION_MLA) {
+      const tessel_kernel split = plan.attention->kernels.decodeSplit;
+      int64_t rows = split ? std::max<uint32_t>(1, split->meta.gridDiv[0]) : 16;
+      groups = (config.num_q_heads + rows - 1) / rows;
+    }
     plan.kvSplits = chooseKvSplits({plan.decodeRange.requests, groups,
                                     longestDecode, maxBlocks, blockSize,
                                     config.compute_units,
