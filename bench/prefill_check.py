@@ -12,10 +12,10 @@ Kernel names (bench/gen_attention_kernels.py) spell heads, qk and v head
 dims, dtype, causal and LSE. Every kernel runs on ragged batches of fresh
 random data (query lengths 1, 5, 129, 1000+, an empty request, lengths not
 multiples of any tile; rows of no request past the last, NaN), outputs
-poisoned with NaN; the reference is fp32
-torch per request (GQA heads expanded, causal mask). out within 1e-2 of the
-largest reference magnitude, LSE within 1e-3 (natural log). Exits 1 unless
-every check passed (ALL OK last).
+poisoned with NaN; the reference is fp32 torch per request (GQA heads
+expanded, causal mask). out within 1e-2 of the largest reference
+magnitude, LSE within 1e-3 (natural log). Exits 1 unless every check
+passed (ALL OK last).
 
 --bench: prefill TFLOP/s (useful FLOPs: 2 L^2 H (D + Dv) per request,
 half of it causal) of Tessel beside torch SDPA's flash and cuDNN backends
