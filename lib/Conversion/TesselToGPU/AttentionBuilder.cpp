@@ -104,6 +104,38 @@ SmallVector<Value> AttentionBuilder::softmaxStep(
 }
 
 
+std::pair<SmallVector<Value>, SmallVector<Value>>
+AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {
+  int64_t nSlots = slots();
+  SmallVector<Value> inv(nSlots), lse(nSlots);
+  for (int64_t sl = 0; sl < nSlots; ++sl) {
+    Value total = rowReduce(state[nSlots + sl], /*isMax=*/false);
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        total, f32(0));
+    inv[sl] = select(empty, f32(0),
+                     arith::DivFOp::create(b, loc, f32(1), total));
+    Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
+                   f32(M_LN2));
+    lse[sl] = select(empty, f32(-INFINITY), l);
+  }
+  return {inv, lse};
+}
+
+std::pair<Value, Value>
+AttentionBuilder::contextWindow(Value lens, Value request, Value maxBlocks,
+                                int64_t blockSize, Value split,
+                                Value numSplits) {
+  Value length = toIndex(memref::LoadOp::create(b, loc, lens, request));
+  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)),
+                mul(maxBlocks, blockSize));
+  if (!numSplits)
+    return {idx(0), length};
+  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, numSplits),
+                       blockSize);
+  Value start = minu(mul(split, perSplit), length);
+  return {start, minu(add(start, perSplit), length)};
+}
+
 void AttentionBuilder::stageRows(
     Value shared, Value q, int64_t rows, int64_t width, int64_t threads,
     function_ref<std::pair<Value, SmallVector<Value>>(Value row)> source) {

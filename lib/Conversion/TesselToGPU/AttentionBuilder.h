@@ -72,6 +72,22 @@ protected:
               function_ref<Value(int64_t slot, Value localMax)> tileMax,
               int64_t chains = 1);
 
+  /// Per slot of the online-softmax state [m (slots), l (slots), ...]: 1 /
+  /// l and the row's LSE (natural log, (m + log2 l) ln 2), l summed over
+  /// the lanes that hold the row; 0 and -inf for a row that saw no key.
+  std::pair<SmallVector<Value>, SmallVector<Value>>
+  rowNormalizers(ArrayRef<Value> state);
+
+  /// The context window [start, end) (index values) of `request`, as
+  /// paged_attention's split form defines it: its length `lens[request]`
+  /// clamped to [0, maxBlocks * blockSize], cut into windows of
+  /// ceil(maxBlocks / numSplits) whole blocks, of which split `split` is
+  /// taken; without `numSplits`, the whole context.
+  std::pair<Value, Value> contextWindow(Value lens, Value request,
+                                        Value maxBlocks, int64_t blockSize,
+                                        Value split = Value(),
+                                        Value numSplits = Value());
+
   /// Stages the query tile [rows, width] into the swizzled `shared` tile,
   /// all `threads` threads a 16-byte chunk at a time: `source(row)` gives
   /// whether tile row `row` exists and the indices of its first element in

@@ -288,13 +288,8 @@ LogicalResult MlaDecodeBuilder::build() {
   maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
   Value numSplits =
       pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
-  Value length = toIndex(memref::LoadOp::create(b, loc, pb.lens, request));
-  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)),
-                mul(maxBlocks, pb.blockSize));
-  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, numSplits),
-                       pb.blockSize);
-  start = minu(mul(split, perSplit), length);
-  end = minu(add(start, perSplit), length);
+  std::tie(start, end) = contextWindow(pb.lens, request, maxBlocks,
+                                       pb.blockSize, split, numSplits);
   numTiles = arith::CeilDivUIOp::create(b, loc, sub(end, start), idx(tokens));
 
   stageQuery();

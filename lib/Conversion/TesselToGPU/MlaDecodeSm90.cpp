@@ -252,7 +252,8 @@ void MlaSm90Builder::scoreConsumer() {
   WarpgroupMma::SharedOperand kMajor{true, 0};
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   Value lane = remu(thread, warpSize);
-  auto [row0, row1] = slotRows();
+  Value row0, row1;
+  std::tie(row0, row1) = slotRows();
 
   SmallVector<Value> init(nSlots, f32(-INFINITY));
   init.append(nSlots, f32(0));
@@ -343,17 +344,9 @@ void MlaSm90Builder::scoreConsumer() {
   }
   ValueRange results = loop.getResults();
   // The row sums for both consumers' O / l, and the LSE.
-  SmallVector<Value> inv(nSlots), lse(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value total = rowReduce(results[nSlots + sl], /*isMax=*/false);
-    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        total, f32(0));
-    inv[sl] = select(empty, f32(0),
-                     arith::DivFOp::create(b, loc, f32(1), total));
-    Value l = fmul(fadd(finiteOrZero(results[sl]), target.log2(b, loc, total)),
-                   f32(M_LN2));
-    lse[sl] = select(empty, f32(-INFINITY), l);
-  }
+  // (Not structured bindings: lambdas below capture them.)
+  SmallVector<Value> inv, lse;
+  std::tie(inv, lse) = rowNormalizers(SmallVector<Value>(results));
   ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                remu(lane, 4), idx(0)),
          [&] {
@@ -368,7 +361,8 @@ void MlaSm90Builder::scoreConsumer() {
 
 void MlaSm90Builder::valueConsumer() {
   int64_t half = cfg.latentDim / 2;
-  auto [row0, row1] = slotRows();
+  Value row0, row1;
+  std::tie(row0, row1) = slotRows();
   auto factors = [&](int64_t offset) -> SmallVector<Value> {
     Type f32Type = b.getF32Type();
     return {LLVM::LoadOp::create(b, loc, f32Type,
@@ -454,13 +448,10 @@ void MlaSm90Builder::build() {
   maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
   Value numSplits =
       pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
-  Value length = toIndex(memref::LoadOp::create(b, loc, pb.lens, request));
-  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)),
-                mul(maxBlocks, pb.blockSize));
-  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, numSplits),
-                       pb.blockSize);
-  start = uniform(minu(mul(split, perSplit), length));
-  end = uniform(minu(add(start, perSplit), length));
+  std::tie(start, end) = contextWindow(pb.lens, request, maxBlocks,
+                                       pb.blockSize, split, numSplits);
+  start = uniform(start);
+  end = uniform(end);
   numK = arith::CeilDivUIOp::create(b, loc, sub(end, start),
                                     idx(cfg.tileTokens));
 

@@ -297,17 +297,9 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
   int64_t outAtoms = pb.valueDim / atom.n;
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
   Value firstRow = add(rowStart, mul(warp, atom.m));
-  SmallVector<Value> inv(nSlots), lse(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value total = rowReduce(state[nSlots + sl], /*isMax=*/false);
-    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        total, f32(0));
-    inv[sl] = select(empty, f32(0),
-                     arith::DivFOp::create(b, loc, f32(1), total));
-    Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
-                   f32(M_LN2));
-    lse[sl] = select(empty, f32(-INFINITY), l);
-  }
+  // (Not structured bindings: lambdas below capture them.)
+  SmallVector<Value> inv, lse;
+  std::tie(inv, lse) = rowNormalizers(state);
   auto runType = VectorType::get({r}, outElem);
   for (int64_t e = 0; e < acc; e += r) {
     // (Not structured bindings: lambdas below capture them.)
@@ -394,18 +386,10 @@ LogicalResult PrefillBuilder::pagedTile(Value first, Value last,
                                         Value requestIndex) {
   request = requestIndex;
   // The context window of this split, as paged_attention defines it.
-  Value capacity = mul(maxBlocks, pb.blockSize);
-  Value length =
-      toIndex(memref::LoadOp::create(b, loc, pb.contextLens, request));
-  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)), capacity);
-  Value start = idx(0), end = length;
-  if (pb.split) {
-    Value splits = memref::DimOp::create(b, loc, pb.out, 0);
-    Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, splits),
-                         pb.blockSize);
-    start = minu(mul(split, perSplit), length);
-    end = minu(add(start, perSplit), length);
-  }
+  Value splits =
+      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : Value();
+  auto [start, end] = contextWindow(pb.contextLens, request, maxBlocks,
+                                    pb.blockSize, split, splits);
   return tile(first, last, start, end);
 }
 

@@ -158,7 +158,7 @@ private:
   void produce(const Tile &tile, Value lead);
   /// Paged: the context window [start, end) of `request` (this block's
   /// split of it in the split form).
-  std::pair<Value, Value> contextWindow(Value request);
+  std::pair<Value, Value> pagedWindow(Value request);
   /// Paged: the row of the caches (as [NB * BS, ...]) of context token
   /// `token` of the tile's request.
   Value cacheRow(Value token);
@@ -251,7 +251,7 @@ void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
     tile.first = uniform(after->getArgument(3));
     tile.last = uniform(after->getArgument(4));
     if (pb.paged) {
-      std::tie(tile.keyStart, tile.keyEnd) = contextWindow(sub(group, idx(1)));
+      std::tie(tile.keyStart, tile.keyEnd) = pagedWindow(sub(group, idx(1)));
       request = uniform(sub(group, idx(1)));
     } else {
       auto endOf = [&](Value g) {
@@ -321,19 +321,13 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
   });
 }
 
-std::pair<Value, Value> FlashSm90Builder::contextWindow(Value request) {
+std::pair<Value, Value> FlashSm90Builder::pagedWindow(Value request) {
   Value maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
-  Value capacity = mul(maxBlocks, pb.blockSize);
-  Value length =
-      toIndex(memref::LoadOp::create(b, loc, pb.contextLens, request));
-  length = minu(arith::MaxSIOp::create(b, loc, length, idx(0)), capacity);
-  if (!pb.split)
-    return {idx(0), uniform(length)};
-  Value splits = memref::DimOp::create(b, loc, pb.out, 0);
-  Value perSplit = mul(arith::CeilDivUIOp::create(b, loc, maxBlocks, splits),
-                       pb.blockSize);
-  Value start = minu(mul(splitIndex, perSplit), length);
-  return {uniform(start), uniform(minu(add(start, perSplit), length))};
+  Value splits =
+      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : Value();
+  auto [start, end] = contextWindow(
+      pb.contextLens, request, maxBlocks, pb.blockSize, splitIndex, splits);
+  return {pb.split ? uniform(start) : start, uniform(end)};
 }
 
 Value FlashSm90Builder::cacheRow(Value token) {
@@ -575,7 +569,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     b.setInsertionPointToStart(any.elseBlock());
     scf::YieldOp::create(b, loc, none);
     b.setInsertionPointToStart(any.thenBlock());
-    auto [stage0, slot0, start0] = arrived(idx(0));
+    Value stage0, slot0, start0;
+    std::tie(stage0, slot0, start0) = arrived(idx(0));
     Value s0;
     inTurn([&] { s0 = scores(slot0); });
     wg.wait(b, loc, 0);
@@ -593,7 +588,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       Value oAcc = carried[2 * nSlots];
       Value previous = carried[2 * nSlots + 1];
       SmallVector<Value> words(carried.drop_front(2 * nSlots + 2));
-      auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
+      Value stage, slot, tileStart;
+      std::tie(stage, slot, tileStart) = arrived(loop.getInductionVar());
       Value sAcc;
       inTurn([&] {
         sAcc = scores(slot);
@@ -638,17 +634,9 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   Value firstRow = add(tile.first, mul(consumer, WarpgroupMma::kRows));
-  SmallVector<Value> inv(nSlots), lse(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value total = rowReduce(state[nSlots + sl], /*isMax=*/false);
-    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        total, f32(0));
-    inv[sl] = select(empty, f32(0),
-                     arith::DivFOp::create(b, loc, f32(1), total));
-    Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
-                   f32(M_LN2));
-    lse[sl] = select(empty, f32(-INFINITY), l);
-  }
+  // (Not structured bindings: lambdas below capture them.)
+  SmallVector<Value> inv, lse;
+  std::tie(inv, lse) = rowNormalizers(state);
   auto pairType = VectorType::get({2}, outElem);
   int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
   // Members 4j + {0, 1} are row r, 4j + {2, 3} row r + 8 (slot 1).
