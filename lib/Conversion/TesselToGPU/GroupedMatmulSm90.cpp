@@ -152,8 +152,6 @@ Value WarpgroupGemm::parity(Value kt, bool flip) {
 }
 
 void WarpgroupGemm::produce() {
-  wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
-                 /*increase=*/false);
   Value warp = divu(threadId(), warpSize);
   Value lead = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, idx(0)),
@@ -172,8 +170,6 @@ void WarpgroupGemm::produce() {
 }
 
 Value WarpgroupGemm::consume(Value consumer) {
-  wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
-                 /*increase=*/true);
   Value zero = wg.zeroAccumulators(b, loc, cfg.tileN);
   // This consumer's 64 rows of C read the A tile's rows (K-major) or
   // chunk (MN-major) that start 64 x 64 elements in.
@@ -234,33 +230,19 @@ void WarpgroupGemm::run(function_ref<Value()> findTile) {
   std::tie(ringBase, ringAddress) =
       alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
 
-  Value thread = threadId();
-  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
-                               idx(0)),
-         [&] {
-           for (int64_t s = 0; s < cfg.stages; ++s) {
-             wg.barrierInit(b, loc, barrier(idx(s)), 1);
-             wg.barrierInit(b, loc, barrier(idx(cfg.stages + s)),
-                            cfg.consumers *
-                                WarpgroupMma::kWarpgroupThreads);
-           }
-           wg.barrierInitFence(b, loc);
-         });
-  gpu::BarrierOp::create(b, loc);
-
-  ifThen(uniform(findTile()), [&] {
-    Value role = uniform(divu(thread, WarpgroupMma::kWarpgroupThreads));
-    auto roles = scf::IfOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role,
-                                      idx(0)),
-        /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(roles.thenBlock());
-    produce();
-    b.setInsertionPointToStart(roles.elseBlock());
-    Value acc = consume(sub(role, idx(1)));
-    epilogue(remu(thread, WarpgroupMma::kWarpgroupThreads), acc);
-  });
+  SmallVector<std::pair<Value, int64_t>> barriers;
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    barriers.push_back({barrier(idx(s)), 1});
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    barriers.push_back({barrier(idx(cfg.stages + s)),
+                        cfg.consumers * WarpgroupMma::kWarpgroupThreads});
+  warpgroupRoles(
+      wg, barriers, [&] { produce(); },
+      [&](Value consumer) {
+        Value acc = consume(consumer);
+        epilogue(remu(threadId(), WarpgroupMma::kWarpgroupThreads), acc);
+      },
+      findTile);
 }
 
 /// Ragged M: c[rows_g] = a[rows_g] . op(b[g]), one block per (N-tile,

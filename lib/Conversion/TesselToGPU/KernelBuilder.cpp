@@ -2,6 +2,8 @@
 
 #include "KernelBuilder.h"
 
+#include "tessel/Target/WarpgroupMma.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -164,6 +166,41 @@ Value KernelBuilder::dynamicSharedBytes() {
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
+}
+
+void KernelBuilder::warpgroupRoles(
+    const WarpgroupMma &wg, ArrayRef<std::pair<Value, int64_t>> barriers,
+    function_ref<void()> producer, function_ref<void(Value)> consumer,
+    function_ref<Value()> active) {
+  Value thread = threadId();
+  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
+                               idx(0)),
+         [&] {
+           for (auto [bar, arrivals] : barriers)
+             wg.barrierInit(b, loc, bar, arrivals);
+           wg.barrierInitFence(b, loc);
+         });
+  gpu::BarrierOp::create(b, loc);
+  auto roles = [&] {
+    Value role = uniform(divu(thread, WarpgroupMma::kWarpgroupThreads));
+    auto ifOp = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role, idx(0)),
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
+                    /*increase=*/false);
+    producer();
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
+                    /*increase=*/true);
+    consumer(sub(role, idx(1)));
+  };
+  if (active)
+    ifThen(uniform(active()), roles);
+  else
+    roles();
 }
 
 std::pair<Value, Value> KernelBuilder::alignedSharedBase(int64_t alignment) {

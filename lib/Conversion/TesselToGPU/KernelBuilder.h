@@ -19,6 +19,8 @@
 
 namespace mlir::tessel {
 
+class WarpgroupMma;
+
 /// Elements of a 16-byte chunk of a 16-bit type: the unit of global loads,
 /// async copies and shared-memory swizzles.
 constexpr int64_t kChunk = 8;
@@ -204,6 +206,20 @@ protected:
   /// must be zeros: stale memory, even NaN, must not reach the MMAs.)
   Value loadChunk(Value src, ValueRange indices, Value validElements,
                   bool partial);
+
+  // --- warp-specialised Hopper blocks -------------------------------------
+  /// The skeleton of a block of one producer and several consumer
+  /// warpgroups: thread 0 initialises the mbarriers `barriers` (pointer,
+  /// arrival count) and makes them visible to TMA, and the block meets;
+  /// then, where `active` (if given) says the block has work, warpgroup 0
+  /// gives registers to the others (setmaxnreg) and runs `producer`, and
+  /// the others claim them and run `consumer` with their index (0, 1, ...,
+  /// warp-uniform).
+  void warpgroupRoles(const WarpgroupMma &wg,
+                      ArrayRef<std::pair<Value, int64_t>> barriers,
+                      function_ref<void()> producer,
+                      function_ref<void(Value consumer)> consumer,
+                      function_ref<Value()> active = nullptr);
 
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.

@@ -455,45 +455,34 @@ void MlaSm90Builder::build() {
   numK = arith::CeilDivUIOp::create(b, loc, sub(end, start),
                                     idx(cfg.tileTokens));
 
-  Value thread = threadId();
-  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
-                               idx(0)),
-         [&] {
-           for (int64_t s = 0; s < cfg.stages; ++s) {
-             wg.barrierInit(b, loc, barrier(idx(s)), 1);
-             wg.barrierInit(b, loc, barrier(idx(cfg.stages + s)),
-                            cfg.consumers * WarpgroupMma::kWarpgroupThreads);
-           }
-           wg.barrierInit(b, loc, barrier(idx(2 * cfg.stages)), 1);
-           wg.barrierInitFence(b, loc);
-         });
-  gpu::BarrierOp::create(b, loc);
-
-  Value role = uniform(divu(thread, WarpgroupMma::kWarpgroupThreads));
-  auto roles = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role, idx(0)),
-      /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(roles.thenBlock());
-  wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
-                 /*increase=*/false);
-  ifThen(andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                    divu(thread, warpSize), idx(0)),
-              wg.electOne(b, loc)),
-         [&] { produce(); });
-  b.setInsertionPointToStart(roles.elseBlock());
-  wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
-                 /*increase=*/true);
-  wg.waitParity(b, loc, barrier(idx(2 * cfg.stages)), i32(0));
-  auto consumers = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role, idx(1)),
-      /*withElseRegion=*/true);
-  b.setInsertionPointToStart(consumers.thenBlock());
-  scoreConsumer();
-  b.setInsertionPointToStart(consumers.elseBlock());
-  valueConsumer();
+  SmallVector<std::pair<Value, int64_t>> barriers;
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    barriers.push_back({barrier(idx(s)), 1});
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    barriers.push_back({barrier(idx(cfg.stages + s)),
+                        cfg.consumers * WarpgroupMma::kWarpgroupThreads});
+  barriers.push_back({barrier(idx(2 * cfg.stages)), 1});
+  warpgroupRoles(
+      wg, barriers,
+      [&] {
+        ifThen(andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          divu(threadId(), warpSize), idx(0)),
+                    wg.electOne(b, loc)),
+               [&] { produce(); });
+      },
+      [&](Value consumer) {
+        wg.waitParity(b, loc, barrier(idx(2 * cfg.stages)), i32(0));
+        auto consumers = scf::IfOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, consumer,
+                                  idx(0)),
+            /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(consumers.thenBlock());
+        scoreConsumer();
+        b.setInsertionPointToStart(consumers.elseBlock());
+        valueConsumer();
+      });
 }
 
 } // namespace

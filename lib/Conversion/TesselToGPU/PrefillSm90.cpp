@@ -683,55 +683,38 @@ void FlashSm90Builder::build() {
   head = mul(blockId(gpu::Dimension::y), pb.packed);
   kvHead = divu(head, pb.qHeads / pb.kvHeads);
   splitIndex = blockId(gpu::Dimension::z);
-  Value thread = threadId();
-  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
-                               idx(0)),
-         [&] {
-           int64_t consumerThreads =
-               cfg.consumers * WarpgroupMma::kWarpgroupThreads;
-           for (int64_t s = 0; s < cfg.stages; ++s) {
-             wg.barrierInit(b, loc, barrier(s), 1);
-             wg.barrierInit(b, loc, barrier(cfg.stages + s), consumerThreads);
-           }
-           wg.barrierInit(b, loc, barrier(2 * cfg.stages), 1);
-           wg.barrierInit(b, loc, barrier(2 * cfg.stages + 1),
-                          consumerThreads);
-           wg.barrierInitFence(b, loc);
-         });
-  gpu::BarrierOp::create(b, loc);
-
-  Value role = uniform(divu(thread, WarpgroupMma::kWarpgroupThreads));
-  auto roles = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, role, idx(0)),
-      /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  // The producer warpgroup gives registers to the consumers; its first
-  // warp walks the tiles (the scans need a whole warp), one elected lane
-  // waits and issues the copies (mbarrier waits are per lane).
-  b.setInsertionPointToStart(roles.thenBlock());
-  wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
-                 /*increase=*/false);
-  Value warp = divu(thread, warpSize);
-  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(0)),
-         [&] {
-           Value lead = wg.electOne(b, loc);
-           forEachTile([&](const Tile &tile) { produce(tile, lead); });
-         });
-  b.setInsertionPointToStart(roles.elseBlock());
-  wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
-                 /*increase=*/true);
-  Value consumer = sub(role, idx(1));
-  // Consumer 0 takes the first turn.
-  if (cfg.pingPong)
-    ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, consumer,
-                                 idx(1)),
-           [&] {
-             wg.barrier(b, loc, i32(2),
-                        cfg.consumers * WarpgroupMma::kWarpgroupThreads,
-                        /*arrive=*/true);
-           });
-  forEachTile([&](const Tile &tile) { consume(tile, consumer); });
+  int64_t consumerThreads = cfg.consumers * WarpgroupMma::kWarpgroupThreads;
+  SmallVector<std::pair<Value, int64_t>> barriers;
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    barriers.push_back({barrier(s), 1});
+  for (int64_t s = 0; s < cfg.stages; ++s)
+    barriers.push_back({barrier(cfg.stages + s), consumerThreads});
+  barriers.push_back({barrier(2 * cfg.stages), 1});
+  barriers.push_back({barrier(2 * cfg.stages + 1), consumerThreads});
+  warpgroupRoles(
+      wg, barriers,
+      [&] {
+        // The first warp walks the tiles (the scans need a whole warp),
+        // one elected lane waits and issues the copies (mbarrier waits are
+        // per lane).
+        ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                     divu(threadId(), warpSize), idx(0)),
+               [&] {
+                 Value lead = wg.electOne(b, loc);
+                 forEachTile([&](const Tile &tile) { produce(tile, lead); });
+               });
+      },
+      [&](Value consumer) {
+        // Consumer 0 takes the first turn.
+        if (cfg.pingPong)
+          ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       consumer, idx(1)),
+                 [&] {
+                   wg.barrier(b, loc, i32(2), consumerThreads,
+                              /*arrive=*/true);
+                 });
+        forEachTile([&](const Tile &tile) { consume(tile, consumer); });
+      });
 }
 
 } // namespace
