@@ -36,6 +36,11 @@ public:
   /// elements of K. Tiles of that swizzle start at 1024-byte boundaries.
   static constexpr int64_t kSwizzleBytes = 128;
   static constexpr int64_t kSwizzleAlignment = 1024;
+  /// The first of the 8 columns accumulator `i` lies in (see
+  /// accumulatorPosition).
+  static constexpr int64_t accumulatorColumnBlock(int64_t i) {
+    return 8 * (i / 4);
+  }
 
   /// Registers per thread after setmaxnreg in a block of one producer and
   /// two consumer warpgroups. The block keeps the registers it was launched
@@ -92,7 +97,9 @@ public:
                             int64_t i) const = 0;
   /// Row and column, in the warpgroup's 64 x n C tile, of accumulator `i`
   /// of warpgroup thread `thread` (index values). Members 2j and 2j + 1 sit
-  /// in one row, in consecutive columns.
+  /// in one row, in consecutive columns, which lie in columns
+  /// [8 * (i / 4), 8 * (i / 4) + 8) for every thread (the D fragment of
+  /// wgmma).
   virtual std::pair<Value, Value> accumulatorPosition(OpBuilder &b,
                                                       Location loc,
                                                       Value thread,
@@ -121,6 +128,17 @@ public:
   /// shared memory at `dst`, completing on `bar`.
   virtual void tmaLoad(OpBuilder &b, Location loc, Value dst, Value map,
                        Value bar, ValueRange coordinates) const = 0;
+  /// Copies shared memory at `src` to the box at `coordinates` of the
+  /// tensor map `map` (clipped at the tensor's bounds), in this thread's
+  /// open bulk group.
+  virtual void tmaStore(OpBuilder &b, Location loc, Value map, Value src,
+                        ValueRange coordinates) const = 0;
+  /// Closes this thread's bulk group of TMA stores.
+  virtual void bulkCommit(OpBuilder &b, Location loc) const = 0;
+  /// Waits until at most `pending` of this thread's bulk groups are in
+  /// flight: still reading shared memory (`read`), or not yet complete.
+  virtual void bulkWait(OpBuilder &b, Location loc, int64_t pending,
+                        bool read) const = 0;
 
   /// Makes this thread's ordinary shared-memory writes visible to the async
   /// proxy (TMA, wgmma) once a barrier orders them.

@@ -6,7 +6,8 @@
 // decomposition: ragged-M group tiles found on the device from
 // group_offsets (KernelBuilder::findRowTile), the zero tail past the last
 // group, rows of a neighbouring group masked at the store; ragged K one
-// block per (N-tile, M-tile, group), an empty group storing zeros.
+// tile per (N-tile, M-tile, group), an empty group storing zeros, walked by
+// a persistent grid (one block an SM) whose ring runs on across tiles.
 //
 // Block: 3 warpgroups. Warpgroup 0 is the producer: one elected lane of its
 // first warp issues, per K-tile, the TMA copies of the A and B tiles into a
@@ -30,8 +31,13 @@
 // of 64 columns; the group's last K-tile reads the next group's rows, which
 // the consumers zero in shared memory before their MMAs read them.
 //
-// Epilogue: each consumer thread stores its accumulator pairs from
-// registers, predicated on the rows and columns C has.
+// Epilogue. Ragged M: each consumer thread stores its accumulator pairs
+// from registers, predicated on the rows and columns C has. Ragged K (C a
+// dense [G, M, N]): each consumer writes its 64 x tileN part into its own
+// 128-byte-swizzled buffer after the ring and one thread issues TMA stores
+// of it (whole lines, clipped at M and N), which drain while the next
+// tile's MMAs run (an f32 C in two passes of 128 columns, so that the
+// ring keeps 3 stages).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +55,8 @@ using namespace mlir::tessel;
 
 namespace {
 
+int64_t tilesOf(int64_t size, int64_t tile) { return (size + tile - 1) / tile; }
+
 /// 128 x tileN x 64 tiles: 64 16-bit elements are one 128-byte swizzled
 /// row; 128 C rows are the two consumers' m64 MMAs. tileN 256 (the widest
 /// wgmma) measured 10-15% ahead of 128 on the H200 (docs/sm90a.md).
@@ -62,6 +70,9 @@ struct Sm90Config {
   static constexpr int64_t chunk = 64;
   int64_t tileN = 256;
   int64_t stages = 4;
+  /// Blocks of a persistent grid: the SMs of an H100 SXM or H200, one block
+  /// each (a smaller part runs the surplus blocks after the first wave).
+  static constexpr int64_t persistentBlocks = 132;
 
   static int64_t chunkBytes(int64_t elemBytes) {
     return tileK * chunk * elemBytes;
@@ -75,10 +86,21 @@ struct Sm90Config {
   int64_t scratchOffset(int64_t elemBytes) const {
     return stages * stageBytes(elemBytes) + 16 * stages;
   }
-  /// The ring, its barriers, the scratch line and the slack that lets the
-  /// kernel align the ring to the swizzle atom.
+  /// Bytes of shared memory the epilogue stages C in (0: none, C is stored
+  /// from registers).
+  int64_t epilogueBytes = 0;
+  /// Bytes from the ring's start to the epilogue's buffer: after the
+  /// scratch line, at a swizzle atom.
+  int64_t epilogueOffset(int64_t elemBytes) const {
+    return llvm::alignTo(scratchOffset(elemBytes) + 16,
+                         WarpgroupMma::kSwizzleAlignment);
+  }
+  /// The ring, its barriers, the scratch line, the epilogue's buffer and
+  /// the slack that lets the kernel align the ring to the swizzle atom.
   int64_t sharedBytes(int64_t elemBytes) const {
-    return scratchOffset(elemBytes) + 16 + WarpgroupMma::kSwizzleAlignment;
+    int64_t end = epilogueBytes ? epilogueOffset(elemBytes) + epilogueBytes
+                                : scratchOffset(elemBytes) + 16;
+    return end + WarpgroupMma::kSwizzleAlignment;
   }
 };
 
@@ -102,6 +124,11 @@ protected:
   /// the block's tile and numK and returns an i1: whether it has one) and,
   /// where it has, the producer and consumer roles.
   void run(function_ref<Value()> findTile);
+  /// Like run, but the block walks tiles blockIdx.x, + gridDim.x, ... below
+  /// `tiles`, `selectTile` setting each one's fields and numK in every
+  /// role. The ring runs on across tiles: the producer loads the next
+  /// tile's K-tiles while the consumers store this one's C.
+  void runPersistent(int64_t tiles, function_ref<void(Value tile)> selectTile);
   /// Issues the TMA copies of K-tile `kt` into the stage at byte `slot` of
   /// the ring, completing on `full`.
   virtual void loadStage(Value slot, Value kt, Value full) = 0;
@@ -109,7 +136,12 @@ protected:
   virtual void prepareStage(Value slot, Value kt) {}
   /// Stores the pair of accumulators at (row, col) of the consumer's 64 x
   /// tileN part of C (index values, col even).
-  virtual void storePair(Value row, Value col, Value first, Value second) = 0;
+  virtual void storePair(Value row, Value col, Value first, Value second) {}
+  /// Stores consumer `consumer`'s accumulators of the tile: by default one
+  /// storePair per pair, from registers.
+  virtual void epilogue(Value consumer, Value acc);
+  /// Runs in the consumers after their last tile.
+  virtual void finishTiles(Value consumer) {}
 
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
@@ -127,11 +159,19 @@ private:
   Value barrier(Value index) {
     return sharedPointer(add(mul(index, 8), cfg.stages * stageBytes));
   }
-  Value parity(Value kt, bool flip);
-  void produce();
-  /// The consumer's K loop; returns the accumulator struct.
-  Value consume(Value consumer);
-  void epilogue(Value thread, Value acc);
+  /// The parity of the ring's `i`-th K-tile (counted over the block's
+  /// tiles).
+  Value parity(Value i, bool flip);
+  /// The ring's mbarriers and their arrival counts.
+  SmallVector<std::pair<Value, int64_t>> ringBarriers();
+  /// The producer's and the consumers' K loops over the tile's numK
+  /// K-tiles, the ring's `base`-th to (base + numK - 1)-th.
+  void produce(Value base);
+  /// Returns the accumulator struct.
+  Value consume(Value consumer, Value base);
+  /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x) with the
+  /// ring's count of K-tiles carried: body(tile, base) returns base + numK.
+  void forEachTile(int64_t tiles, function_ref<Value(Value, Value)> body);
 
   /// The ring's base as a shared pointer and as a 32-bit shared address.
   Value ringBase, ringAddress;
@@ -144,14 +184,14 @@ Value WarpgroupGemm::sharedPointer(Value offset) {
 /// The parity a K-tile's wait needs: the stage's use count mod 2, flipped
 /// for the producer's `empty` wait (a fresh barrier passes parity 1, so the
 /// first round of the ring does not wait).
-Value WarpgroupGemm::parity(Value kt, bool flip) {
-  Value use = remu(divu(kt, cfg.stages), 2);
+Value WarpgroupGemm::parity(Value i, bool flip) {
+  Value use = remu(divu(i, cfg.stages), 2);
   if (flip)
     use = arith::XOrIOp::create(b, loc, use, idx(1));
   return toI32(use);
 }
 
-void WarpgroupGemm::produce() {
+void WarpgroupGemm::produce(Value base) {
   Value warp = divu(threadId(), warpSize);
   Value lead = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, idx(0)),
@@ -160,16 +200,16 @@ void WarpgroupGemm::produce() {
     auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
-    Value stage = remu(kt, cfg.stages);
+    Value kt = loop.getInductionVar(), i = add(base, kt);
+    Value stage = remu(i, cfg.stages);
     Value full = barrier(stage);
-    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(kt, true));
+    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(i, true));
     wg.arriveExpectBytes(b, loc, full, stageBytes);
     loadStage(mul(stage, stageBytes), kt, full);
   });
 }
 
-Value WarpgroupGemm::consume(Value consumer) {
+Value WarpgroupGemm::consume(Value consumer, Value base) {
   Value zero = wg.zeroAccumulators(b, loc, cfg.tileN);
   // This consumer's 64 rows of C read the A tile's rows (K-major) or
   // chunk (MN-major) that start 64 x 64 elements in.
@@ -178,9 +218,9 @@ Value WarpgroupGemm::consume(Value consumer) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
-    Value stage = remu(kt, cfg.stages);
-    wg.waitParity(b, loc, barrier(stage), parity(kt, false));
+    Value kt = loop.getInductionVar(), i = add(base, kt);
+    Value stage = remu(i, cfg.stages);
+    wg.waitParity(b, loc, barrier(stage), parity(i, false));
     Value slot = mul(stage, stageBytes);
     prepareStage(slot, kt);
     Value address = add(ringAddress, toI32(slot));
@@ -209,16 +249,22 @@ Value WarpgroupGemm::consume(Value consumer) {
     Value previous = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
                                            kt, idx(0));
     ifThen(previous, [&] {
-      Value before = remu(add(kt, cfg.stages - 1), cfg.stages);
+      Value before = remu(add(i, cfg.stages - 1), cfg.stages);
       wg.arrive(b, loc, barrier(add(before, cfg.stages)));
     });
     scf::YieldOp::create(b, loc, acc);
   }
   wg.wait(b, loc, 0);
+  // The last stage goes back too, for the next tile's K-tiles.
+  ifThen(lt(idx(0), numK), [&] {
+    Value last = remu(add(base, sub(numK, idx(1))), cfg.stages);
+    wg.arrive(b, loc, barrier(add(last, cfg.stages)));
+  });
   return loop.getResult(0);
 }
 
-void WarpgroupGemm::epilogue(Value thread, Value acc) {
+void WarpgroupGemm::epilogue(Value consumer, Value acc) {
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
     auto [row, col] = wg.accumulatorPosition(b, loc, thread, i);
     storePair(row, col, wg.accumulator(b, loc, acc, i),
@@ -226,23 +272,57 @@ void WarpgroupGemm::epilogue(Value thread, Value acc) {
   }
 }
 
-void WarpgroupGemm::run(function_ref<Value()> findTile) {
+SmallVector<std::pair<Value, int64_t>> WarpgroupGemm::ringBarriers() {
   std::tie(ringBase, ringAddress) =
       alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
-
   SmallVector<std::pair<Value, int64_t>> barriers;
   for (int64_t s = 0; s < cfg.stages; ++s)
     barriers.push_back({barrier(idx(s)), 1});
   for (int64_t s = 0; s < cfg.stages; ++s)
     barriers.push_back({barrier(idx(cfg.stages + s)),
                         cfg.consumers * WarpgroupMma::kWarpgroupThreads});
+  return barriers;
+}
+
+void WarpgroupGemm::run(function_ref<Value()> findTile) {
   warpgroupRoles(
-      wg, barriers, [&] { produce(); },
+      wg, ringBarriers(), [&] { produce(idx(0)); },
       [&](Value consumer) {
-        Value acc = consume(consumer);
-        epilogue(remu(threadId(), WarpgroupMma::kWarpgroupThreads), acc);
+        epilogue(consumer, consume(consumer, idx(0)));
       },
       findTile);
+}
+
+void WarpgroupGemm::forEachTile(int64_t tiles,
+                                function_ref<Value(Value, Value)> body) {
+  auto loop = scf::ForOp::create(
+      b, loc, blockId(gpu::Dimension::x), idx(tiles),
+      gpu::GridDimOp::create(b, loc, gpu::Dimension::x), ValueRange{idx(0)});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  scf::YieldOp::create(
+      b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()[0]));
+}
+
+void WarpgroupGemm::runPersistent(int64_t tiles,
+                                  function_ref<void(Value)> selectTile) {
+  warpgroupRoles(
+      wg, ringBarriers(),
+      [&] {
+        forEachTile(tiles, [&](Value tile, Value base) {
+          selectTile(tile);
+          produce(base);
+          return add(base, numK);
+        });
+      },
+      [&](Value consumer) {
+        forEachTile(tiles, [&](Value tile, Value base) {
+          selectTile(tile);
+          epilogue(consumer, consume(consumer, base));
+          return add(base, numK);
+        });
+        finishTiles(consumer);
+      });
 }
 
 /// Ragged M: c[rows_g] = a[rows_g] . op(b[g]), one block per (N-tile,
@@ -333,8 +413,10 @@ void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
   });
 }
 
-/// Ragged K: c[g] = a[rows_g]^T . b[rows_g], one block per (N-tile,
-/// M-tile, group).
+/// Ragged K: c[g] = a[rows_g]^T . b[rows_g] for each (N-tile, M-tile,
+/// group), on a persistent grid: with the few K-tiles of a group of an MoE
+/// (two at 128 rows), storing C takes as long as the MMAs, and loading the
+/// next tile while it is stored hides the ring's fill.
 class RaggedKGemm : public WarpgroupGemm {
 public:
   RaggedKGemm(OpBuilder &b, Location loc, const TargetInfo &target,
@@ -346,18 +428,42 @@ public:
              Sm90Config::chunkBytes(elem.getIntOrFloatBitWidth() / 8)}) {}
 
   void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
-             int64_t groups, int64_t m, int64_t n);
+             Value mapC, int64_t groups, int64_t m, int64_t n);
+
+  /// C is staged in 128-byte-swizzled boxes of 64 rows x 128 bytes, each
+  /// consumer's 64 x tileN part in its own buffer of at most 4 boxes (a 64
+  /// x 256 bf16 part at once, an f32 one in two passes of 128 columns), so
+  /// that the ring keeps 3 stages.
+  static int64_t boxColumns(Type cElem) {
+    return WarpgroupMma::kSwizzleBytes / (cElem.getIntOrFloatBitWidth() / 8);
+  }
+  static int64_t passColumns(const Sm90Config &cfg, Type cElem) {
+    return std::min(cfg.tileN, kBoxesPerPass * boxColumns(cElem));
+  }
+  static int64_t epilogueBytes(const Sm90Config &cfg, Type cElem) {
+    return cfg.consumers * WarpgroupMma::kRows * passColumns(cfg, cElem) *
+           (cElem.getIntOrFloatBitWidth() / 8);
+  }
 
 private:
+  static constexpr int64_t kBoxesPerPass = 4;
+
   void loadStage(Value slot, Value kt, Value full) override;
   void prepareStage(Value slot, Value kt) override;
-  void storePair(Value row, Value col, Value first, Value second) override;
+  void epilogue(Value consumer, Value acc) override;
+  void finishTiles(Value consumer) override;
 
   int64_t scratchOffset() const { return cfg.scratchOffset(elemBytes); }
+  /// The consumer's first thread, which issues its TMA stores.
+  Value storeLeader() {
+    return arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        remu(threadId(), WarpgroupMma::kWarpgroupThreads), idx(0));
+  }
 
   int64_t m = 0, n = 0;
-  Value c, mapA, mapB;
-  Value rowStart, rowEnd, group, mStart, colStart, consumerRow;
+  Value c, mapA, mapB, mapC;
+  Value rowStart, rowEnd, group, mStart, colStart;
 };
 
 void RaggedKGemm::loadStage(Value slot, Value kt, Value full) {
@@ -414,47 +520,86 @@ void RaggedKGemm::prepareStage(Value slot, Value kt) {
   });
 }
 
-void RaggedKGemm::storePair(Value r, Value col, Value first, Value second) {
-  Value row = add(consumerRow, r), column = add(colStart, col);
-  Value inside = andi(lt(row, idx(m)), lt(column, idx(n)));
+void RaggedKGemm::epilogue(Value consumer, Value acc) {
+  // The consumer's tile goes registers -> its shared buffer -> TMA stores,
+  // which write whole lines and run on while the next tile's MMAs do. Named
+  // barrier 2 + consumer (128 threads) orders the buffer's uses: the
+  // previous pass's stores have read it, then this pass's writes are done.
   Type cElem = cast<MemRefType>(c.getType()).getElementType();
+  int64_t cBytes = cElem.getIntOrFloatBitWidth() / 8;
+  int64_t columns = boxColumns(cElem), passCols = passColumns(cfg, cElem);
+  int64_t boxBytes = WarpgroupMma::kRows * WarpgroupMma::kSwizzleBytes;
+  Value buffer = add(idx(cfg.epilogueOffset(elemBytes)),
+                     mul(consumer, passCols / columns * boxBytes));
+  Value id = toI32(add(consumer, 2));
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  Value leader = storeLeader();
+  auto pairType = VectorType::get({2}, cElem);
   auto narrow = [&](Value v) -> Value {
-    return cElem == v.getType() ? v
-                                : arith::TruncFOp::create(b, loc, cElem, v);
+    return cElem == v.getType() ? v : arith::TruncFOp::create(b, loc, cElem, v);
   };
-  ifThen(inside, [&] {
-    Value pair = vector::FromElementsOp::create(
-        b, loc, VectorType::get({2}, cElem),
-        ValueRange{narrow(first), narrow(second)});
-    vector::StoreOp::create(
-        b, loc, pair, c, ValueRange{group, row, column},
-        /*nontemporal=*/false,
-        llvm::MaybeAlign(2 * cElem.getIntOrFloatBitWidth() / 8));
-  });
+  for (int64_t pass = 0; pass < cfg.tileN / passCols; ++pass) {
+    ifThen(leader, [&] { wg.bulkWait(b, loc, 0, /*read=*/true); });
+    wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
+    for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
+      if (WarpgroupMma::accumulatorColumnBlock(i) / passCols != pass)
+        continue;
+      auto [row, tileCol] = wg.accumulatorPosition(b, loc, thread, i);
+      Value col = sub(tileCol, idx(pass * passCols));
+      Value byte = mul(remu(col, columns), cBytes);
+      // The 16-byte piece `byte / 16` of a 128-byte line sits at piece
+      // (byte / 16) ^ (row % 8): the 128-byte swizzle TMA reads back.
+      Value piece =
+          arith::XOrIOp::create(b, loc, divu(byte, 16), remu(row, 8));
+      Value offset = add(add(buffer, mul(divu(col, columns), boxBytes)),
+                         add(mul(row, WarpgroupMma::kSwizzleBytes),
+                             add(mul(piece, 16), remu(byte, 16))));
+      Value pair = vector::FromElementsOp::create(
+          b, loc, pairType,
+          ValueRange{narrow(wg.accumulator(b, loc, acc, i)),
+                     narrow(wg.accumulator(b, loc, acc, i + 1))});
+      LLVM::StoreOp::create(b, loc, pair, sharedPointer(offset), 2 * cBytes);
+    }
+    wg.fenceSharedForAsync(b, loc);
+    wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
+    // TMA clips the boxes at M and N.
+    ifThen(leader, [&] {
+      Value row = toI32(add(mStart, mul(consumer, WarpgroupMma::kRows)));
+      for (int64_t j = 0; j < passCols / columns; ++j)
+        wg.tmaStore(b, loc, mapC, sharedPointer(add(buffer, j * boxBytes)),
+                    {toI32(add(colStart, pass * passCols + j * columns)), row,
+                     toI32(group)});
+      wg.bulkCommit(b, loc);
+    });
+  }
+}
+
+void RaggedKGemm::finishTiles(Value consumer) {
+  ifThen(storeLeader(), [&] { wg.bulkWait(b, loc, 0, /*read=*/false); });
 }
 
 void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
-                        Value mapBArg, int64_t groups, int64_t mRows,
-                        int64_t nCols) {
+                        Value mapBArg, Value mapCArg, int64_t groups,
+                        int64_t mRows, int64_t nCols) {
   c = cArg;
   mapA = mapAArg;
   mapB = mapBArg;
+  mapC = mapCArg;
   m = mRows;
   n = nCols;
-  colStart = mul(blockId(gpu::Dimension::x), cfg.tileN);
-  mStart = mul(blockId(gpu::Dimension::y), cfg.tileM);
-  group = blockId(gpu::Dimension::z);
-  run([&] {
+  // Tiles in the order (N-tile, M-tile, group), N fastest: the blocks
+  // running at once share a group's rows of a in L2.
+  int64_t nTiles = tilesOf(n, cfg.tileN), mTiles = tilesOf(m, cfg.tileM);
+  runPersistent(nTiles * mTiles * groups, [&](Value tile) {
+    colStart = mul(remu(tile, nTiles), cfg.tileN);
+    mStart = mul(remu(divu(tile, nTiles), mTiles), cfg.tileM);
+    group = divu(tile, nTiles * mTiles);
     // An empty group runs no K-tile: its accumulators stay zero.
     auto [start, end] = groupRows(offsets, group, groups, T);
     rowStart = uniform(start);
     rowEnd = uniform(end);
     numK = arith::CeilDivUIOp::create(b, loc, sub(rowEnd, rowStart),
                                       idx(cfg.tileK));
-    Value consumer = divu(threadId(), WarpgroupMma::kWarpgroupThreads);
-    consumerRow = add(mStart, mul(sub(consumer, idx(1)),
-                                  WarpgroupMma::kRows));
-    return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   });
 }
 
@@ -462,16 +607,22 @@ void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
 /// (WarpgroupMma::supports).
 constexpr int64_t kElemBytes = 2;
 
-/// The ring's configuration for tileN columns; an error on `op` naming the
-/// shared-memory limit when it does not fit.
+/// The ring's configuration for tileN columns and an epilogue buffer of
+/// `epilogueBytes` (as many stages as fit, at most 4, unless the kernel's
+/// tessel.gpu_stages says); an error on `op` naming the shared-memory limit
+/// when it does not fit.
 FailureOr<Sm90Config> configure(Operation *op, const KernelContext &ctx,
-                                int64_t tileN) {
+                                int64_t tileN, int64_t epilogueBytes = 0) {
   Sm90Config cfg;
   cfg.tileN = tileN;
+  cfg.epilogueBytes = epilogueBytes;
+  int64_t limit = ctx.target.getSharedMemoryBytes();
   if (ctx.stages > 0)
     cfg.stages = ctx.stages;
-  if (cfg.stages >= 2 &&
-      cfg.sharedBytes(kElemBytes) <= ctx.target.getSharedMemoryBytes())
+  else
+    while (cfg.stages > 2 && cfg.sharedBytes(kElemBytes) > limit)
+      --cfg.stages;
+  if (cfg.stages >= 2 && cfg.sharedBytes(kElemBytes) <= limit)
     return cfg;
   return op->emitOpError()
          << "GPU template: " << cfg.stages << " stages of 128x" << cfg.tileN
@@ -566,7 +717,12 @@ mlir::tessel::buildGroupedMatmulWgradSm90(OpBuilder &b,
   auto cType = cast<MemRefType>(op.getC().getType());
   int64_t groups = cType.getDimSize(0), m = cType.getDimSize(1),
           n = cType.getDimSize(2);
-  FailureOr<Sm90Config> cfg = configure(op, ctx, std::min<int64_t>(256, n));
+  int64_t tileN = std::min<int64_t>(256, n);
+  Sm90Config sized;
+  sized.tileN = tileN;
+  FailureOr<Sm90Config> cfg = configure(
+      op, ctx, tileN,
+      RaggedKGemm::epilogueBytes(sized, cType.getElementType()));
   if (failed(cfg))
     return failure();
 
@@ -580,14 +736,25 @@ mlir::tessel::buildGroupedMatmulWgradSm90(OpBuilder &b,
                                  {{1, 2}, {0, 1}},
                                  {Sm90Config::chunk, Sm90Config::tileK},
                                  kSwizzle128});
+  // c [G, M, N] as {N, M, G} in boxes of 128 bytes x 64 rows, 128-byte
+  // swizzled, stored by TMA.
+  Value mapC = ctx.addTensorMap(
+      {3,
+       {{2, 3}, {1, 2}, {0, 1}},
+       {RaggedKGemm::boxColumns(cType.getElementType()), WarpgroupMma::kRows,
+        1},
+       kSwizzle128});
   RaggedKGemm(b, op.getLoc(), ctx.target, wg, *cfg, elem)
       .build(ctx.args[2], ctx.args[3], ctx.dimValue(b, op.getA(), 0), mapA,
-             mapB, groups, m, n);
+             mapB, mapC, groups, m, n);
 
+  int64_t tiles = tilesOf(n, cfg->tileN) * tilesOf(m, Sm90Config::tileM) *
+                  groups;
   LaunchGeometry geometry;
-  geometry.grid[0] = GridDim{-1, 1, n, cfg->tileN};
-  geometry.grid[1] = GridDim{-1, 1, m, Sm90Config::tileM};
-  geometry.grid[2] = GridDim{-1, 1, groups, 1};
+  geometry.grid[0] =
+      GridDim{-1, 1, std::min(tiles, Sm90Config::persistentBlocks), 1};
+  geometry.grid[1] = GridDim{-1, 1, 1, 1};
+  geometry.grid[2] = GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};
   geometry.sharedBytes = cfg->sharedBytes(kElemBytes);
   return geometry;

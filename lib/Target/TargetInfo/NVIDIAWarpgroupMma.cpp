@@ -202,6 +202,22 @@ public:
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
         /*predicate=*/Value());
   }
+  void tmaStore(OpBuilder &b, Location loc, Value map, Value src,
+                ValueRange coordinates) const override {
+    NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+        b, loc, map, src, coordinates, /*l2CacheHint=*/Value(),
+        NVVM::TMAStoreModeAttr::get(b.getContext(), NVVM::TMAStoreMode::TILE),
+        /*predicate=*/Value());
+  }
+  void bulkCommit(OpBuilder &b, Location loc) const override {
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+  }
+  void bulkWait(OpBuilder &b, Location loc, int64_t pending,
+                bool read) const override {
+    NVVM::CpAsyncBulkWaitGroupOp::create(
+        b, loc, b.getI32IntegerAttr(pending),
+        read ? b.getUnitAttr() : UnitAttr());
+  }
 
   void fenceSharedForAsync(OpBuilder &b, Location loc) const override {
     NVVM::FenceProxyOp::create(

@@ -12,7 +12,10 @@
 // main loop: mma.sync, no wgmma. The wgrad (ragged K) reads both operands
 // MN-major (imm-trans-a and -b 1), zeroes the next group's rows of its
 // last K-tile in shared memory, fences them into the async proxy and syncs
-// the two consumer warpgroups (named barrier 1, 256 threads).
+// the two consumer warpgroups (named barrier 1, 256 threads). It runs on a
+// persistent grid: each block walks tiles from %ctaid.x in steps of
+// %nctaid.x, and stores C by TMA from a swizzled shared buffer per consumer
+// (c [G, M, N] a 3-D map; named barriers 2 and 3 order the buffer's uses).
 
 // CHECK-LABEL: gpu.binary @gate_up
 // CHECK-SAME:  chip = "sm_90a"
@@ -57,9 +60,17 @@
 
 // CHECK-LABEL: gpu.binary @wgrad
 // CHECK-SAME:  .target sm_90a
+// CHECK-SAME:  %ctaid.x;
+// CHECK-SAME:  %nctaid.x;
+// CHECK-SAME:  cp.async.bulk.wait_group.read \090;
+// CHECK-SAME:  st.shared.v2.b32
+// CHECK-SAME:  fence.proxy.async.shared::cta
+// CHECK-SAME:  cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group
+// CHECK-SAME:  cp.async.bulk.commit_group
 // CHECK-SAME:  fence.proxy.async.shared::cta
 // CHECK-SAME:  bar.sync \091, 256;
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 1,  1;
+// CHECK-SAME:  cp.async.bulk.wait_group \090;
 // CHECK-NOT:   mma.sync
 
 // Reference MoE (H=2048, I=512, E=128): gate/up forward and its dgrad;
