@@ -9,32 +9,37 @@
 //
 // Work decomposition.
 //
-// Routing (histogram, sort) is one launch of ONE block of 1024 threads (32
-// warps on NVIDIA, 16 waves of 64 on CDNA), grid 1 whatever T is: the
-// outputs need every id, a single launch per op has no grid-wide barrier,
+// Routing (histogram, sort) is one launch each of blocks of 1024 threads
+// (32 warps on NVIDIA, 16 waves of 64 on CDNA) with no grid-wide barrier,
 // and nothing is read on the host (CUDA-graph capturable). Every output
 // element is written by the kernel whatever the buffers held before (T = 0
 // included: the histogram then writes zeros). E is static and at most 1024
-// (a thread per expert in the scans). The cost is one SM's bandwidth and
-// issue rate: fine for the R = T * k rows of a serving step, growing
-// linearly with R (measured below; bench/moe_glue_check.py times them).
+// (a thread per expert in the scans).
 //
-// expert_histogram: the block zeroes a shared-memory histogram [E], adds
-// every id with a shared-memory atomic (integer adds: the result does not
-// depend on their order) while striding over the R ids in 16-byte loads
-// (four per thread in flight; the R % 4 left over one each), then one
-// block-wide scan (warp shuffle scans, one total per warp in shared memory)
-// writes counts[e] and the inclusive ends group_offsets[e].
+// expert_histogram: ONE block, grid 1 whatever T is (every count needs
+// every id). It zeroes a shared-memory histogram [E], adds every id with a
+// shared-memory atomic (integer adds: the result does not depend on their
+// order) while striding over the R ids in 16-byte loads (four per thread
+// in flight; the R % 4 left over one each), then one block-wide scan (warp
+// shuffle scans, one total per warp in shared memory) writes counts[e] and
+// the inclusive ends group_offsets[e]. One SM's bandwidth: 20 us at R =
+// 256K on the H200.
 //
-// expert_sort: stable, deterministic, O(R) work in four phases separated
-// by block barriers. The rows are cut into one contiguous segment per warp
-// (a multiple of the warp width each, in row order).
+// expert_sort: stable, deterministic, O(R) work per block in five phases
+// separated by block barriers. Block b owns the rows [8192 b, 8192 (b +
+// 1)), cut into one contiguous segment per warp (a multiple of the warp
+// width each, in row order).
+//  0. The block counts the ids of every row before its own (as the
+//     histogram does) into a shared `before` [E]: each block reads the ids
+//     in front of it instead of waiting for other blocks (R^2 / 16K reads
+//     in all, from L2; the last block reads R ids).
 //  1. Each warp counts the ids of its segment per expert into its own row
 //     of a shared table [warps, E] (shared atomics).
 //  2. Thread e clamps the group ends like the host (end_e = min(R,
 //     max(0, offsets[0..e])), a block max-scan; begin_e = end_{e-1}) and
 //     turns its column of the table into the exclusive prefix over warps:
-//     table[w][e] = begin_e + rows of expert e in segments before w.
+//     table[w][e] = begin_e + before[e] + rows of expert e in segments
+//     before w.
 //  3. Each warp walks its segment warp-width rows at a time, in order. A
 //     step ranks its lanes among the lanes with the same expert (a
 //     ballot per bit of the expert id gives each lane the mask of lanes
@@ -45,16 +50,16 @@
 //     (stable), and no order among atomics matters (deterministic). A row
 //     whose position is not below end_e (offsets that do not match the ids)
 //     or whose id is outside [0, E) gets row_positions -1.
-//  4. Positions no row took are -1: per expert [min(begin_e + count_e,
-//     end_e), end_e) (empty when the offsets come from the histogram) and
-//     the tail [end_{E-1}, R) (the dropped rows).
-// Cost: the ids are read twice (8 bytes a row), row_positions written once
-// and sorted_rows once (scattered 4-byte stores): 16 bytes a row through one
-// SM. Phase 3 is issue-bound: ceil(log2(E + 1)) ballots (9 at E = 256) and
-// ~90 PTX instructions per warp-width step, ~3 a row on NVIDIA. Measured
-// on the H200 (docs/performance.md): the sort 40 us at R = 32K and 0.29 ms
-// at R = 256K (T = 32K, k = 8: 1.5-2x torch's multi-kernel argsort there),
-// the histogram 4.4 us and 20 us.
+//  4. The last block, whose table now counts every row, writes -1 where no
+//     row went: per expert [min(begin_e + count_e, end_e), end_e) (empty
+//     when the offsets come from the histogram) and the tail [end_{E-1}, R)
+//     (the dropped rows).
+// Cost: besides phase 0, the ids are read twice (8 bytes a row),
+// row_positions written once and sorted_rows once (scattered 4-byte
+// stores). Phase 3 is issue-bound: ceil(log2(E + 1)) ballots (9 at E =
+// 256) and ~90 PTX instructions per warp-width step, ~3 a row on NVIDIA,
+// now spread over R / 8192 SMs. Measured on the H200
+// (docs/performance.md).
 //
 // moe_permute: a pure copy, one lane per 16-byte chunk of an output row
 // (256 lanes a block, grid over the R rows of sorted_rows): a lane reads its
@@ -96,16 +101,19 @@ constexpr int32_t kRoutingThreads = 1024;
 constexpr int64_t kMaxExperts = kRoutingThreads;
 /// Loads a routing thread keeps in flight while counting.
 constexpr int64_t kCountUnroll = 4;
+/// Rows of expert_sort's segment per block.
+constexpr int64_t kSortBlockRows = 8192;
 
 class MoEGlueBuilder : public KernelBuilder {
 public:
   using KernelBuilder::KernelBuilder;
 
   int64_t warps() const { return kRoutingThreads / warpSize; }
-  /// Shared memory of the sort: the [warps, E] table, the ends [E] and the
-  /// scan's per-warp scratch.
+  /// Shared memory of the sort: the [warps, E] table, the ends [E], the
+  /// counts of the rows before the block's segment [E] and the scan's
+  /// per-warp scratch.
   int64_t sortSharedBytes(int64_t experts) const {
-    return llvm::alignTo((warps() + 1) * experts * 4, 16) + warps() * 4;
+    return llvm::alignTo((warps() + 2) * experts * 4, 16) + warps() * 4;
   }
   int64_t histogramSharedBytes(int64_t experts) const {
     return llvm::alignTo(experts * 4, 16) + warps() * 4;
@@ -177,6 +185,9 @@ private:
   /// Counts the id (i32) in `hist` if `valid` and in [0, experts).
   void countId(Value id, Value valid, Value hist, ValueRange outer,
                int64_t experts);
+  /// Counts flat[0, count) into `hist` [E] (shared) with every thread of the
+  /// block: 4 ids per 16-byte load, kCountUnroll loads per thread in flight.
+  void countRows(Value flat, Value count, Value hist, int64_t experts);
 };
 
 SmallVector<Value> MoEGlueBuilder::loadRow(Value memref, Value row,
@@ -252,22 +263,10 @@ void MoEGlueBuilder::countId(Value id, Value valid, Value hist,
   });
 }
 
-void MoEGlueBuilder::buildHistogram(Value ids, Value counts, Value offsets,
-                                    int64_t experts) {
-  Value shared = dynamicSharedBytes();
-  Value hist = sharedView(shared, 0, {experts}, i32Type());
-  Value scratch =
-      sharedView(shared, llvm::alignTo(experts * 4, 16), {warps()}, i32Type());
+void MoEGlueBuilder::countRows(Value flat, Value count, Value hist,
+                               int64_t experts) {
   Value tid = threadId();
-  Value isExpert = lt(tid, idx(experts));
-  ifThen(isExpert, [&] { store(i32(0), hist, tid); });
-  barrier();
-
-  // Every id, 4 per 16-byte load, kCountUnroll loads per thread in flight.
-  int64_t topk = cast<MemRefType>(ids.getType()).getDimSize(1);
-  Value rows = mul(memref::DimOp::create(b, loc, ids, 0).getResult(), topk);
-  Value flat = flatten(ids, rows);
-  Value quads = divu(rows, 4);
+  Value quads = divu(count, 4);
   forLoop(idx(0), quads, idx(kRoutingThreads * kCountUnroll), [&](Value q0) {
     SmallVector<Value> valid, quad;
     for (int64_t u = 0; u < kCountUnroll; ++u) {
@@ -281,12 +280,28 @@ void MoEGlueBuilder::buildHistogram(Value ids, Value counts, Value offsets,
         countId(vector::ExtractOp::create(b, loc, quad[u], i), valid[u], hist,
                 {}, experts);
   });
-  // The R % 4 ids left over.
+  // The count % 4 ids left over.
   Value row = add(mul(quads, 4), tid);
-  ifThen(lt(row, rows), [&] {
+  ifThen(lt(row, count), [&] {
     Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
     countId(load(flat, row), yes, hist, {}, experts);
   });
+}
+
+void MoEGlueBuilder::buildHistogram(Value ids, Value counts, Value offsets,
+                                    int64_t experts) {
+  Value shared = dynamicSharedBytes();
+  Value hist = sharedView(shared, 0, {experts}, i32Type());
+  Value scratch =
+      sharedView(shared, llvm::alignTo(experts * 4, 16), {warps()}, i32Type());
+  Value tid = threadId();
+  Value isExpert = lt(tid, idx(experts));
+  ifThen(isExpert, [&] { store(i32(0), hist, tid); });
+  barrier();
+
+  int64_t topk = cast<MemRefType>(ids.getType()).getDimSize(1);
+  Value rows = mul(memref::DimOp::create(b, loc, ids, 0).getResult(), topk);
+  countRows(flatten(ids, rows), rows, hist, experts);
   barrier();
 
   Value count =
@@ -305,8 +320,10 @@ void MoEGlueBuilder::buildSort(Value ids, Value offsets, Value sorted,
   Value shared = dynamicSharedBytes();
   Value table = sharedView(shared, 0, {numWarps, experts}, i32Type());
   Value ends = sharedView(shared, numWarps * experts * 4, {experts}, i32Type());
+  Value before =
+      sharedView(shared, (numWarps + 1) * experts * 4, {experts}, i32Type());
   Value scratch =
-      sharedView(shared, llvm::alignTo((numWarps + 1) * experts * 4, 16),
+      sharedView(shared, llvm::alignTo((numWarps + 2) * experts * 4, 16),
                  {numWarps}, i32Type());
   Value tid = threadId();
   Value lane = remu(tid, warpSize), warp = divu(tid, warpSize);
@@ -322,14 +339,27 @@ void MoEGlueBuilder::buildSort(Value ids, Value offsets, Value sorted,
     forLoop(idx(0), idx(numWarps), idx(1), [&](Value w) {
       store(i32(0), table, {w, tid});
     });
+    store(i32(0), before, tid);
   });
   barrier();
 
-  // This warp's segment [first, last) of the rows: ceil(R / warps) rounded
-  // up to whole warp-width steps.
-  Value segment = mul(ceilDiv(ceilDiv(rows, numWarps), warpSize), warpSize);
-  Value first = minu(mul(warp, segment), rows);
-  Value last = minu(mul(add(warp, 1), segment), rows);
+  // 0. This block's segment of kSortBlockRows rows, and the rows per
+  // expert before it.
+  Value block = blockId(gpu::Dimension::x);
+  // The grid is ceil(R / kSortBlockRows) blocks (gpu.grid_dim would need
+  // the ROCm device library on CDNA).
+  Value isLastBlock = eq(add(block, 1), ceilDiv(rows, kSortBlockRows));
+  Value blockFirst = minu(mul(block, kSortBlockRows), rows);
+  Value blockLast = minu(add(blockFirst, kSortBlockRows), rows);
+  countRows(flatIds, blockFirst, before, experts);
+
+  // This warp's segment [first, last) of the block's: ceil(rows / warps)
+  // rounded up to whole warp-width steps.
+  Value segment = mul(
+      ceilDiv(ceilDiv(sub(blockLast, blockFirst), numWarps), warpSize),
+      warpSize);
+  Value first = minu(add(blockFirst, mul(warp, segment)), blockLast);
+  Value last = minu(add(blockFirst, mul(add(warp, 1), segment)), blockLast);
   Value steps = ceilDiv(sub(last, first), warpSize);
   // The id of row `row` of the segment, read at the segment's last row past
   // its end (the segment is not empty where this is called).
@@ -351,7 +381,8 @@ void MoEGlueBuilder::buildSort(Value ids, Value offsets, Value sorted,
   barrier();
 
   // 2. The clamped group ends (a max-scan of max(0, offsets)), then each
-  // warp's base per expert.
+  // warp's base per expert: the group's begin, plus its rows in earlier
+  // blocks' segments and in earlier warps'.
   Value zero = i32(0);
   auto maxsi = [&](Value x, Value y) -> Value {
     return arith::MaxSIOp::create(b, loc, x, y);
@@ -364,7 +395,8 @@ void MoEGlueBuilder::buildSort(Value ids, Value offsets, Value sorted,
   ifThen(isExpert, [&] {
     Value previous =
         load(ends, sub(arith::MaxUIOp::create(b, loc, tid, idx(1)), idx(1)));
-    Value begin = select(eq(tid, idx(0)), zero, previous);
+    Value begin = add(select(eq(tid, idx(0)), zero, previous),
+                      load(before, tid));
     auto loop = scf::ForOp::create(b, loc, idx(0), idx(numWarps), idx(1),
                                    ValueRange{begin});
     OpBuilder::InsertionGuard guard(b);
@@ -438,18 +470,21 @@ void MoEGlueBuilder::buildSort(Value ids, Value offsets, Value sorted,
   });
   barrier();
 
-  // 4. -1 where no row went: after each expert's rows up to its end (warp
-  // per expert), and past the last end.
-  forLoop(warp, idx(experts), idx(numWarps), [&](Value e) {
-    Value groupEnd = load(ends, e);
-    Value filled = arith::MinSIOp::create(
-        b, loc, load(table, {idx(numWarps - 1), e}), groupEnd);
-    forLoop(add(toIndex(filled), lane), toIndex(groupEnd), idx(warpSize),
+  // 4. -1 where no row went, by the last block, whose last warp's bases
+  // now count every row: after each expert's rows up to its end (warp per
+  // expert), and past the last end.
+  ifThen(isLastBlock, [&] {
+    forLoop(warp, idx(experts), idx(numWarps), [&](Value e) {
+      Value groupEnd = load(ends, e);
+      Value filled = arith::MinSIOp::create(
+          b, loc, load(table, {idx(numWarps - 1), e}), groupEnd);
+      forLoop(add(toIndex(filled), lane), toIndex(groupEnd), idx(warpSize),
+              [&](Value p) { store(i32(-1), sorted, p); });
+    });
+    Value lastEnd = toIndex(load(ends, idx(experts - 1)));
+    forLoop(add(lastEnd, tid), rows, idx(kRoutingThreads),
             [&](Value p) { store(i32(-1), sorted, p); });
   });
-  Value lastEnd = toIndex(load(ends, idx(experts - 1)));
-  forLoop(add(lastEnd, tid), rows, idx(kRoutingThreads),
-          [&](Value p) { store(i32(-1), sorted, p); });
 }
 
 void MoEGlueBuilder::buildPermute(Value x, Value rows, Value out, int64_t topk,
@@ -528,12 +563,14 @@ void MoEGlueBuilder::buildUnpermute(Value y, Value positions, Value weights,
   });
 }
 
-/// A routing kernel (histogram, sort): one block for the static expert
-/// count of `experts` (dim 0), at most one per thread; `build` checks what
-/// else it needs, writes the body and returns its shared-memory bytes.
+/// A routing kernel (histogram, sort): blocks of kRoutingThreads over
+/// `grid` (default: one block) for the static expert count of `experts`
+/// (dim 0), at most one per thread; `build` checks what else it needs,
+/// writes the body and returns its shared-memory bytes.
 FailureOr<LaunchGeometry> buildRouting(
     OpBuilder &b, Operation *op, KernelContext &ctx, Value experts,
-    function_ref<FailureOr<int64_t>(MoEGlueBuilder &, int64_t)> build) {
+    function_ref<FailureOr<int64_t>(MoEGlueBuilder &, int64_t)> build,
+    GridDim grid = GridDim{}) {
   int64_t count = cast<MemRefType>(experts.getType()).getDimSize(0);
   if (ShapedType::isDynamic(count))
     return op->emitOpError()
@@ -548,7 +585,8 @@ FailureOr<LaunchGeometry> buildRouting(
   FailureOr<int64_t> sharedBytes = build(builder, count);
   if (failed(sharedBytes))
     return failure();
-  LaunchGeometry geometry; // grid: one block
+  LaunchGeometry geometry;
+  geometry.grid[0] = grid;
   geometry.block = {kRoutingThreads, 1, 1};
   geometry.sharedBytes = *sharedBytes;
   return geometry;
@@ -604,7 +642,10 @@ mlir::tessel::buildMoEGlue(OpBuilder &b, Operation *op, KernelContext &ctx) {
                             ctx.arg(sort.getSortedRows()),
                             ctx.arg(sort.getRowPositions()), experts);
           return bytes;
-        });
+        },
+        gridOver(ctx.dim(sort.getTopkIds(), 0),
+                 cast<MemRefType>(sort.getTopkIds().getType()).getDimSize(1),
+                 kSortBlockRows));
   if (auto permute = dyn_cast<MoePermuteOp>(op))
     return buildCopy(b, op, ctx, permute.getX(), permute.getOut(),
                      [&](MoEGlueBuilder &builder, int64_t chunk) {

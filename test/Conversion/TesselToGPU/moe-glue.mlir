@@ -1,9 +1,9 @@
 // RUN: tessel-opt %s --tessel-to-gpu | FileCheck %s
 // RUN: tessel-opt %s --tessel-to-gpu=chip=gfx942 | FileCheck %s --check-prefix=CDNA
 
-// The MoE routing glue. expert_histogram and expert_sort are one block of
-// 1024 threads (32 warps; 16 waves on CDNA) whatever T is: grid 1, nothing
-// read on the host. moe_permute and moe_unpermute are copies: one lane per
+// The MoE routing glue. expert_histogram is one block of 1024 threads (32
+// warps; 16 waves on CDNA) whatever T is: grid 1; expert_sort one such
+// block per 8192 rows; nothing read on the host. moe_permute and moe_unpermute are copies: one lane per
 // 16-byte chunk of a row, 256 lanes a block, a 1-D grid from the row count.
 
 // Histogram (E = 128): a shared histogram [E] plus one i32 per warp for
@@ -51,9 +51,11 @@ func.func @histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>,
   return
 }
 
-// Sort (E = 256): a table [warps, E] of counters, the clamped ends [E] and
-// the scan's scratch (33 * 1024 + 32 * 4 bytes). Each warp counts its
-// segment into its row of the table; thread e max-scans the offsets into
+// Sort (E = 256), grid ceil(T * 8 / 8192): a table [warps, E] of counters,
+// the clamped ends [E], the counts before the block's rows [E] and the
+// scan's scratch (34 * 1024 + 32 * 4 bytes). The block counts the ids
+// before its rows (16-byte loads), each warp counts its segment into its
+// row of the table; thread e max-scans the offsets into
 // the clamped ends and makes its column the exclusive prefix over warps;
 // then each warp ranks a warp width of rows per step: ceil(log2(E + 1)) = 9
 // ballots match lanes of one expert, the group's first lane takes the
@@ -62,14 +64,19 @@ func.func @histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>,
 // not placed get -1; finally -1 where no row went.
 // CHECK-LABEL: gpu.func @sort(
 // CHECK-SAME:    kernel attributes {known_block_size = array<i32: 1024, 1, 1>,
-// CHECK-SAME:    tessel.grid = [array<i64: -1, 1, 1, 1>, array<i64: -1, 1, 1, 1>, array<i64: -1, 1, 1, 1>], tessel.shared_bytes = 33920 : i64}
+// CHECK-SAME:    tessel.grid = [array<i64: 0, 8, 0, 8192>, array<i64: -1, 1, 1, 1>, array<i64: -1, 1, 1, 1>], tessel.shared_bytes = 34944 : i64}
 // CHECK:         %[[OFFS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<256xi32>
 // CHECK:         %[[SORTED:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xi32>
 // CHECK:         %[[TABLE:.*]] = memref.view %{{.*}} to memref<32x256xi32, #gpu.address_space<workgroup>>
 // CHECK:         %[[GROUP_END:.*]] = memref.view %{{.*}} to memref<256xi32, #gpu.address_space<workgroup>>
+// CHECK:         %[[BEFORE:.*]] = memref.view %{{.*}} to memref<256xi32, #gpu.address_space<workgroup>>
 // CHECK:         %[[IDS:.*]] = memref.reinterpret_cast %{{.*}} : memref<?x8xi32> to memref<?xi32>
 // CHECK:         %[[POS:.*]] = memref.reinterpret_cast %{{.*}} : memref<?x8xi32> to memref<?xi32>
 // CHECK:         gpu.barrier
+// Phase 0: the rows before the block's, four 16-byte loads in flight.
+// CHECK:         scf.for
+// CHECK-COUNT-4:   vector.load %[[IDS]]
+// CHECK:           memref.atomic_rmw addi %{{.*}}, %[[BEFORE]][%{{.*}}]
 // Phase 1: per-warp counts.
 // CHECK:         scf.for
 // CHECK-COUNT-4:   memref.load %[[IDS]]
@@ -84,6 +91,7 @@ func.func @histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>,
 // CHECK:         arith.minsi
 // CHECK:         memref.store %{{.*}}, %[[GROUP_END]]
 // CHECK:         gpu.barrier
+// CHECK:         memref.load %[[BEFORE]]
 // CHECK:         scf.for {{.*}} iter_args
 // CHECK:           memref.load %[[TABLE]]
 // CHECK:           memref.store %{{.*}}, %[[TABLE]]
@@ -105,7 +113,8 @@ func.func @histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>,
 // CHECK:           memref.store %{{.*}}, %[[POS]]
 // CHECK:           memref.store %{{.*}}, %[[SORTED]]
 // CHECK:         gpu.barrier
-// Phase 4: -1 where no row went.
+// Phase 4: -1 where no row went, by the last block.
+// CHECK:         scf.if
 // CHECK:         scf.for
 // CHECK:           scf.for
 // CHECK:             memref.store %c-1_i32{{.*}}, %[[SORTED]]
@@ -114,7 +123,7 @@ func.func @histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>,
 // CHECK:         gpu.return
 // On CDNA, 16 waves of 64 lanes: the table is [16, E], ballots are i64.
 // CDNA-LABEL:  gpu.func @sort(
-// CDNA-SAME:     tessel.shared_bytes = 17472 : i64}
+// CDNA-SAME:     tessel.shared_bytes = 18496 : i64}
 // CDNA:          memref.view %{{.*}} to memref<16x256xi32, #gpu.address_space<workgroup>>
 // CDNA-COUNT-9:  rocdl.ballot %{{.*}} : i64
 // CDNA:          llvm.intr.ctpop(%{{.*}}) : (i64) -> i64

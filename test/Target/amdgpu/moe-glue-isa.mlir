@@ -11,7 +11,7 @@
 // ds_bpermute shuffles; the sort's ballots are v_cmp into an SGPR pair,
 // its ranks v_bcnt, the group's base one returning LDS atomic
 // (ds_add_rtn_u32) handed out by ds_bpermute. LDS is dynamic shared memory
-// only (the launch passes the template's bytes: 1088 and 17472 here), so
+// only (the launch passes the template's bytes: 1088 and 18496 here), so
 // the group segment in the metadata is 0. The copies are 16-byte global
 // loads and stores. No scratch, no calls (no ROCm device library needed).
 
