@@ -28,8 +28,9 @@ Each case first checks every method's output and gradients once against
 the loop's (bf16 both: error norm <= 2e-2 of the norm), then times each:
 median of --reps fwd+bwd steps between CUDA events after warm-up (the loop:
 --loop-reps). TFLOP/s count 18 * rows * H * I (the six GEMMs of fwd+bwd).
-x faster: the loop's or gr_mm's time over Tessel's. Exits 1 if a check
-failed.
+x faster: the loop's or gr_mm's time over Tessel's. Then, for the methods
+of --profile, each stage's device time (moe_layer_profile.py). Exits 1 if a
+check failed.
 """
 import sys
 
@@ -38,6 +39,7 @@ import torch.nn.functional as F
 
 import tessel.torch
 from grouped_matmul_bench import time_ms
+from moe_layer_profile import print_profile
 from moe_layer_common import (SHAPES, errors, expert_views, gpu_bundle,
                               random_layer, routed_experts_loop, script_parser)
 
@@ -163,6 +165,9 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cases", default=",".join(c[0] for c in CASES),
                         help="comma-separated case titles to run")
+    parser.add_argument("--profile", default="gr_mm,tessel",
+                        help="comma-separated methods whose per-stage "
+                        "device time is printed (none: '')")
     args = parser.parse_args()
     bundle = gpu_bundle(args.bundle)
     if bundle is None:
@@ -178,6 +183,9 @@ def main():
         methods = Methods(random_layer(shape, tokens, gen), bundle)
         ok &= check(methods, title)
         ms = timings(methods, args.reps, args.loop_reps)
+        for name in filter(None, args.profile.split(",")):
+            print_profile(title, name, methods.calls[name],
+                          lambda: methods.step(name), ms[name])
         flops = 18.0 * tokens * shape.topk * shape.hidden * shape.intermediate
         rows.append((title, shape, tokens, ms, flops))
         del methods

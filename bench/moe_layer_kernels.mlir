@@ -78,6 +78,22 @@ func.func @mlp_ref_down_dgrad_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {b_shape = array<i64: 2048, 512>}
   return
 }
+func.func @mlp_ref_swiglu(%h: memref<?x1024xbf16>, %act: memref<?x512xbf16>) {
+  tessel.swiglu h(%h : memref<?x1024xbf16>) act(%act : memref<?x512xbf16>)
+  return
+}
+func.func @mlp_ref_swiglu_backward(%g: memref<?x512xbf16>, %h: memref<?x1024xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<?x1024xbf16>, %aw: memref<?x512xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x512xbf16>) h(%h : memref<?x1024xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<?x1024xbf16>) act_weighted(%aw : memref<?x512xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
+  return
+}
+func.func @mlp_ref_swiglu_parts(%h: memref<2x?x512xbf16>, %act: memref<?x512xbf16>) {
+  tessel.swiglu h(%h : memref<2x?x512xbf16>) act(%act : memref<?x512xbf16>)
+  return
+}
+func.func @mlp_ref_swiglu_parts_backward(%g: memref<?x512xbf16>, %h: memref<2x?x512xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<2x?x512xbf16>, %aw: memref<?x512xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x512xbf16>) h(%h : memref<2x?x512xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<2x?x512xbf16>) act_weighted(%aw : memref<?x512xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
+  return
+}
 func.func @mlp_dsv3_histogram(%ids: memref<?x8xi32>, %counts: memref<256xi32>, %offsets: memref<256xi32>) {
   tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>) counts(%counts : memref<256xi32>) group_offsets(%offsets : memref<256xi32>)
   return
@@ -146,6 +162,22 @@ func.func @mlp_dsv3_down_dgrad_ptrs(%a: memref<?x7168xbf16>, %b: memref<256xi64>
   tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256xi64>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {b_shape = array<i64: 7168, 2048>}
   return
 }
+func.func @mlp_dsv3_swiglu(%h: memref<?x4096xbf16>, %act: memref<?x2048xbf16>) {
+  tessel.swiglu h(%h : memref<?x4096xbf16>) act(%act : memref<?x2048xbf16>)
+  return
+}
+func.func @mlp_dsv3_swiglu_backward(%g: memref<?x2048xbf16>, %h: memref<?x4096xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<?x4096xbf16>, %aw: memref<?x2048xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x2048xbf16>) h(%h : memref<?x4096xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<?x4096xbf16>) act_weighted(%aw : memref<?x2048xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
+  return
+}
+func.func @mlp_dsv3_swiglu_parts(%h: memref<2x?x2048xbf16>, %act: memref<?x2048xbf16>) {
+  tessel.swiglu h(%h : memref<2x?x2048xbf16>) act(%act : memref<?x2048xbf16>)
+  return
+}
+func.func @mlp_dsv3_swiglu_parts_backward(%g: memref<?x2048xbf16>, %h: memref<2x?x2048xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<2x?x2048xbf16>, %aw: memref<?x2048xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x2048xbf16>) h(%h : memref<2x?x2048xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<2x?x2048xbf16>) act_weighted(%aw : memref<?x2048xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
+  return
+}
 func.func @mlp_toy_histogram(%ids: memref<?x4xi32>, %counts: memref<16xi32>, %offsets: memref<16xi32>) {
   tessel.expert_histogram topk_ids(%ids : memref<?x4xi32>) counts(%counts : memref<16xi32>) group_offsets(%offsets : memref<16xi32>)
   return
@@ -212,5 +244,21 @@ func.func @mlp_toy_down_ptrs(%a: memref<?x128xbf16>, %b: memref<16xi64>, %off: m
 }
 func.func @mlp_toy_down_dgrad_ptrs(%a: memref<?x256xbf16>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16xi64>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {b_shape = array<i64: 256, 128>}
+  return
+}
+func.func @mlp_toy_swiglu(%h: memref<?x256xbf16>, %act: memref<?x128xbf16>) {
+  tessel.swiglu h(%h : memref<?x256xbf16>) act(%act : memref<?x128xbf16>)
+  return
+}
+func.func @mlp_toy_swiglu_backward(%g: memref<?x128xbf16>, %h: memref<?x256xbf16>, %w: memref<?x4xf32>, %sorted: memref<?xi32>, %pos: memref<?x4xi32>, %dh: memref<?x256xbf16>, %aw: memref<?x128xbf16>, %dw: memref<?x4xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x128xbf16>) h(%h : memref<?x256xbf16>) topk_weights(%w : memref<?x4xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x4xi32>) dh(%dh : memref<?x256xbf16>) act_weighted(%aw : memref<?x128xbf16>) d_topk_weights(%dw : memref<?x4xf32>)
+  return
+}
+func.func @mlp_toy_swiglu_parts(%h: memref<2x?x128xbf16>, %act: memref<?x128xbf16>) {
+  tessel.swiglu h(%h : memref<2x?x128xbf16>) act(%act : memref<?x128xbf16>)
+  return
+}
+func.func @mlp_toy_swiglu_parts_backward(%g: memref<?x128xbf16>, %h: memref<2x?x128xbf16>, %w: memref<?x4xf32>, %sorted: memref<?xi32>, %pos: memref<?x4xi32>, %dh: memref<2x?x128xbf16>, %aw: memref<?x128xbf16>, %dw: memref<?x4xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x128xbf16>) h(%h : memref<2x?x128xbf16>) topk_weights(%w : memref<?x4xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x4xi32>) dh(%dh : memref<2x?x128xbf16>) act_weighted(%aw : memref<?x128xbf16>) d_topk_weights(%dw : memref<?x4xf32>)
   return
 }

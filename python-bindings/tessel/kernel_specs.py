@@ -88,6 +88,30 @@ def _moe_unpermute(e, groups, hidden, topk):
              ("out", "out", rows)], "")
 
 
+def _gate_up(e, intermediate, parts):
+    """h of the SwiGLU ops: [R, 2I] (parts 1) or [2, R, I] (parts 2)."""
+    if parts == 1:
+        return _memref("?", 2 * intermediate, element=e)
+    return _memref(2, "?", intermediate, element=e)
+
+
+def _swiglu(e, groups, intermediate, parts):
+    return ([("h", "h", _gate_up(e, intermediate, parts)),
+             ("act", "act", _memref("?", intermediate, element=e))], "")
+
+
+def _swiglu_backward(e, groups, intermediate, parts, topk):
+    """Routing weights and their gradient f32, as tessel.torch keeps them."""
+    h = _gate_up(e, intermediate, parts)
+    rows = _memref("?", intermediate, element=e)
+    slots = _memref("?", topk, element="f32")
+    return ([("grad", "g", rows), ("h", "h", h), ("topk_weights", "w", slots),
+             ("sorted_rows", "sorted", _memref("?", element="i32")),
+             ("row_positions", "pos", _memref("?", topk, element="i32")),
+             ("dh", "dh", h), ("act_weighted", "aw", rows),
+             ("d_topk_weights", "dw", slots)], "")
+
+
 _WRITERS = {
     "grouped_matmul": _grouped_matmul,
     "grouped_matmul_wgrad": _grouped_matmul_wgrad,
@@ -95,11 +119,14 @@ _WRITERS = {
     "expert_sort": _expert_sort,
     "moe_permute": _moe_permute,
     "moe_unpermute": _moe_unpermute,
+    "swiglu": _swiglu,
+    "swiglu_backward": _swiglu_backward,
 }
 
 
 # The ops whose compiled kernels record the expert count, `groups`, among
-# their shape parameters (permute and unpermute do not depend on it).
+# their shape parameters (permute, unpermute and the SwiGLU ops do not
+# depend on it).
 _GROUPED_OPS = {"grouped_matmul", "grouped_matmul_wgrad", "expert_histogram",
                 "expert_sort"}
 

@@ -19,7 +19,7 @@ the device with no host synchronisation:
                      -expert_sort->       sorted_rows [R], row_positions [T, k]
     x [T, H]  -moe_permute->  xs [R, H]  (rows in expert order)
     xs   -grouped_matmul(w_gate_up, trans_b)->  h [R, 2I]  (gate | up)
-    act = silu(gate) * up  [R, I]                          (torch)
+    h    -swiglu->  act = silu(gate) * up  [R, I]
     act  -grouped_matmul(w_down, trans_b)->  y [R, H]
     y    -moe_unpermute(topk_weights)->  out [T, H]  (fp32 sums, no atomics)
 
@@ -27,16 +27,18 @@ Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p:
 
     dout_s = moe_permute(dout)                           [R, H]
     g = grouped_matmul(dout_s, w_down)  (down dgrad)     [R, I]
-    d topk_weights[t, j] = <g[p], act[p]>, p = row_positions[t, j]
+    swiglu_backward(g, h, topk_weights), one pass:
+      dh = SiLU-gate backward of g * w_s                 [R, 2I]
+      act_w = act * w_s                                  [R, I]
+      d topk_weights[t, j] = <g[p], act[p]>, p = row_positions[t, j]
         (= <dout[t], y[p]>, as y[p] = act[p] w_down^T: y is not kept)
-    d w_down = grouped_matmul_wgrad(dout_s, act * w_s)
-    dh = SiLU-gate backward of g * w_s                   [R, 2I]
+    d w_down = grouped_matmul_wgrad(dout_s, act_w)
     dxs = grouped_matmul(dh, w_gate_up)  (gate/up dgrad) [R, H]
     d w_gate_up = grouped_matmul_wgrad(dh, xs)
     dx = moe_unpermute(dxs, weights 1)                   [T, H]
 
 Two grouped-matmul launches forward and four backward, whatever E is
-(a per-expert loop makes 3E and 9E). Saved for the backward: x, h, the
+(a per-expert loop makes 3E and 9E); every step is a Tessel kernel. Saved for the backward: x, h, the
 int32 routing (sorted_rows, row_positions, group_offsets), the routing
 weights as fp32, and the weights themselves (no copies). Not saved: xs
 (k times x's size; permuted again in the backward, one copy at the memory
@@ -62,7 +64,6 @@ import abc
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
-import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._tessel import Error, StatusCode
@@ -180,16 +181,36 @@ class _Unstacked(_Form):
 _STACKED, _SPLIT, _UNSTACKED = _Stacked(), _Split(), _Unstacked()
 
 
+# Pointer tables already on a device, by (device, stream, addresses): a
+# model's weights stay where they are from step to step, so the table of a
+# forward serves its backward and the next steps; the stream orders a
+# table's first use after its copy. A table's content is its key, so a
+# cached one is never stale. Kept for the last _TABLES_KEPT weight sets
+# (one per MoE layer).
+_TABLES: Dict[Tuple, torch.Tensor] = {}
+_TABLES_KEPT = 64
+
+
 def _pointer_tables(weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The weights' addresses as an int64 tensor on their device. The copy
-    to a GPU is from pinned memory, asynchronous on the current stream: no
-    host synchronisation (torch keeps the pinned buffer until it is
-    done)."""
-    table = torch.tensor([w.data_ptr() for w in weights], dtype=torch.int64)
+    """The weights' addresses as an int64 tensor on their device, from
+    _TABLES when it has them. A new table is copied to a GPU from pinned
+    memory, asynchronously on the current stream: no host synchronisation
+    (torch keeps the pinned buffer until it is done)."""
+    addresses = tuple(w.data_ptr() for w in weights)
     device = weights[0].device
-    if device.type == "cpu":
+    stream = (torch.cuda.current_stream(device).cuda_stream
+              if device.type == "cuda" else None)
+    key = (device, stream, addresses)
+    table = _TABLES.get(key)
+    if table is not None:
         return table
-    return table.pin_memory().to(device, non_blocking=True)
+    table = torch.tensor(addresses, dtype=torch.int64)
+    if device.type != "cpu":
+        table = table.pin_memory().to(device, non_blocking=True)
+    if len(_TABLES) >= _TABLES_KEPT:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[key] = table
+    return table
 
 
 #===----------------------------------------------------------------------===#
@@ -320,6 +341,20 @@ def _unstacked_dims(x, gate, up, down, T, k, H) -> _Dims:
                          f"{len(down)}")
     _check_tensor(fn, "gate_weights[0]", gate[0], 2, "[I, H]")
     I = gate[0].shape[0]
+    dtype, device = x.dtype, x.device
+
+    def fits(w, expected) -> bool:
+        # The GPU kernels read every matrix in 16-byte chunks.
+        return (isinstance(w, torch.Tensor) and w.shape == expected and
+                w.dtype == dtype and w.device == device and
+                w.is_contiguous() and w.data_ptr() % 16 == 0)
+
+    # Hundreds of experts' matrices a call: one cheap pass, and the checks
+    # that name the culprit only when it fails.
+    if (all(fits(w, (I, H)) for w in gate) and
+            all(fits(w, (I, H)) for w in up) and
+            all(fits(w, (H, I)) for w in down)):
+        return _Dims(T, k, E, H, I)
     for (name, ws), layout, expected in zip(
             lists, ("[I, H]", "[I, H]", "[H, I]"), ((I, H), (I, H), (H, I))):
         for e, w in enumerate(ws):
@@ -332,7 +367,6 @@ def _unstacked_dims(x, gate, up, down, T, k, H) -> _Dims:
                     f"{_shape(gate[0])}, H from x {_shape(x)}), got "
                     f"{_shape(w)}")
             _check_weights(fn, x, ((what, w),))
-            # The GPU kernels read every matrix in 16-byte chunks.
             if w.data_ptr() % 16:
                 raise ValueError(f"tessel.torch.{fn}: '{what}' starts at an "
                                  f"address that is not 16-byte aligned "
@@ -403,14 +437,10 @@ def _unpermute(plan: _Plan, y: torch.Tensor, row_positions: torch.Tensor,
     return out
 
 
-def _gate_and_up(h: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The gate and up halves of h [parts, R, 2I / parts] (or of its
-    gradient): the two column halves of a fused [1, R, 2I], else h[0]
-    and h[1]."""
-    if h.shape[0] == 1:
-        half = h.shape[2] // 2
-        return h[0, :, :half], h[0, :, half:]
-    return h[0], h[1]
+def _gate_up_operand(h: torch.Tensor) -> torch.Tensor:
+    """h [parts, R, 2I / parts] (or its gradient) as the SwiGLU kernels
+    take it: [R, 2I] (gate | up) from one fused launch, else [2, R, I]."""
+    return h[0] if h.shape[0] == 1 else h
 
 
 class _MoEMLP(torch.autograd.Function):
@@ -437,8 +467,8 @@ class _MoEMLP(torch.autograd.Function):
         for part, b in enumerate(up_bs):
             k["up"](xs, b, offsets, h[part])
         del xs
-        gate, up = _gate_and_up(h)
-        act = F.silu(gate) * up
+        act = x.new_empty(rows, dims.intermediate)
+        k["act"](_gate_up_operand(h), act)
         y = x.new_empty(rows, dims.hidden)
         k["down"](act, down_b, offsets, y)
         del act
@@ -468,39 +498,23 @@ class _MoEMLP(torch.autograd.Function):
         dout_s = _permute(plan, dout.contiguous(), sorted_rows)
         g = x.new_empty(dout_s.shape[0], dims.intermediate)
         k["down_dgrad"](dout_s, down_b, offsets, g)
-        gate, up = _gate_and_up(h)
-        silu_gate = F.silu(gate)
-        act = silu_gate * up
-        # The routing weight of each sorted row; 0 for the unplaced tail.
-        placed = sorted_rows >= 0
-        w_s = torch.where(placed, w32.view(-1)[sorted_rows.clamp(min=0).long()],
-                          w32.new_zeros(()))
-
-        d_topk_weights = None
-        if need_topk_weights:
-            dw_s = (g.float() * act.float()).sum(1)
-            dropped = row_positions < 0
-            d_topk_weights = torch.where(
-                dropped, dw_s.new_zeros(()),
-                dw_s[row_positions.clamp(min=0).long()]).to(ctx.weights_dtype)
+        # The SwiGLU backward with the routing weights in one pass: dh, the
+        # down weight gradient's operand w_s * act, and d topk_weights.
+        dh = torch.empty_like(h)
+        act_w = x.new_empty(g.shape)
+        d_w32 = torch.empty_like(w32)
+        k["act_backward"](g, _gate_up_operand(h), w32, sorted_rows,
+                          row_positions, _gate_up_operand(dh), act_w, d_w32)
+        del g, h
+        d_topk_weights = (d_w32.to(ctx.weights_dtype) if need_topk_weights
+                          else None)
         d_down = None
         if need_down:
             # dy[p] = w_s[p] dout_s[p]: the weight moved onto act, the
             # smaller operand (I <= H in these models).
-            act_w = (act * w_s[:, None]).to(act.dtype)
             d_down = x.new_empty(dims.experts, dims.hidden, dims.intermediate)
             k["down_wgrad"](dout_s, act_w, offsets, d_down)
-            del act_w
-        del dout_s, act
-
-        da = (g * w_s[:, None]).to(g.dtype)
-        del g
-        dh = torch.empty_like(h)
-        d_gate, d_up = _gate_and_up(dh)
-        torch.mul(da, silu_gate, out=d_up)
-        torch.ops.aten.silu_backward.grad_input(da * up, gate,
-                                                grad_input=d_gate)
-        del da, silu_gate, h, gate, up
+        del dout_s, act_w
 
         # One [R, H] buffer at a time: dxs is combined into dx before xs
         # is permuted again for the gate/up weight gradient.

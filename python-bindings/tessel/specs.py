@@ -293,6 +293,14 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
         "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
         "down_ptrs": ragged_m(H, I, True, True),
         "down_dgrad_ptrs": ragged_m(I, H, False, True),
+        # silu(gate) * up and its backward, on h [R, 2I] (one fused gate/up
+        # launch) or [2, R, I] (gate and up launched apart).
+        "swiglu": ("swiglu", dict(intermediate=I, parts=1)),
+        "swiglu_backward": ("swiglu_backward",
+                            dict(intermediate=I, parts=1, topk=topk)),
+        "swiglu_parts": ("swiglu", dict(intermediate=I, parts=2)),
+        "swiglu_parts_backward": ("swiglu_backward",
+                                  dict(intermediate=I, parts=2, topk=topk)),
     }
 
 
@@ -303,13 +311,16 @@ MOE_SHARED_ROLES = ("histogram", "sort", "permute", "unpermute", "down_wgrad")
 MOE_FORM_STEPS = {
     "stacked": dict(up="gate_up", up_dgrad="gate_up_dgrad",
                     up_wgrad="gate_up_wgrad", down="down",
-                    down_dgrad="down_dgrad"),
+                    down_dgrad="down_dgrad", act="swiglu",
+                    act_backward="swiglu_backward"),
     "split": dict(up="gate_or_up", up_dgrad="gate_or_up_dgrad",
                   up_wgrad="gate_or_up_wgrad", down="down",
-                  down_dgrad="down_dgrad"),
+                  down_dgrad="down_dgrad", act="swiglu_parts",
+                  act_backward="swiglu_parts_backward"),
     "unstacked": dict(up="gate_or_up_ptrs", up_dgrad="gate_or_up_dgrad_ptrs",
                       up_wgrad="gate_or_up_wgrad", down="down_ptrs",
-                      down_dgrad="down_dgrad_ptrs"),
+                      down_dgrad="down_dgrad_ptrs", act="swiglu_parts",
+                      act_backward="swiglu_parts_backward"),
 }
 
 

@@ -131,6 +131,22 @@ func.func @moe_k3_down_dgrad_ptrs(%a: memref<?x19xf32>, %b: memref<5xi64>, %off:
   tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {b_shape = array<i64: 19, 11>}
   return
 }
+func.func @moe_k3_swiglu(%h: memref<?x22xf32>, %act: memref<?x11xf32>) {
+  tessel.swiglu h(%h : memref<?x22xf32>) act(%act : memref<?x11xf32>)
+  return
+}
+func.func @moe_k3_swiglu_backward(%g: memref<?x11xf32>, %h: memref<?x22xf32>, %w: memref<?x3xf32>, %sorted: memref<?xi32>, %pos: memref<?x3xi32>, %dh: memref<?x22xf32>, %aw: memref<?x11xf32>, %dw: memref<?x3xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x11xf32>) h(%h : memref<?x22xf32>) topk_weights(%w : memref<?x3xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x3xi32>) dh(%dh : memref<?x22xf32>) act_weighted(%aw : memref<?x11xf32>) d_topk_weights(%dw : memref<?x3xf32>)
+  return
+}
+func.func @moe_k3_swiglu_parts(%h: memref<2x?x11xf32>, %act: memref<?x11xf32>) {
+  tessel.swiglu h(%h : memref<2x?x11xf32>) act(%act : memref<?x11xf32>)
+  return
+}
+func.func @moe_k3_swiglu_parts_backward(%g: memref<?x11xf32>, %h: memref<2x?x11xf32>, %w: memref<?x3xf32>, %sorted: memref<?xi32>, %pos: memref<?x3xi32>, %dh: memref<2x?x11xf32>, %aw: memref<?x11xf32>, %dw: memref<?x3xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x11xf32>) h(%h : memref<2x?x11xf32>) topk_weights(%w : memref<?x3xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x3xi32>) dh(%dh : memref<2x?x11xf32>) act_weighted(%aw : memref<?x11xf32>) d_topk_weights(%dw : memref<?x3xf32>)
+  return
+}
 func.func @moe_k2_histogram(%ids: memref<?x2xi32>, %counts: memref<4xi32>, %offsets: memref<4xi32>) {
   tessel.expert_histogram topk_ids(%ids : memref<?x2xi32>) counts(%counts : memref<4xi32>) group_offsets(%offsets : memref<4xi32>)
   return
@@ -197,5 +213,21 @@ func.func @moe_k2_down_ptrs(%a: memref<?x10xbf16>, %b: memref<4xi64>, %off: memr
 }
 func.func @moe_k2_down_dgrad_ptrs(%a: memref<?x24xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {b_shape = array<i64: 24, 10>}
+  return
+}
+func.func @moe_k2_swiglu(%h: memref<?x20xbf16>, %act: memref<?x10xbf16>) {
+  tessel.swiglu h(%h : memref<?x20xbf16>) act(%act : memref<?x10xbf16>)
+  return
+}
+func.func @moe_k2_swiglu_backward(%g: memref<?x10xbf16>, %h: memref<?x20xbf16>, %w: memref<?x2xf32>, %sorted: memref<?xi32>, %pos: memref<?x2xi32>, %dh: memref<?x20xbf16>, %aw: memref<?x10xbf16>, %dw: memref<?x2xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x10xbf16>) h(%h : memref<?x20xbf16>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x2xi32>) dh(%dh : memref<?x20xbf16>) act_weighted(%aw : memref<?x10xbf16>) d_topk_weights(%dw : memref<?x2xf32>)
+  return
+}
+func.func @moe_k2_swiglu_parts(%h: memref<2x?x10xbf16>, %act: memref<?x10xbf16>) {
+  tessel.swiglu h(%h : memref<2x?x10xbf16>) act(%act : memref<?x10xbf16>)
+  return
+}
+func.func @moe_k2_swiglu_parts_backward(%g: memref<?x10xbf16>, %h: memref<2x?x10xbf16>, %w: memref<?x2xf32>, %sorted: memref<?xi32>, %pos: memref<?x2xi32>, %dh: memref<2x?x10xbf16>, %aw: memref<?x10xbf16>, %dw: memref<?x2xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x10xbf16>) h(%h : memref<2x?x10xbf16>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x2xi32>) dh(%dh : memref<2x?x10xbf16>) act_weighted(%aw : memref<?x10xbf16>) d_topk_weights(%dw : memref<?x2xf32>)
   return
 }

@@ -181,13 +181,13 @@ def test_spec_is_what_the_test_bundle_holds():
 
 def test_spec_without_pointer_tables():
     text = tessel.torch.moe_mlp_spec(8, 64, 32, 2, name="m", unstacked=False)
-    assert text.count("func.func") == 13
+    assert text.count("func.func") == 17
     assert "xi64>" not in text and "_ptrs" not in text
-    assert "@m_gate_or_up(" in text
+    assert "@m_gate_or_up(" in text and "@m_swiglu_parts(" in text
     text = tessel.torch.moe_mlp_spec(8, 64, 32, 2, name="m", unstacked=False,
                                      split=False)
-    assert text.count("func.func") == 10
-    assert "gate_or_up" not in text
+    assert text.count("func.func") == 12
+    assert "gate_or_up" not in text and "swiglu_parts" not in text
 
 
 def test_split_gate_and_up_only_what_needs_a_gradient_gets_one(bundle):
@@ -484,3 +484,15 @@ def test_without_a_bundle_the_kernels_are_compiled_on_miss(cache_dir, form):
     for grad, expected in zip(grads, ref_grads):
         assert rel(grad, expected) < 1e-5
     assert len(list(cache_dir.glob("host-*.tsb"))) == 1
+
+
+def test_pointer_tables_are_kept_per_weight_set():
+    from tessel import moe
+    ws = [torch.randn(4, 8) for _ in range(3)]
+    table = moe._pointer_tables(ws)
+    assert table.tolist() == [w.data_ptr() for w in ws]
+    assert moe._pointer_tables(list(ws)) is table
+    others = [torch.randn(4, 8) for _ in range(3)]
+    other = moe._pointer_tables(others)
+    assert other is not table
+    assert other.tolist() == [w.data_ptr() for w in others]

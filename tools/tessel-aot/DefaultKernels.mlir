@@ -206,6 +206,15 @@ func.func @deepseek_v3_moe_down_wgrad(%a: memref<?x7168xbf16>, %b: memref<?x2048
   tessel.grouped_matmul_wgrad a(%a : memref<?x7168xbf16>) b(%b : memref<?x2048xbf16>) group_offsets(%offsets : memref<256xi32>) c(%c : memref<256x7168x2048xf32>)
   return
 }
+// silu(gate) * up and its backward with the routing weights.
+func.func @deepseek_v3_moe_swiglu(%h: memref<?x4096xbf16>, %act: memref<?x2048xbf16>) {
+  tessel.swiglu h(%h : memref<?x4096xbf16>) act(%act : memref<?x2048xbf16>)
+  return
+}
+func.func @deepseek_v3_moe_swiglu_backward(%g: memref<?x2048xbf16>, %h: memref<?x4096xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<?x4096xbf16>, %aw: memref<?x2048xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x2048xbf16>) h(%h : memref<?x4096xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<?x4096xbf16>) act_weighted(%aw : memref<?x2048xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
+  return
+}
 
 // The reference MoE shape: E=128, H=2048, I=512, top-8; gate and up fused as one [2I, H] weight.
 func.func @moe_ref_histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>, %offsets: memref<128xi32>) {
@@ -250,5 +259,14 @@ func.func @moe_ref_gate_up_wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16
 }
 func.func @moe_ref_down_wgrad(%a: memref<?x2048xbf16>, %b: memref<?x512xbf16>, %offsets: memref<128xi32>, %c: memref<128x2048x512xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x512xbf16>) group_offsets(%offsets : memref<128xi32>) c(%c : memref<128x2048x512xf32>)
+  return
+}
+// silu(gate) * up and its backward with the routing weights.
+func.func @moe_ref_swiglu(%h: memref<?x1024xbf16>, %act: memref<?x512xbf16>) {
+  tessel.swiglu h(%h : memref<?x1024xbf16>) act(%act : memref<?x512xbf16>)
+  return
+}
+func.func @moe_ref_swiglu_backward(%g: memref<?x512xbf16>, %h: memref<?x1024xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<?x1024xbf16>, %aw: memref<?x512xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x512xbf16>) h(%h : memref<?x1024xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<?x1024xbf16>) act_weighted(%aw : memref<?x512xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
   return
 }

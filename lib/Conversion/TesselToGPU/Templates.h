@@ -186,6 +186,12 @@ FailureOr<LaunchGeometry> buildReshapeAndCache(OpBuilder &b,
 FailureOr<LaunchGeometry> buildMoEGlue(OpBuilder &b, Operation *op,
                                        KernelContext &ctx);
 
+/// tessel.swiglu (one lane per 16-byte chunk of act) and
+/// tessel.swiglu_backward (one warp per expert-sorted row, its routing
+/// weight's gradient summed by a shuffle tree); Swiglu.cpp says more.
+FailureOr<LaunchGeometry> buildSwiglu(OpBuilder &b, Operation *op,
+                                      KernelContext &ctx);
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_LIB_CONVERSION_TESSELTOGPU_TEMPLATES_H

@@ -118,6 +118,8 @@ LogicalResult convertKernel(func::FuncOp func, const KernelSignature &sig,
           .Case<ExpertHistogramOp, ExpertSortOp, MoePermuteOp,
                 MoeUnpermuteOp>(
               [&](Operation *op) { return buildMoEGlue(b, op, kc); })
+          .Case<SwigluOp, SwigluBackwardOp>(
+              [&](Operation *op) { return buildSwiglu(b, op, kc); })
           .Case<ExtendAttentionOp>([&](ExtendAttentionOp op) {
             return op.emitOpError()
                    << "is not one GPU kernel: on a GPU, extend is the new "

@@ -126,6 +126,8 @@ LogicalResult lowerExpertHistogram(ExpertHistogramOp op, OpBuilder &b);
 LogicalResult lowerExpertSort(ExpertSortOp op, OpBuilder &b);
 LogicalResult lowerMoePermute(MoePermuteOp op, OpBuilder &b);
 LogicalResult lowerMoeUnpermute(MoeUnpermuteOp op, OpBuilder &b);
+LogicalResult lowerSwiglu(SwigluOp op, OpBuilder &b);
+LogicalResult lowerSwigluBackward(SwigluBackwardOp op, OpBuilder &b);
 
 } // namespace mlir::tessel::host
 

@@ -43,6 +43,8 @@ struct TesselToHostPass
               .Case([&](ExpertSortOp o) { return host::lowerExpertSort(o, b); })
               .Case([&](MoePermuteOp o) { return host::lowerMoePermute(o, b); })
               .Case([&](MoeUnpermuteOp o) { return host::lowerMoeUnpermute(o, b); })
+              .Case([&](SwigluOp o) { return host::lowerSwiglu(o, b); })
+              .Case([&](SwigluBackwardOp o) { return host::lowerSwigluBackward(o, b); })
               .Default([](Operation *) -> LogicalResult {
                 llvm_unreachable("every tessel op has a host lowering");
               });

@@ -1037,3 +1037,99 @@ func.func @mla_split_without_lse(%q: memref<?x16x576xbf16>, %c: memref<?x64x576x
   tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%o : memref<?x?x16x512xf32>) scale(%scale)
   return
 }
+
+// -----
+
+func.func @swiglu_odd_width(%h: memref<?x1023xbf16>, %a: memref<?x511xbf16>) {
+  // expected-error @below {{'h' [R, 2I] must have an even, nonzero column count (gate then up), got 1023}}
+  tessel.swiglu h(%h : memref<?x1023xbf16>) act(%a : memref<?x511xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_h_rank(%h: memref<?xbf16>, %a: memref<?x64xbf16>) {
+  // expected-error @below {{'h' must be [R, 2I] (gate | up) or [2, R, I] (gate, up), got rank 1}}
+  tessel.swiglu h(%h : memref<?xbf16>) act(%a : memref<?x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_three_parts(%h: memref<3x?x64xbf16>, %a: memref<?x64xbf16>) {
+  // expected-error @below {{'h' dim 0 (gate and up) must be 2, got 3}}
+  tessel.swiglu h(%h : memref<3x?x64xbf16>) act(%a : memref<?x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_empty_parts(%h: memref<2x?x0xbf16>, %a: memref<?x0xbf16>) {
+  // expected-error @below {{'h' has an intermediate size of 0}}
+  tessel.swiglu h(%h : memref<2x?x0xbf16>) act(%a : memref<?x0xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_act_width(%h: memref<?x128xbf16>, %a: memref<?x128xbf16>) {
+  // expected-error @below {{'act' dim 1 (intermediate) must be 64, got 128}}
+  tessel.swiglu h(%h : memref<?x128xbf16>) act(%a : memref<?x128xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_act_rows(%h: memref<2x5x64xbf16>, %a: memref<6x64xbf16>) {
+  // expected-error @below {{'act' dim 0 (rows) is 6 but 'h' dim 1 is 5}}
+  tessel.swiglu h(%h : memref<2x5x64xbf16>) act(%a : memref<6x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_backward_dh_type(%g: memref<?x64xbf16>, %h: memref<?x128xbf16>, %w: memref<?x2xf32>, %s: memref<?xi32>, %p: memref<?x2xi32>, %dh: memref<2x?x64xbf16>, %aw: memref<?x64xbf16>, %dw: memref<?x2xf32>) {
+  // expected-error @below {{'dh' must have the type of 'h' ('memref<?x128xbf16>'), got 'memref<2x?x64xbf16>'}}
+  tessel.swiglu_backward grad(%g : memref<?x64xbf16>) h(%h : memref<?x128xbf16>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x2xi32>) dh(%dh : memref<2x?x64xbf16>) act_weighted(%aw : memref<?x64xbf16>) d_topk_weights(%dw : memref<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @swiglu_backward_grad_type(%g: memref<?x64xf16>, %h: memref<?x128xbf16>, %w: memref<?x2xf32>, %s: memref<?xi32>, %p: memref<?x2xi32>, %dh: memref<?x128xbf16>, %aw: memref<?x64xbf16>, %dw: memref<?x2xf32>) {
+  // expected-error @below {{'grad' element type must match 'h' ('bf16'), got 'f16'}}
+  tessel.swiglu_backward grad(%g : memref<?x64xf16>) h(%h : memref<?x128xbf16>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x2xi32>) dh(%dh : memref<?x128xbf16>) act_weighted(%aw : memref<?x64xbf16>) d_topk_weights(%dw : memref<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @swiglu_backward_dweights_type(%g: memref<?x64xbf16>, %h: memref<?x128xbf16>, %w: memref<?x2xf32>, %s: memref<?xi32>, %p: memref<?x2xi32>, %dh: memref<?x128xbf16>, %aw: memref<?x64xbf16>, %dw: memref<?x2xbf16>) {
+  // expected-error @below {{'d_topk_weights' must be a memref of f32, got 'bf16'}}
+  tessel.swiglu_backward grad(%g : memref<?x64xbf16>) h(%h : memref<?x128xbf16>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x2xi32>) dh(%dh : memref<?x128xbf16>) act_weighted(%aw : memref<?x64xbf16>) d_topk_weights(%dw : memref<?x2xbf16>)
+  return
+}
+
+// -----
+
+func.func @swiglu_backward_weights_topk(%g: memref<?x64xbf16>, %h: memref<?x128xbf16>, %w: memref<?x4xf32>, %s: memref<?xi32>, %p: memref<?x2xi32>, %dh: memref<?x128xbf16>, %aw: memref<?x64xbf16>, %dw: memref<?x2xf32>) {
+  // expected-error @below {{'topk_weights' dim 1 (topk) is 4 but 'row_positions' dim 1 is 2}}
+  tessel.swiglu_backward grad(%g : memref<?x64xbf16>) h(%h : memref<?x128xbf16>) topk_weights(%w : memref<?x4xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x2xi32>) dh(%dh : memref<?x128xbf16>) act_weighted(%aw : memref<?x64xbf16>) d_topk_weights(%dw : memref<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @swiglu_backward_sorted_rows(%g: memref<5x64xbf16>, %h: memref<5x128xbf16>, %w: memref<?x2xf32>, %s: memref<6xi32>, %p: memref<?x2xi32>, %dh: memref<5x128xbf16>, %aw: memref<5x64xbf16>, %dw: memref<?x2xf32>) {
+  // expected-error @below {{'sorted_rows' dim 0 (rows) is 6 but 'h' dim 0 is 5}}
+  tessel.swiglu_backward grad(%g : memref<5x64xbf16>) h(%h : memref<5x128xbf16>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%s : memref<6xi32>) row_positions(%p : memref<?x2xi32>) dh(%dh : memref<5x128xbf16>) act_weighted(%aw : memref<5x64xbf16>) d_topk_weights(%dw : memref<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @swiglu_backward_rows_per_slot(%g: memref<?x64xbf16>, %h: memref<?x128xbf16>, %w: memref<3x2xf32>, %s: memref<5xi32>, %p: memref<3x2xi32>, %dh: memref<?x128xbf16>, %aw: memref<?x64xbf16>, %dw: memref<3x2xf32>) {
+  // expected-error @below {{'sorted_rows' dim 0 (tokens x topk) must be 6, got 5}}
+  tessel.swiglu_backward grad(%g : memref<?x64xbf16>) h(%h : memref<?x128xbf16>) topk_weights(%w : memref<3x2xf32>) sorted_rows(%s : memref<5xi32>) row_positions(%p : memref<3x2xi32>) dh(%dh : memref<?x128xbf16>) act_weighted(%aw : memref<?x64xbf16>) d_topk_weights(%dw : memref<3x2xf32>)
+  return
+}

@@ -300,3 +300,28 @@ func.func @moe_static(%ids: memref<16x2xi32>, %g: memref<4xi32>,
       sorted_rows(%s : memref<32xi32>) row_positions(%p : memref<16x2xi32>)
   return
 }
+
+// CHECK-LABEL: func.func @swiglu
+// CHECK:       tessel.swiglu h(%{{.*}} : memref<?x1024xbf16>) act(%{{.*}} : memref<?x512xbf16>)
+// CHECK:       tessel.swiglu h(%{{.*}} : memref<2x?x512xbf16>) act(%{{.*}} : memref<?x512xbf16>)
+// CHECK:       tessel.swiglu_backward grad(%{{.*}} : memref<?x512xbf16>) h(%{{.*}} : memref<?x1024xbf16>) topk_weights(%{{.*}} : memref<?x8xf32>) sorted_rows(%{{.*}} : memref<?xi32>) row_positions(%{{.*}} : memref<?x8xi32>) dh(%{{.*}} : memref<?x1024xbf16>) act_weighted(%{{.*}} : memref<?x512xbf16>) d_topk_weights(%{{.*}} : memref<?x8xf32>)
+// CHECK:       tessel.swiglu_backward grad(%{{.*}} : memref<?x512xbf16>) h(%{{.*}} : memref<2x?x512xbf16>) topk_weights(%{{.*}} : memref<?x8xbf16>)
+func.func @swiglu(%h: memref<?x1024xbf16>, %h2: memref<2x?x512xbf16>,
+                  %a: memref<?x512xbf16>, %w: memref<?x8xf32>,
+                  %wb: memref<?x8xbf16>, %s: memref<?xi32>,
+                  %p: memref<?x8xi32>, %dh: memref<?x1024xbf16>,
+                  %dh2: memref<2x?x512xbf16>, %dw: memref<?x8xf32>) {
+  tessel.swiglu h(%h : memref<?x1024xbf16>) act(%a : memref<?x512xbf16>)
+  tessel.swiglu h(%h2 : memref<2x?x512xbf16>) act(%a : memref<?x512xbf16>)
+  tessel.swiglu_backward grad(%a : memref<?x512xbf16>)
+      h(%h : memref<?x1024xbf16>) topk_weights(%w : memref<?x8xf32>)
+      sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x8xi32>)
+      dh(%dh : memref<?x1024xbf16>) act_weighted(%a : memref<?x512xbf16>)
+      d_topk_weights(%dw : memref<?x8xf32>)
+  tessel.swiglu_backward grad(%a : memref<?x512xbf16>)
+      h(%h2 : memref<2x?x512xbf16>) topk_weights(%wb : memref<?x8xbf16>)
+      sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x8xi32>)
+      dh(%dh2 : memref<2x?x512xbf16>) act_weighted(%a : memref<?x512xbf16>)
+      d_topk_weights(%dw : memref<?x8xf32>)
+  return
+}

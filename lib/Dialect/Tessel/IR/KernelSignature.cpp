@@ -280,6 +280,43 @@ void describe(MoeUnpermuteOp op, SpecBuilder &b) {
   b.param("topk", dimOf(op.getRowPositions(), 1));
 }
 
+/// h of the SwiGLU ops, [R, 2I] or [2, R, I], with `rows` naming R; its
+/// intermediate size and layout as parameters.
+void gateUp(SpecBuilder &b, Value h, StringRef name, DimName rows) {
+  bool fused = cast<MemRefType>(h.getType()).getRank() == 2;
+  if (fused)
+    b.in(h, name, {rows, "I2"});
+  else
+    b.in(h, name, {"P", rows, "I"});
+  b.param("intermediate", fused ? dimOf(h, 1) / 2 : dimOf(h, 2));
+  b.param("parts", fused ? 1 : 2);
+}
+
+void describe(SwigluOp op, SpecBuilder &b) {
+  gateUp(b, op.getH(), "h", "R");
+  b.out(op.getAct(), "act", {"R", "I"});
+}
+
+/// Rows are the (token, slot) pairs in expert order: R = T * k, so that
+/// every d_topk_weights entry has a row whose lane writes it.
+void describe(SwigluBackwardOp op, SpecBuilder &b) {
+  int64_t k = dimOf(op.getRowPositions(), 1);
+  DimName rows("T", k, 0);
+  b.in(op.getGrad(), "grad", {rows, "I"});
+  gateUp(b, op.getH(), "h", rows);
+  b.in(op.getTopkWeights(), "topk_weights", {"T", "k"});
+  b.in(op.getSortedRows(), "sorted_rows", {rows});
+  b.in(op.getRowPositions(), "row_positions", {"T", "k"});
+  // dh is h's twin.
+  if (cast<MemRefType>(op.getH().getType()).getRank() == 2)
+    b.out(op.getDh(), "dh", {rows, "I2"});
+  else
+    b.out(op.getDh(), "dh", {"P", rows, "I"});
+  b.out(op.getActWeighted(), "act_weighted", {rows, "I"});
+  b.out(op.getDTopkWeights(), "d_topk_weights", {"T", "k"});
+  b.param("topk", k);
+}
+
 } // namespace
 
 FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
@@ -303,7 +340,8 @@ FailureOr<KernelSignature> mlir::tessel::analyzeKernel(func::FuncOp func) {
       .Case<PrefillAttentionOp, DecodeAttentionOp, ExtendAttentionOp,
             PagedAttentionOp, ReshapeAndCacheOp, MLADecodeOp, LseMergeOp,
             LseMergeNOp, GroupedMatmulOp, GroupedMatmulWgradOp,
-            ExpertHistogramOp, ExpertSortOp, MoePermuteOp, MoeUnpermuteOp>(
+            ExpertHistogramOp, ExpertSortOp, MoePermuteOp, MoeUnpermuteOp,
+            SwigluOp, SwigluBackwardOp>(
           [&](auto typed) { describe(typed, b); })
       .Default([](Operation *) {
         llvm_unreachable("every tessel op has a kernel description");

@@ -700,5 +700,111 @@ LogicalResult MoeUnpermuteOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// SwiGLU and its backward
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The gate and up rows `h`: `[R, 2I]` (the two column halves) or `[2, R,
+/// I]`, float data with I static. Returns I.
+FailureOr<int64_t> verifyGateUp(Checker &c, Operation *op, Value h,
+                                StringRef name) {
+  MemRefType type = Checker::type(h);
+  if (failed(c.floatData(h, name)))
+    return failure();
+  if (type.getRank() == 2) {
+    FailureOr<int64_t> width = c.staticDim(h, name, 1, "2 x intermediate");
+    if (failed(width))
+      return failure();
+    if (*width % 2 || *width == 0) {
+      op->emitOpError() << "'" << name << "' [R, 2I] must have an even, "
+                        << "nonzero column count (gate then up), got "
+                        << *width;
+      return failure();
+    }
+    return *width / 2;
+  }
+  if (type.getRank() != 3) {
+    op->emitOpError() << "'" << name << "' must be [R, 2I] (gate | up) or "
+                      << "[2, R, I] (gate, up), got rank " << type.getRank();
+    return failure();
+  }
+  if (failed(c.staticDimIs(h, name, 0, 2, "gate and up")))
+    return failure();
+  FailureOr<int64_t> width = c.staticDim(h, name, 2, "intermediate");
+  if (succeeded(width) && *width == 0) {
+    op->emitOpError() << "'" << name << "' has an intermediate size of 0";
+    return failure();
+  }
+  return width;
+}
+
+/// The row dim of `h` in either layout.
+unsigned gateUpRowDim(Value h) { return Checker::type(h).getRank() == 2 ? 0 : 1; }
+
+/// `v` is `[R, I]` rows of `h`'s element type.
+LogicalResult verifyRowsLike(Checker &c, Value v, StringRef name, Value h,
+                             int64_t intermediate) {
+  return failure(
+      failed(c.rank(v, name, 2)) || failed(c.sameElem(v, name, h, "h")) ||
+      failed(c.sameDim(v, name, 0, h, "h", gateUpRowDim(h), "rows")) ||
+      failed(c.staticDimIs(v, name, 1, intermediate, "intermediate")));
+}
+
+} // namespace
+
+LogicalResult SwigluOp::verify() {
+  Checker c(*this);
+  FailureOr<int64_t> intermediate = verifyGateUp(c, *this, getH(), "h");
+  if (failed(intermediate))
+    return failure();
+  return verifyRowsLike(c, getAct(), "act", getH(), *intermediate);
+}
+
+LogicalResult SwigluBackwardOp::verify() {
+  Checker c(*this);
+  Value h = getH(), w = getTopkWeights(), pos = getRowPositions();
+  Value dw = getDTopkWeights();
+  FailureOr<int64_t> intermediate = verifyGateUp(c, *this, h, "h");
+  if (failed(intermediate) ||
+      failed(verifyRowsLike(c, getGrad(), "grad", h, *intermediate)) ||
+      failed(verifyRowsLike(c, getActWeighted(), "act_weighted", h,
+                            *intermediate)))
+    return failure();
+  if (Checker::type(getDh()).getShape() != Checker::type(h).getShape() ||
+      Checker::elem(getDh()) != Checker::elem(h))
+    return emitOpError() << "'dh' must have the type of 'h' (" << h.getType()
+                         << "), got " << getDh().getType();
+  if (failed(verifyIndexVector(c, getSortedRows(), "sorted_rows")) ||
+      failed(c.sameDim(getSortedRows(), "sorted_rows", 0, h, "h",
+                       gateUpRowDim(h), "rows")) ||
+      failed(c.rank(pos, "row_positions", 2)) ||
+      failed(c.intElem(pos, "row_positions", 32)))
+    return failure();
+  FailureOr<int64_t> topk = c.staticDim(pos, "row_positions", 1, "topk");
+  if (failed(topk))
+    return failure();
+  // Each (token, slot) is one row.
+  int64_t tokens = Checker::type(pos).getDimSize(0);
+  if (!ShapedType::isDynamic(tokens) &&
+      failed(c.dimIs(getSortedRows(), "sorted_rows", 0, tokens * *topk,
+                     "tokens x topk")))
+    return failure();
+  return failure(
+      failed(c.rank(w, "topk_weights", 2)) ||
+      failed(c.outElem(w, "topk_weights", h, "h")) ||
+      failed(c.sameDim(w, "topk_weights", 0, pos, "row_positions", 0,
+                       "tokens")) ||
+      failed(c.sameDim(w, "topk_weights", 1, pos, "row_positions", 1,
+                       "topk")) ||
+      failed(c.rank(dw, "d_topk_weights", 2)) ||
+      failed(c.f32Elem(dw, "d_topk_weights")) ||
+      failed(c.sameDim(dw, "d_topk_weights", 0, pos, "row_positions", 0,
+                       "tokens")) ||
+      failed(c.sameDim(dw, "d_topk_weights", 1, pos, "row_positions", 1,
+                       "topk")));
+}
+
 #define GET_OP_CLASSES
 #include "tessel/Dialect/Tessel/IR/TesselOps.cpp.inc"

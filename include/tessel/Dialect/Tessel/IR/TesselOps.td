@@ -564,4 +564,81 @@ def Tessel_MoeUnpermuteOp : Tessel_Op<"moe_unpermute"> {
   }];
 }
 
+def Tessel_SwigluOp : Tessel_Op<"swiglu"> {
+  let summary = "SiLU-gated product of an MoE expert's gate and up rows";
+  let description = [{
+    `act[p, n] = silu(gate[p, n]) * up[p, n]` with `silu(x) = x / (1 +
+    e^-x)`, computed in fp32 and rounded once to the element type. `h` holds
+    gate and up either as the two column halves of `[R, 2I]` (gate first, as
+    a fused gate/up grouped matmul writes them) or as `[2, R, I]` (gate,
+    then up: two launches).
+
+    Shapes: h `[R, 2I]` or `[2, R, I]`, act `[R, I]`, one element type.
+
+    Example:
+
+    ```mlir
+    tessel.swiglu h(%h : memref<?x1024xbf16>) act(%a : memref<?x512xbf16>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$h, Tessel_OutBuffer:$act);
+  let assemblyFormat = [{
+    `h` `(` $h `:` type($h) `)` `act` `(` $act `:` type($act) `)` attr-dict
+  }];
+}
+
+def Tessel_SwigluBackwardOp : Tessel_Op<"swiglu_backward"> {
+  let summary = "backward of the routing-weighted SwiGLU of expert-sorted rows";
+  let description = [{
+    The backward of `y[p] = w_p * down(act[p])` with `act = swiglu(h)` for
+    the expert-sorted rows `p` of `tessel.expert_sort`, given `grad[p] =
+    dL/d(down input)` of the unweighted row (the down projection's dgrad
+    of the permuted upstream gradient). Row `p` has the routing weight
+    `w_p = topk_weights.flat[sorted_rows[p]]`, or `w_p = 0` when
+    `sorted_rows[p]` is outside `[0, T * k)` (the unplaced tail: its rows of
+    `dh` and `act_weighted` are zero). With `s = sigmoid(gate)`, in fp32:
+
+    - `dh` (laid out as `h`): `d gate = grad * w_p * up * s * (1 + gate * (1
+      - s))`, `d up = grad * w_p * gate * s`;
+    - `act_weighted[p] = w_p * act[p]` (the down weight gradient's operand);
+    - `d_topk_weights.flat[sorted_rows[p]] = sum_n grad[p, n] * act[p, n]`,
+      summed in a fixed order (deterministic, no atomics); entries whose
+      `row_positions` is outside `[0, R)` (dropped slots) are zero.
+
+    `sorted_rows` and `row_positions` must be inverses, as
+    `tessel.expert_sort` writes them: every entry of `d_topk_weights` is
+    then written once.
+
+    Shapes: grad `[R, I]`, h `[R, 2I]` or `[2, R, I]`, topk_weights
+    `[T, k]` (f32 or the element type), sorted_rows `[R]` i32,
+    row_positions `[T, k]` i32, dh like h, act_weighted `[R, I]`,
+    d_topk_weights `[T, k]` f32.
+
+    Example:
+
+    ```mlir
+    tessel.swiglu_backward grad(%g : memref<?x512xbf16>)
+        h(%h : memref<?x1024xbf16>) topk_weights(%w : memref<?x8xf32>)
+        sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x8xi32>)
+        dh(%dh : memref<?x1024xbf16>) act_weighted(%aw : memref<?x512xbf16>)
+        d_topk_weights(%dw : memref<?x8xf32>)
+    ```
+  }];
+  let arguments = (ins Tessel_Buffer:$grad, Tessel_Buffer:$h,
+                   Tessel_Buffer:$topk_weights, Tessel_Buffer:$sorted_rows,
+                   Tessel_Buffer:$row_positions, Tessel_OutBuffer:$dh,
+                   Tessel_OutBuffer:$act_weighted,
+                   Tessel_OutBuffer:$d_topk_weights);
+  let assemblyFormat = [{
+    `grad` `(` $grad `:` type($grad) `)` `h` `(` $h `:` type($h) `)`
+    `topk_weights` `(` $topk_weights `:` type($topk_weights) `)`
+    `sorted_rows` `(` $sorted_rows `:` type($sorted_rows) `)`
+    `row_positions` `(` $row_positions `:` type($row_positions) `)`
+    `dh` `(` $dh `:` type($dh) `)`
+    `act_weighted` `(` $act_weighted `:` type($act_weighted) `)`
+    `d_topk_weights` `(` $d_topk_weights `:` type($d_topk_weights) `)`
+    attr-dict
+  }];
+}
+
 #endif // TESSEL_OPS_TD
