@@ -38,11 +38,12 @@ Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p:
     dx = moe_unpermute(dxs, weights 1)                   [T, H]
 
 Two grouped-matmul launches forward and four backward, whatever E is
-(a per-expert loop makes 3E and 9E); every step is a Tessel kernel. Saved for the backward: x, h, the
-int32 routing (sorted_rows, row_positions, group_offsets), the routing
-weights as fp32, and the weights themselves (no copies). Not saved: xs
-(k times x's size; permuted again in the backward, one copy at the memory
-rate), act (recomputed from h, elementwise) and y (the identity above).
+(a per-expert loop makes 3E and 9E); every step is a Tessel kernel.
+Saved for the backward: x, h, the int32 routing (sorted_rows,
+row_positions, group_offsets), the routing weights as fp32, and the
+weights themselves (no copies). Not saved: xs (k times x's size; permuted
+again in the backward, one copy at the memory rate), act (recomputed from
+h by swiglu_backward) and y (the identity above).
 
 `moe_mlp_unstacked` takes the experts' weights as lists, as a model keeps
 them (one nn.Linear each), and reads them in place through pointer tables

@@ -134,14 +134,15 @@ protected:
   virtual void loadStage(Value slot, Value kt, Value full) = 0;
   /// Runs in the consumers once K-tile `kt` is in the stage at `slot`.
   virtual void prepareStage(Value slot, Value kt) {}
-  /// Stores the pair of accumulators at (row, col) of the consumer's 64 x
-  /// tileN part of C (index values, col even).
-  virtual void storePair(Value row, Value col, Value first, Value second) {}
-  /// Stores consumer `consumer`'s accumulators of the tile: by default one
-  /// storePair per pair, from registers.
-  virtual void epilogue(Value consumer, Value acc);
+  /// Stores consumer `consumer`'s (0 or 1) accumulators of the tile.
+  virtual void epilogue(Value consumer, Value acc) = 0;
   /// Runs in the consumers after their last tile.
-  virtual void finishTiles(Value consumer) {}
+  virtual void finishTiles() {}
+  /// Calls store(row, col, first, second) for each pair of the consumer's
+  /// accumulators, at (row, col) of its 64 x tileN part of C (index values,
+  /// col even).
+  void forEachPair(Value acc,
+                   function_ref<void(Value, Value, Value, Value)> store);
 
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
@@ -263,12 +264,13 @@ Value WarpgroupGemm::consume(Value consumer, Value base) {
   return loop.getResult(0);
 }
 
-void WarpgroupGemm::epilogue(Value consumer, Value acc) {
+void WarpgroupGemm::forEachPair(
+    Value acc, function_ref<void(Value, Value, Value, Value)> store) {
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
     auto [row, col] = wg.accumulatorPosition(b, loc, thread, i);
-    storePair(row, col, wg.accumulator(b, loc, acc, i),
-              wg.accumulator(b, loc, acc, i + 1));
+    store(row, col, wg.accumulator(b, loc, acc, i),
+          wg.accumulator(b, loc, acc, i + 1));
   }
 }
 
@@ -321,7 +323,7 @@ void WarpgroupGemm::runPersistent(int64_t tiles,
           epilogue(consumer, consume(consumer, base));
           return add(base, numK);
         });
-        finishTiles(consumer);
+        finishTiles();
       });
 }
 
@@ -342,7 +344,13 @@ public:
 
 private:
   void loadStage(Value slot, Value kt, Value full) override;
-  void storePair(Value row, Value col, Value first, Value second) override;
+  /// Each pair from registers, predicated on the rows and columns C has.
+  void epilogue(Value consumer, Value acc) override {
+    forEachPair(acc, [&](Value row, Value col, Value first, Value second) {
+      storePair(row, col, first, second);
+    });
+  }
+  void storePair(Value row, Value col, Value first, Value second);
 
   bool transB;
   int64_t n = 0, k = 0;
@@ -451,7 +459,7 @@ private:
   void loadStage(Value slot, Value kt, Value full) override;
   void prepareStage(Value slot, Value kt) override;
   void epilogue(Value consumer, Value acc) override;
-  void finishTiles(Value consumer) override;
+  void finishTiles() override;
 
   int64_t scratchOffset() const { return cfg.scratchOffset(elemBytes); }
   /// The consumer's first thread, which issues its TMA stores.
@@ -574,7 +582,7 @@ void RaggedKGemm::epilogue(Value consumer, Value acc) {
   }
 }
 
-void RaggedKGemm::finishTiles(Value consumer) {
+void RaggedKGemm::finishTiles() {
   ifThen(storeLeader(), [&] { wg.bulkWait(b, loc, 0, /*read=*/false); });
 }
 
