@@ -28,6 +28,12 @@ routings (8 distinct experts a token) with about 2% of the ids dropped
     and -1 contributing nothing even with NaN weights there, bitwise
     identical on a second run; f32 and bf16 weights; an empty y (R = 0)
     gives zeros.
+  * swiglu and swiglu_backward (swiglu_i512 on [R, 2I], swiglu_i2048_parts
+    on [2, R, I], with the E = 128 and 256 routings at T = 7 and 4096):
+    act, dh, w * act and d topk_weights within 1e-2 of an f32 torch
+    reference, the unplaced tail's rows zero although its grad and h rows
+    hold NaN, dropped slots' weight gradients zero, d topk_weights bitwise
+    identical on a second run.
   * CUDA graphs: histogram -> sort -> permute -> unpermute captured once at
     T = 4096 and replayed with new ids, x and weights written into the
     captured buffers (outputs poisoned before each replay).
@@ -56,8 +62,11 @@ SHAPES = {128: 2048, 256: 7168}  # experts -> hidden size of that MoE
 TOKENS = [1, 7, 4096, 32768]
 POISON = 0xA5A5A5A5 - (1 << 32)  # 0xA5A5A5A5 as an int32
 DROPPED = [-1, -(1 << 31), (1 << 31) - 1]  # plus E and E + 7
-NAME = re.compile(r"(?P<op>hist|sort|permute|unpermute)_"
-                  r"(?P<kind>[eh])(?P<n>\d+)(?P<wbf16>_wbf16)?$")
+NAME = re.compile(r"(?P<op>hist|sort|permute|unpermute|swiglu|swiglu_backward)"
+                  r"_(?P<kind>[ehi])(?P<n>\d+)(?P<variant>_wbf16|_parts)?$")
+# experts -> intermediate size and h's layout of the SwiGLU kernels checked
+# with that routing (the reference MoE fused [R, 2I], DeepSeek-V3's apart).
+SWIGLU = {128: (512, ""), 256: (2048, "_parts")}
 DEV = "cuda"
 
 
@@ -249,6 +258,78 @@ def check_unpermute(rt, k, name, y, positions, weights, report):
     report.line(name, f"T={T} R={y.shape[0]}", problems, f" err {err:.1e}")
 
 
+def ref_swiglu_backward(g, h, weights, sorted_rows):
+    """dh (layout of h), w * act and d topk_weights [T, k] in f32; rows whose
+    sorted_rows entry is no slot give zeros; h [R, 2I] or [2, R, I]."""
+    fused = h.dim() == 2
+    gate, up = (h.float().chunk(2, dim=1) if fused else h.float().unbind(0))
+    slot = sorted_rows.long()
+    placed = slot >= 0
+    w = torch.where(placed, weights.reshape(-1)[slot.clamp(min=0)],
+                    torch.zeros((), device=DEV))[:, None]
+    s = torch.sigmoid(gate)
+    act = gate * s * up
+    gz = torch.where(placed[:, None], g.float(), torch.zeros((), device=DEV))
+    d_gate = gz * w * up * s * (1 + gate * (1 - s))
+    d_up = gz * w * gate * s
+    d_gate, d_up, act_w = (torch.where(placed[:, None], t,
+                                       torch.zeros((), device=DEV))
+                           for t in (d_gate, d_up, act * w))
+    dh = torch.cat([d_gate, d_up], 1) if fused else torch.stack([d_gate, d_up])
+    dw = torch.zeros(weights.numel(), device=DEV)
+    dw[slot[placed]] = (gz * act)[placed].sum(1)
+    return dh, act_w, dw.view(weights.shape)
+
+
+def check_swiglu(rt, forward, backward, name, sorted_rows, positions, gen,
+                 report, intermediate, parts):
+    """Both SwiGLU kernels on random rows, NaN in the unplaced tail's grad
+    and h rows (the kernels must write zeros there, not NaN)."""
+    R = sorted_rows.numel()
+    shape = (2, R, intermediate) if parts else (R, 2 * intermediate)
+    h = (torch.randn(shape, device=DEV, generator=gen) * 3).bfloat16()
+    g = torch.randn(R, intermediate, device=DEV, generator=gen).bfloat16()
+    weights = torch.rand(positions.shape, device=DEV, generator=gen)
+    tail = sorted_rows < 0
+    g[tail] = math.nan
+    if parts:
+        h[:, tail] = math.nan
+    else:
+        h[tail] = math.nan
+    problems = []
+    act = poison_float(R, intermediate)
+    rt.launch(forward, [h, act])
+    torch.cuda.synchronize()
+    gate, up = (h.float().chunk(2, dim=1) if not parts else h.float().unbind(0))
+    want = gate * torch.sigmoid(gate) * up
+    err = rel_error(act[~tail], want[~tail])
+    if not err <= 1e-2:
+        problems.append(f"act error {err:.1e} > 1e-2")
+    dh, act_w = poison_float(*shape), poison_float(R, intermediate)
+    dw = poison_float(*positions.shape, dtype=torch.float32)
+    rt.launch(backward, [g, h, weights, sorted_rows, positions, dh, act_w,
+                         dw])
+    torch.cuda.synchronize()
+    ref = ref_swiglu_backward(g, h, weights, sorted_rows)
+    for what, got, want in zip(("dh", "act_weighted", "d_topk_weights"),
+                               (dh, act_w, dw), ref):
+        if torch.isnan(got).any():
+            problems.append(f"NaN in {what} (unwritten, or the tail leaked)")
+        e = rel_error(got, want)
+        err = max(err, e)
+        if not e <= 1e-2:
+            problems.append(f"{what} error {e:.1e} > 1e-2")
+    again = poison_float(*positions.shape, dtype=torch.float32)
+    rt.launch(backward, [g, h, weights, sorted_rows, positions, dh, act_w,
+                         again])
+    torch.cuda.synchronize()
+    if not torch.equal(again, dw):
+        problems.append("second run's d_topk_weights differ (not "
+                        "deterministic)")
+    report.line(name, f"R={R} tail={int(tail.sum())}", problems,
+                f" err {err:.1e}")
+
+
 def weights_for(positions, R, dtype, gen):
     """Router weights, NaN where the slot contributes nothing (position -1
     or past y): they must not reach out."""
@@ -287,6 +368,12 @@ def check_shape(rt, kernels, E, gen, report):
         if wb in kernels and T <= 4096:
             check_unpermute(rt, kernels[wb], wb, y, pos,
                             weights_for(pos, R, torch.bfloat16, gen), report)
+        intermediate, variant = SWIGLU[E]
+        if T in (7, 4096):
+            check_swiglu(rt, kernels[f"swiglu_i{intermediate}{variant}"],
+                         kernels[f"swiglu_backward_i{intermediate}{variant}"],
+                         f"swiglu_i{intermediate}{variant}", sorted_rows,
+                         positions, gen, report, intermediate, bool(variant))
         del x, y, permuted
     # No rows in y: nothing to read, out = 0.
     T = 5

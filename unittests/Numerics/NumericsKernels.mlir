@@ -299,3 +299,22 @@ func.func @dispatch_merge_out(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob
   tessel.lse_merge a(%oa : memref<?x4x64xf32>, %la : memref<4x?xf32>) b(%ob : memref<?x4x64xf32>, %lb : memref<4x?xf32>) out(%out : memref<?x4x64xf32>)
   return
 }
+
+// SwiGLU and its backward (SwigluTest.cpp): gate | up fused as [R, 2I] in
+// f32, and apart as [2, R, I] in bf16.
+func.func @swiglu_f32_i13(%h: memref<?x26xf32>, %a: memref<?x13xf32>) {
+  tessel.swiglu h(%h : memref<?x26xf32>) act(%a : memref<?x13xf32>)
+  return
+}
+func.func @swiglu_backward_f32_i13_k2(%g: memref<?x13xf32>, %h: memref<?x26xf32>, %w: memref<?x2xf32>, %s: memref<?xi32>, %p: memref<?x2xi32>, %dh: memref<?x26xf32>, %aw: memref<?x13xf32>, %dw: memref<?x2xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x13xf32>) h(%h : memref<?x26xf32>) topk_weights(%w : memref<?x2xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x2xi32>) dh(%dh : memref<?x26xf32>) act_weighted(%aw : memref<?x13xf32>) d_topk_weights(%dw : memref<?x2xf32>)
+  return
+}
+func.func @swiglu_bf16_i16_parts(%h: memref<2x?x16xbf16>, %a: memref<?x16xbf16>) {
+  tessel.swiglu h(%h : memref<2x?x16xbf16>) act(%a : memref<?x16xbf16>)
+  return
+}
+func.func @swiglu_backward_bf16_i16_k4_parts(%g: memref<?x16xbf16>, %h: memref<2x?x16xbf16>, %w: memref<?x4xf32>, %s: memref<?xi32>, %p: memref<?x4xi32>, %dh: memref<2x?x16xbf16>, %aw: memref<?x16xbf16>, %dw: memref<?x4xf32>) {
+  tessel.swiglu_backward grad(%g : memref<?x16xbf16>) h(%h : memref<2x?x16xbf16>) topk_weights(%w : memref<?x4xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x4xi32>) dh(%dh : memref<2x?x16xbf16>) act_weighted(%aw : memref<?x16xbf16>) d_topk_weights(%dw : memref<?x4xf32>)
+  return
+}
