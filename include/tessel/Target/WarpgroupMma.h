@@ -128,6 +128,16 @@ public:
   /// shared memory at `dst`, completing on `bar`.
   virtual void tmaLoad(OpBuilder &b, Location loc, Value dst, Value map,
                        Value bar, ValueRange coordinates) const = 0;
+  /// Copies 16 bytes from global `src` (!llvm.ptr<1>) to shared `dst`
+  /// (!llvm.ptr<3>) asynchronously, reading `srcBytes` (i32, 0 or 16) of
+  /// them and zero-filling the rest (cp.async).
+  virtual void asyncCopy16(OpBuilder &b, Location loc, Value dst, Value src,
+                           Value srcBytes) const = 0;
+  /// Arrives on mbarrier `bar` once this thread's cp.async copies issued so
+  /// far have landed, without counting an extra arrival: the barrier's
+  /// count includes one per copying thread.
+  virtual void asyncCopiesArrive(OpBuilder &b, Location loc,
+                                 Value bar) const = 0;
   /// Copies shared memory at `src` to the box at `coordinates` of the
   /// tensor map `map` (clipped at the tensor's bounds), in this thread's
   /// open bulk group.

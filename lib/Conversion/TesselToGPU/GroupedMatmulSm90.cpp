@@ -1,7 +1,9 @@
 //===- GroupedMatmulSm90.cpp - Grouped matmuls on wgmma + TMA -------------===//
 //
 // The Hopper main loops of tessel.grouped_matmul with stacked b (trans_b:
-// the MoE forward; without: the dgrad) and of tessel.grouped_matmul_wgrad,
+// the MoE forward; without: the dgrad) or a pointer table of per-group
+// matrices (B then copied by the producer threads: a tensor map names one
+// tensor), and of tessel.grouped_matmul_wgrad,
 // siblings of the sm80 templates in GroupedMatmul.cpp that share their work
 // decomposition: ragged-M group tiles found on the device from
 // group_offsets (KernelBuilder::findRowTile), the zero tail past the last
@@ -132,6 +134,9 @@ protected:
   /// Issues the TMA copies of K-tile `kt` into the stage at byte `slot` of
   /// the ring, completing on `full`.
   virtual void loadStage(Value slot, Value kt, Value full) = 0;
+  /// With `bByCopies`, every producer thread's cp.async copies of K-tile
+  /// `kt`'s B tile into the stage at byte `slot`.
+  virtual void copyStageB(Value slot, Value kt) {}
   /// Runs in the consumers once K-tile `kt` is in the stage at `slot`.
   virtual void prepareStage(Value slot, Value kt) {}
   /// Stores consumer `consumer`'s (0 or 1) accumulators of the tile.
@@ -152,6 +157,10 @@ protected:
   Type elem;
   int64_t elemBytes, stageBytes;
   WarpgroupMma::SharedOperand aOperand, bOperand;
+  /// B reaches the ring by the producer threads' cp.async copies (in the
+  /// TMA layout) rather than by TMA: a stage's `full` barrier then waits
+  /// for the TMA bytes of A and one arrival per producer thread.
+  bool bByCopies = false;
   /// K-tiles of the block's tile.
   Value numK;
 
@@ -197,6 +206,28 @@ void WarpgroupGemm::produce(Value base) {
   Value lead = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, idx(0)),
                     wg.electOne(b, loc));
+  if (bByCopies) {
+    // Only the elected lane waits on an mbarrier (the wait loop is not
+    // safe for lanes leaving it apart); named barrier 4 then frees the
+    // stage for every producer thread.
+    auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar(), i = add(base, kt);
+    Value stage = remu(i, cfg.stages);
+    Value full = barrier(stage);
+    ifThen(lead, [&] {
+      wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(i, true));
+    });
+    wg.barrier(b, loc, i32(4), WarpgroupMma::kWarpgroupThreads);
+    ifThen(lead, [&] {
+      wg.arriveExpectBytes(b, loc, full, cfg.aBytes(elemBytes));
+      loadStage(mul(stage, stageBytes), kt, full);
+    });
+    copyStageB(mul(stage, stageBytes), kt);
+    wg.asyncCopiesArrive(b, loc, full);
+    return;
+  }
   ifThen(lead, [&] {
     auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
     OpBuilder::InsertionGuard guard(b);
@@ -222,6 +253,9 @@ Value WarpgroupGemm::consume(Value consumer, Value base) {
     Value kt = loop.getInductionVar(), i = add(base, kt);
     Value stage = remu(i, cfg.stages);
     wg.waitParity(b, loc, barrier(stage), parity(i, false));
+    // cp.async writes are the generic proxy's; wgmma reads the async one.
+    if (bByCopies)
+      wg.fenceSharedForAsync(b, loc);
     Value slot = mul(stage, stageBytes);
     prepareStage(slot, kt);
     Value address = add(ringAddress, toI32(slot));
@@ -278,8 +312,10 @@ SmallVector<std::pair<Value, int64_t>> WarpgroupGemm::ringBarriers() {
   std::tie(ringBase, ringAddress) =
       alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
   SmallVector<std::pair<Value, int64_t>> barriers;
+  int64_t fullArrivals =
+      1 + (bByCopies ? WarpgroupMma::kWarpgroupThreads : 0);
   for (int64_t s = 0; s < cfg.stages; ++s)
-    barriers.push_back({barrier(idx(s)), 1});
+    barriers.push_back({barrier(idx(s)), fullArrivals});
   for (int64_t s = 0; s < cfg.stages; ++s)
     barriers.push_back({barrier(idx(cfg.stages + s)),
                         cfg.consumers * WarpgroupMma::kWarpgroupThreads});
@@ -333,17 +369,21 @@ class RaggedMGemm : public WarpgroupGemm {
 public:
   RaggedMGemm(OpBuilder &b, Location loc, const TargetInfo &target,
               const WarpgroupMma &wg, const Sm90Config &cfg, Type elem,
-              bool transB)
+              bool transB, bool pointerTable)
       : WarpgroupGemm(b, loc, target, wg, cfg, elem, {true, 0},
                       {transB, Sm90Config::chunkBytes(
                                    elem.getIntOrFloatBitWidth() / 8)}),
-        transB(transB) {}
+        transB(transB) {
+    bByCopies = pointerTable;
+  }
 
+  /// `bArg`: the stacked b (read through `mapB`) or the pointer table.
   void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
-             int64_t groups, int64_t n, int64_t k);
+             Value bArg, int64_t groups, int64_t n, int64_t k);
 
 private:
   void loadStage(Value slot, Value kt, Value full) override;
+  void copyStageB(Value slot, Value kt) override;
   /// Each pair from registers, predicated on the rows and columns C has.
   void epilogue(Value consumer, Value acc) override {
     forEachPair(acc, [&](Value row, Value col, Value first, Value second) {
@@ -356,6 +396,8 @@ private:
   int64_t n = 0, k = 0;
   Value c, mapA, mapB;
   Value rowStart, rowEnd, group, colStart, consumerRow;
+  /// With a pointer table: the group's matrix (!llvm.ptr<1>).
+  Value bMatrix;
 };
 
 void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
@@ -363,6 +405,8 @@ void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
   Value bSlot = add(slot, cfg.aBytes(elemBytes));
   wg.tmaLoad(b, loc, sharedPointer(slot), mapA, full,
              {toI32(k0), toI32(rowStart)});
+  if (bByCopies)
+    return;
   if (transB) {
     wg.tmaLoad(b, loc, sharedPointer(bSlot), mapB, full,
                {toI32(k0), toI32(add(mul(group, n), colStart))});
@@ -373,6 +417,57 @@ void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
     wg.tmaLoad(b, loc,
                sharedPointer(add(bSlot, j * Sm90Config::chunkBytes(elemBytes))),
                mapB, full, {toI32(add(colStart, j * Sm90Config::chunk)), bRow});
+}
+
+void RaggedMGemm::copyStageB(Value slot, Value kt) {
+  // The layout TMA would write: 128-byte rows (64 K-elements of an N-row
+  // with trans_b; 64 N-columns of a K-row, one 8 KB chunk per 64 columns,
+  // without), 16-byte piece p of row r at piece p ^ (r % 8). Pieces past N
+  // or K are zero-filled.
+  int64_t pieces = WarpgroupMma::kSwizzleBytes / 16;
+  int64_t rowsPerChunk = transB ? cfg.tileN : Sm90Config::tileK;
+  int64_t total = cfg.tileN * Sm90Config::tileK / 8;
+  Value k0 = mul(kt, cfg.tileK);
+  Value bSlot = add(slot, cfg.aBytes(elemBytes));
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  // Unrolled: the copies of a thread are independent, and issuing them
+  // back to back keeps more of them in flight.
+  for (int64_t first = 0; first < total;
+       first += WarpgroupMma::kWarpgroupThreads) {
+    Value q = add(thread, first);
+    // A tile of tileN % 16 != 0 rows ends inside the last round.
+    std::optional<OpBuilder::InsertionGuard> partial;
+    if (first + WarpgroupMma::kWarpgroupThreads > total) {
+      partial.emplace(b);
+      auto inside = scf::IfOp::create(b, loc, lt(q, idx(total)));
+      b.setInsertionPoint(inside.thenBlock()->getTerminator());
+    }
+    Value piece = remu(q, pieces), line = divu(q, pieces);
+    Value row = remu(line, rowsPerChunk), chunk = divu(line, rowsPerChunk);
+    // (row of b's matrix, its first element), and whether it exists.
+    Value matrixRow, column, valid;
+    if (transB) {
+      matrixRow = add(colStart, row);
+      column = add(k0, mul(piece, 8));
+      valid = andi(lt(matrixRow, idx(n)), lt(column, idx(k)));
+    } else {
+      matrixRow = add(k0, row);
+      column =
+          add(add(colStart, mul(chunk, Sm90Config::chunk)), mul(piece, 8));
+      valid = andi(lt(matrixRow, idx(k)), lt(column, idx(n)));
+    }
+    Value element = add(mul(matrixRow, transB ? k : n), column);
+    Value src = LLVM::GEPOp::create(
+        b, loc, bMatrix.getType(), elem, bMatrix,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                              select(valid, element, idx(0)))
+                       .getResult()});
+    Value dst = sharedPointer(
+        add(add(bSlot, mul(chunk, Sm90Config::chunkBytes(elemBytes))),
+            add(mul(row, WarpgroupMma::kSwizzleBytes),
+                mul(arith::XOrIOp::create(b, loc, piece, remu(row, 8)), 16))));
+    wg.asyncCopy16(b, loc, dst, src, select(valid, i32(16), i32(0)));
+  }
 }
 
 void RaggedMGemm::storePair(Value r, Value col, Value first, Value second) {
@@ -393,8 +488,8 @@ void RaggedMGemm::storePair(Value r, Value col, Value first, Value second) {
 }
 
 void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
-                        Value mapBArg, int64_t groups, int64_t nCols,
-                        int64_t kDepth) {
+                        Value mapBArg, Value bArg, int64_t groups,
+                        int64_t nCols, int64_t kDepth) {
   c = cArg;
   mapA = mapAArg;
   mapB = mapBArg;
@@ -417,6 +512,13 @@ void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
     Value consumer = divu(threadId(), WarpgroupMma::kWarpgroupThreads);
     consumerRow = add(rowStart, mul(sub(consumer, idx(1)),
                                     WarpgroupMma::kRows));
+    if (bByCopies) {
+      // The tail (group == G) reads no B: any entry will do.
+      Value address = memref::LoadOp::create(
+          b, loc, bArg, minu(group, idx(groups - 1)));
+      bMatrix = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+    }
     return tile.found;
   });
 }
@@ -655,8 +757,7 @@ bool mlir::tessel::hasGroupedMatmulSm90(GroupedMatmulOp op,
   // trans_b, B tiles are whole 64-column chunks of whole 64-row K-tiles.
   bool layout = op.getTransB() || (op.getN() % Sm90Config::chunk == 0 &&
                                    op.getK() % Sm90Config::tileK == 0);
-  return wg && layout && !op.isPointerTable() &&
-         !op->hasAttr("tessel.gpu_tile") &&
+  return wg && layout && !op->hasAttr("tessel.gpu_tile") &&
          wg->supports(elem, std::min<int64_t>(256, op.getN()));
 }
 
@@ -681,15 +782,19 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
   Value mapA = ctx.addTensorMap(
       {0, {{1, 2}, {0, 1}}, {Sm90Config::tileK, Sm90Config::tileM},
        kSwizzle128});
-  Value mapB = ctx.addTensorMap(
-      {1,
-       {{2, 3}, {0, 2}},
-       {transB ? Sm90Config::tileK : Sm90Config::chunk,
-        transB ? cfg->tileN : Sm90Config::tileK},
-       kSwizzle128});
-  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB)
+  // A pointer table's matrices are copied by the producer threads instead.
+  bool pointerTable = op.isPointerTable();
+  Value mapB;
+  if (!pointerTable)
+    mapB = ctx.addTensorMap(
+        {1,
+         {{2, 3}, {0, 2}},
+         {transB ? Sm90Config::tileK : Sm90Config::chunk,
+          transB ? cfg->tileN : Sm90Config::tileK},
+         kSwizzle128});
+  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB, pointerTable)
       .build(ctx.args[2], ctx.args[3], ctx.dimValue(b, op.getA(), 0), mapA,
-             mapB, groups, n, k);
+             mapB, ctx.args[1], groups, n, k);
 
   const KernelDim &rows = ctx.dim(op.getA(), 0);
   LaunchGeometry geometry;

@@ -88,8 +88,9 @@ FailureOr<LaunchGeometry> buildGroupedMatmul(OpBuilder &b, GroupedMatmulOp op,
                                              KernelContext &ctx);
 
 /// Whether the Hopper main loop (GroupedMatmulSm90.cpp: TMA, mbarrier
-/// ring, warp-specialised wgmma) serves `op` on `target`: stacked b (with
-/// trans_b; without, N and K multiples of 64), 16-bit operands, no
+/// ring, warp-specialised wgmma) serves `op` on `target`: stacked b or a
+/// pointer table (with trans_b; without, N and K multiples of 64), 16-bit
+/// operands, no
 /// tessel.gpu_tile override, on a target with warpgroup MMA. Other forms
 /// use the sm80 main loop there.
 bool hasGroupedMatmulSm90(GroupedMatmulOp op, const TargetInfo &target);

@@ -202,6 +202,20 @@ public:
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
         /*predicate=*/Value());
   }
+  void asyncCopy16(OpBuilder &b, Location loc, Value dst, Value src,
+                   Value srcBytes) const override {
+    // .cg: the tile is read once per block, L1 would not help it.
+    NVVM::CpAsyncOp::create(
+        b, loc, dst, src, b.getI32IntegerAttr(16),
+        NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
+                                             NVVM::LoadCacheModifierKind::CG),
+        srcBytes);
+  }
+  void asyncCopiesArrive(OpBuilder &b, Location loc,
+                         Value bar) const override {
+    NVVM::CpAsyncMBarrierArriveOp::create(
+        b, loc, bar, b.getIntegerAttr(b.getI1Type(), 1));
+  }
   void tmaStore(OpBuilder &b, Location loc, Value map, Value src,
                 ValueRange coordinates) const override {
     NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(

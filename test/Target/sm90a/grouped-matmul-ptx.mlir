@@ -58,6 +58,24 @@
 // CHECK-NOT:   wgmma
 // CHECK-SAME:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
+// With b a pointer table the same main loop runs: A by TMA (the only
+// tensor map parameter), B copied by the 128 producer threads with
+// cp.async.cg in TMA's swizzled layout (src-size zero-fills past N or K),
+// each thread's copies completing on the stage's barrier (arrive.noinc);
+// the elected lane waits for the stage and named barrier 4 releases the
+// producer warpgroup; consumers fence the generic proxy's writes before
+// their wgmmas.
+// CHECK-LABEL: gpu.binary @gate_ptrs
+// CHECK-SAME:  .param .u64 gate_ptrs_param_4,
+// CHECK-SAME:  .param .align 64 .b8 gate_ptrs_param_5[128]\0A)
+// CHECK-SAME:  fence.proxy.async.shared::cta;
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-SAME:  cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, %r{{[0-9]+}};
+// CHECK-SAME:  cp.async.mbarrier.arrive.noinc.shared.b64
+// CHECK-SAME:  bar.sync \094, 128;
+// CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global
+// CHECK-NOT:   mma.sync
+
 // CHECK-LABEL: gpu.binary @wgrad
 // CHECK-SAME:  .target sm_90a
 // CHECK-SAME:  %ctaid.x;
@@ -94,6 +112,13 @@ func.func @dgrad_narrow(%a: memref<?x64xbf16>, %b: memref<8x64x200xbf16>,
   tessel.grouped_matmul a(%a : memref<?x64xbf16>)
       b(%b : memref<8x64x200xbf16>) group_offsets(%g : memref<8xi32>)
       c(%c : memref<?x200xbf16>)
+  return
+}
+func.func @gate_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
+                     %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
+      {trans_b, b_shape = array<i64: 512, 2048>}
   return
 }
 func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,

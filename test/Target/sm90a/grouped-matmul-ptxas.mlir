@@ -3,7 +3,8 @@
 // RUN:   --tessel-nvvm-pipeline="chip=sm_90a cubin-arch=sm_90a ptxas-verbose=1" \
 // RUN:   -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
 
-// ptxas builds the Hopper grouped matmuls (forward, dgrad, wgrad) for sm_90a
+// ptxas builds the Hopper grouped matmuls (forward, dgrad, wgrad; stacked b
+// and pointer tables) for sm_90a
 // without spilling, at
 // the register cap the 384-thread block sets at entry (which setmaxnreg
 // needs), with no wgmma serialized: values the wgmmas depend on reach
@@ -26,6 +27,14 @@
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     remark: ptxas -arch=sm_90a: {{.*}}
 // CHECK:     Compiling entry function 'wgrad' for 'sm_90a'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: Potential Performance Loss
+// CHECK:     remark: ptxas -arch=sm_90a: {{.*}}
+// CHECK:     Compiling entry function 'gate_ptrs' for 'sm_90a'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK:     Used 168 registers
+// CHECK-NOT: Potential Performance Loss
+// CHECK:     Compiling entry function 'dgrad_ptrs' for 'sm_90a'
 // CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     gpu.binary @gate_up  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">,
@@ -63,5 +72,21 @@ func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
   tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
       b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
       c(%c : memref<128x1024x2048xf32>)
+  return
+}
+// A pointer table of per-expert [N, K] (forward) and [K, N] (dgrad)
+// matrices, copied by the producer threads.
+func.func @gate_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
+                     %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
+      {trans_b, b_shape = array<i64: 512, 2048>}
+  return
+}
+func.func @dgrad_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
+                      %g: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
+      {b_shape = array<i64: 2048, 512>}
   return
 }
