@@ -26,6 +26,10 @@ func.func @mlp_ref_unpermute(%y: memref<?x2048xbf16>, %pos: memref<?x8xi32>, %w:
   tessel.moe_unpermute y(%y : memref<?x2048xbf16>) row_positions(%pos : memref<?x8xi32>) weights(%w : memref<?x8xf32>) out(%out : memref<?x2048xbf16>)
   return
 }
+func.func @mlp_ref_unpermute_parts(%y: memref<?x2048xbf16>, %pos: memref<?x16xi32>, %w: memref<?x16xf32>, %out: memref<?x2048xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x2048xbf16>) row_positions(%pos : memref<?x16xi32>) weights(%w : memref<?x16xf32>) out(%out : memref<?x2048xbf16>)
+  return
+}
 func.func @mlp_ref_down_wgrad(%a: memref<?x2048xbf16>, %b: memref<?x512xbf16>, %off: memref<128xi32>, %c: memref<128x2048x512xbf16>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x512xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<128x2048x512xbf16>)
   return
@@ -110,6 +114,10 @@ func.func @mlp_dsv3_unpermute(%y: memref<?x7168xbf16>, %pos: memref<?x8xi32>, %w
   tessel.moe_unpermute y(%y : memref<?x7168xbf16>) row_positions(%pos : memref<?x8xi32>) weights(%w : memref<?x8xf32>) out(%out : memref<?x7168xbf16>)
   return
 }
+func.func @mlp_dsv3_unpermute_parts(%y: memref<?x7168xbf16>, %pos: memref<?x16xi32>, %w: memref<?x16xf32>, %out: memref<?x7168xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x7168xbf16>) row_positions(%pos : memref<?x16xi32>) weights(%w : memref<?x16xf32>) out(%out : memref<?x7168xbf16>)
+  return
+}
 func.func @mlp_dsv3_down_wgrad(%a: memref<?x7168xbf16>, %b: memref<?x2048xbf16>, %off: memref<256xi32>, %c: memref<256x7168x2048xbf16>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x7168xbf16>) b(%b : memref<?x2048xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<256x7168x2048xbf16>)
   return
@@ -192,6 +200,10 @@ func.func @mlp_toy_permute(%x: memref<?x256xbf16>, %sorted: memref<?xi32>, %out:
 }
 func.func @mlp_toy_unpermute(%y: memref<?x256xbf16>, %pos: memref<?x4xi32>, %w: memref<?x4xf32>, %out: memref<?x256xbf16>) {
   tessel.moe_unpermute y(%y : memref<?x256xbf16>) row_positions(%pos : memref<?x4xi32>) weights(%w : memref<?x4xf32>) out(%out : memref<?x256xbf16>)
+  return
+}
+func.func @mlp_toy_unpermute_parts(%y: memref<?x256xbf16>, %pos: memref<?x8xi32>, %w: memref<?x8xf32>, %out: memref<?x256xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x256xbf16>) row_positions(%pos : memref<?x8xi32>) weights(%w : memref<?x8xf32>) out(%out : memref<?x256xbf16>)
   return
 }
 func.func @mlp_toy_down_wgrad(%a: memref<?x256xbf16>, %b: memref<?x128xbf16>, %off: memref<16xi32>, %c: memref<16x256x128xbf16>) {

@@ -20,7 +20,8 @@ from torch.profiler import ProfilerActivity, profile
 
 # Tessel kernel roles (specs.moe_kernels), longest first so that
 # "gate_up_dgrad" is not taken for "gate_up".
-_ROLES = sorted(("histogram", "sort", "permute", "unpermute", "gate_up",
+_ROLES = sorted(("histogram", "sort", "permute", "unpermute",
+                 "unpermute_parts", "gate_up",
                  "gate_up_dgrad", "gate_up_wgrad", "down", "down_dgrad",
                  "down_wgrad", "gate_or_up", "gate_or_up_dgrad",
                  "gate_or_up_wgrad", "gate_or_up_ptrs",

@@ -36,6 +36,7 @@ Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p:
     dxs = grouped_matmul(dh, w_gate_up)  (gate/up dgrad) [R, H]
     d w_gate_up = grouped_matmul_wgrad(dh, xs)
     dx = moe_unpermute(dxs, weights 1)                   [T, H]
+        (gate and up apart: both dgrads' rows, 2k a token, one pass)
 
 Two grouped-matmul launches forward and four backward, whatever E is
 (a per-expert loop makes 3E and 9E); every step is a Tessel kernel.
@@ -432,9 +433,9 @@ def _permute(plan: _Plan, rows: torch.Tensor,
 
 
 def _unpermute(plan: _Plan, y: torch.Tensor, row_positions: torch.Tensor,
-               weights: torch.Tensor) -> torch.Tensor:
+               weights: torch.Tensor, step: str = "unpermute") -> torch.Tensor:
     out = y.new_empty(row_positions.shape[0], y.shape[1])
-    plan.kernels["unpermute"](y, row_positions, weights, out)
+    plan.kernels[step](y, row_positions, weights, out)
     return out
 
 
@@ -521,15 +522,21 @@ class _MoEMLP(torch.autograd.Function):
         # is permuted again for the gate/up weight gradient.
         dx = d_up_w = None
         if need_x:
-            dxs = x.new_empty(dh.shape[1], dims.hidden)
-            k["up_dgrad"](dh[0], up_bs[0], offsets, dxs)
-            for part in range(1, form.parts):
-                # Gate and up in separate launches: their sum.
-                more = torch.empty_like(dxs)
-                k["up_dgrad"](dh[part], up_bs[part], offsets, more)
-                dxs += more
-                del more
-            dx = _unpermute(plan, dxs, row_positions, torch.ones_like(w32))
+            rows = dh.shape[1]
+            dxs = x.new_empty(form.parts, rows, dims.hidden)
+            for part in range(form.parts):
+                k["up_dgrad"](dh[part], up_bs[part], offsets, dxs[part])
+            positions = row_positions
+            if form.parts == 2:
+                # Gate and up apart: a token's rows in both halves of dxs,
+                # summed by one combine (2k rows a token) rather than an
+                # [R, H] add first.
+                positions = torch.cat(
+                    [row_positions,
+                     torch.where(row_positions < 0, row_positions,
+                                 row_positions + rows)], dim=1)
+            dx = _unpermute(plan, dxs.view(-1, dims.hidden), positions,
+                            w32.new_ones(positions.shape), "dx")
             del dxs
         if need_up:
             xs = _permute(plan, x, sorted_rows)

@@ -276,6 +276,8 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
         "sort": ("expert_sort", dict(topk=topk)),
         "permute": ("moe_permute", dict(hidden=H, topk=topk)),
         "unpermute": ("moe_unpermute", dict(hidden=H, topk=topk)),
+        # dx from the gate and the up dgrads apart: 2k rows a token.
+        "unpermute_parts": ("moe_unpermute", dict(hidden=H, topk=2 * topk)),
         "down_wgrad": ("grouped_matmul_wgrad", dict(M=H, N=I)),
         # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I].
         "gate_up": ragged_m(2 * I, H, True, False),
@@ -312,15 +314,17 @@ MOE_FORM_STEPS = {
     "stacked": dict(up="gate_up", up_dgrad="gate_up_dgrad",
                     up_wgrad="gate_up_wgrad", down="down",
                     down_dgrad="down_dgrad", act="swiglu",
-                    act_backward="swiglu_backward"),
+                    act_backward="swiglu_backward", dx="unpermute"),
     "split": dict(up="gate_or_up", up_dgrad="gate_or_up_dgrad",
                   up_wgrad="gate_or_up_wgrad", down="down",
                   down_dgrad="down_dgrad", act="swiglu_parts",
-                  act_backward="swiglu_parts_backward"),
+                  act_backward="swiglu_parts_backward",
+                  dx="unpermute_parts"),
     "unstacked": dict(up="gate_or_up_ptrs", up_dgrad="gate_or_up_dgrad_ptrs",
                       up_wgrad="gate_or_up_wgrad", down="down_ptrs",
                       down_dgrad="down_dgrad_ptrs", act="swiglu_parts",
-                      act_backward="swiglu_parts_backward"),
+                      act_backward="swiglu_parts_backward",
+                      dx="unpermute_parts"),
 }
 
 

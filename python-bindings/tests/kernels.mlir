@@ -79,6 +79,10 @@ func.func @moe_k3_unpermute(%y: memref<?x19xf32>, %pos: memref<?x3xi32>, %w: mem
   tessel.moe_unpermute y(%y : memref<?x19xf32>) row_positions(%pos : memref<?x3xi32>) weights(%w : memref<?x3xf32>) out(%out : memref<?x19xf32>)
   return
 }
+func.func @moe_k3_unpermute_parts(%y: memref<?x19xf32>, %pos: memref<?x6xi32>, %w: memref<?x6xf32>, %out: memref<?x19xf32>) {
+  tessel.moe_unpermute y(%y : memref<?x19xf32>) row_positions(%pos : memref<?x6xi32>) weights(%w : memref<?x6xf32>) out(%out : memref<?x19xf32>)
+  return
+}
 func.func @moe_k3_down_wgrad(%a: memref<?x19xf32>, %b: memref<?x11xf32>, %off: memref<5xi32>, %c: memref<5x19x11xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x19xf32>) b(%b : memref<?x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x19x11xf32>)
   return
@@ -161,6 +165,10 @@ func.func @moe_k2_permute(%x: memref<?x24xbf16>, %sorted: memref<?xi32>, %out: m
 }
 func.func @moe_k2_unpermute(%y: memref<?x24xbf16>, %pos: memref<?x2xi32>, %w: memref<?x2xf32>, %out: memref<?x24xbf16>) {
   tessel.moe_unpermute y(%y : memref<?x24xbf16>) row_positions(%pos : memref<?x2xi32>) weights(%w : memref<?x2xf32>) out(%out : memref<?x24xbf16>)
+  return
+}
+func.func @moe_k2_unpermute_parts(%y: memref<?x24xbf16>, %pos: memref<?x4xi32>, %w: memref<?x4xf32>, %out: memref<?x24xbf16>) {
+  tessel.moe_unpermute y(%y : memref<?x24xbf16>) row_positions(%pos : memref<?x4xi32>) weights(%w : memref<?x4xf32>) out(%out : memref<?x24xbf16>)
   return
 }
 func.func @moe_k2_down_wgrad(%a: memref<?x24xbf16>, %b: memref<?x10xbf16>, %off: memref<4xi32>, %c: memref<4x24x10xbf16>) {
