@@ -52,8 +52,9 @@ them (one nn.Linear each), and reads them in place through pointer tables
 backward. Gate and up are then two launches (three forward, six backward);
 their weight gradients come out of the wgrad kernels as [E, I, H] tensors
 whose slices are the experts' gradients (views, no copy). The tables are
-written from the weights' addresses on each call, forward and backward
-(FSDP gathers the weights again for the backward, maybe elsewhere).
+looked up by the weights' addresses on each call, forward and backward
+(FSDP gathers the weights again for the backward, maybe elsewhere), and
+made only for addresses not seen before.
 `moe_mlp` with a pair (w_gate, w_up) of stacked [E, I, H] tensors runs the
 same two launches on them directly, with no tables.
 
