@@ -206,39 +206,37 @@ void WarpgroupGemm::produce(Value base) {
   Value lead = andi(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, idx(0)),
                     wg.electOne(b, loc));
-  if (bByCopies) {
-    // Only the elected lane waits on an mbarrier (the wait loop is not
-    // safe for lanes leaving it apart); named barrier 4 then frees the
-    // stage for every producer thread.
+  // The elected lane waits for each stage and issues its TMA copies. With
+  // bByCopies every producer thread also copies B, but still only the
+  // elected lane waits on the mbarrier (the wait loop is not safe for
+  // lanes leaving it apart): named barrier 4 then frees the stage for the
+  // others.
+  auto loopOverK = [&] {
     auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar(), i = add(base, kt);
-    Value stage = remu(i, cfg.stages);
+    Value stage = remu(i, cfg.stages), slot = mul(stage, stageBytes);
     Value full = barrier(stage);
-    ifThen(lead, [&] {
+    auto waitAndLoad = [&] {
       wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(i, true));
-    });
+      wg.arriveExpectBytes(b, loc, full,
+                           bByCopies ? cfg.aBytes(elemBytes) : stageBytes);
+      loadStage(slot, kt, full);
+    };
+    if (!bByCopies) {
+      waitAndLoad();
+      return;
+    }
+    ifThen(lead, waitAndLoad);
     wg.barrier(b, loc, i32(4), WarpgroupMma::kWarpgroupThreads);
-    ifThen(lead, [&] {
-      wg.arriveExpectBytes(b, loc, full, cfg.aBytes(elemBytes));
-      loadStage(mul(stage, stageBytes), kt, full);
-    });
-    copyStageB(mul(stage, stageBytes), kt);
+    copyStageB(slot, kt);
     wg.asyncCopiesArrive(b, loc, full);
-    return;
-  }
-  ifThen(lead, [&] {
-    auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar(), i = add(base, kt);
-    Value stage = remu(i, cfg.stages);
-    Value full = barrier(stage);
-    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(i, true));
-    wg.arriveExpectBytes(b, loc, full, stageBytes);
-    loadStage(mul(stage, stageBytes), kt, full);
-  });
+  };
+  if (bByCopies)
+    loopOverK();
+  else
+    ifThen(lead, loopOverK);
 }
 
 Value WarpgroupGemm::consume(Value consumer, Value base) {

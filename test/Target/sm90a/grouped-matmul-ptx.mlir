@@ -70,9 +70,11 @@
 // CHECK-SAME:  .param .align 64 .b8 gate_ptrs_param_5[128]\0A)
 // CHECK-SAME:  fence.proxy.async.shared::cta;
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-SAME:  bar.sync \094, 128;
 // CHECK-SAME:  cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, %r{{[0-9]+}};
 // CHECK-SAME:  cp.async.mbarrier.arrive.noinc.shared.b64
-// CHECK-SAME:  bar.sync \094, 128;
+// CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
 // CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global
 // CHECK-NOT:   mma.sync
 
