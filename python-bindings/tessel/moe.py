@@ -39,7 +39,9 @@ Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p:
         (gate and up apart: both dgrads' rows, 2k a token, one pass)
 
 Two grouped-matmul launches forward and four backward, whatever E is
-(a per-expert loop makes 3E and 9E); every step is a Tessel kernel.
+(a per-expert loop makes 3E and 9E); every step over rows is a Tessel
+kernel (torch only casts the routing weights and, with gate and up apart,
+builds the [T, 2k] positions of the dx combine).
 Saved for the backward: x, h, the int32 routing (sorted_rows,
 row_positions, group_offsets), the routing weights as fp32, and the
 weights themselves (no copies). Not saved: xs (k times x's size; permuted
@@ -188,8 +190,8 @@ _STACKED, _SPLIT, _UNSTACKED = _Stacked(), _Split(), _Unstacked()
 # model's weights stay where they are from step to step, so the table of a
 # forward serves its backward and the next steps; the stream orders a
 # table's first use after its copy. A table's content is its key, so a
-# cached one is never stale. Kept for the last _TABLES_KEPT weight sets
-# (one per MoE layer).
+# cached one is never stale. Kept for the _TABLES_KEPT weight sets used
+# last (one per MoE layer).
 _TABLES: Dict[Tuple, torch.Tensor] = {}
 _TABLES_KEPT = 64
 
@@ -204,14 +206,17 @@ def _pointer_tables(weights: Sequence[torch.Tensor]) -> torch.Tensor:
     stream = (torch.cuda.current_stream(device).cuda_stream
               if device.type == "cuda" else None)
     key = (device, stream, addresses)
-    table = _TABLES.get(key)
-    if table is not None:
-        return table
-    table = torch.tensor(addresses, dtype=torch.int64)
-    if device.type != "cpu":
-        table = table.pin_memory().to(device, non_blocking=True)
-    if len(_TABLES) >= _TABLES_KEPT:
-        _TABLES.pop(next(iter(_TABLES)))
+    table = _TABLES.pop(key, None)
+    if table is None:
+        table = torch.tensor(addresses, dtype=torch.int64)
+        if device.type != "cpu":
+            table = table.pin_memory().to(device, non_blocking=True)
+        # A copy captured into a CUDA graph runs only when the graph does:
+        # such a table would be unwritten for eager calls, so it is not kept.
+        if stream is not None and torch.cuda.is_current_stream_capturing():
+            return table
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))  # the least recently used
     _TABLES[key] = table
     return table
 
@@ -519,8 +524,9 @@ class _MoEMLP(torch.autograd.Function):
             k["down_wgrad"](dout_s, act_w, offsets, d_down)
         del dout_s, act_w
 
-        # One [R, H] buffer at a time: dxs is combined into dx before xs
-        # is permuted again for the gate/up weight gradient.
+        # One dgrad output buffer at a time: dxs ([parts, R, H]) is
+        # combined into dx before xs is permuted again for the gate/up
+        # weight gradient.
         dx = d_up_w = None
         if need_x:
             rows = dh.shape[1]

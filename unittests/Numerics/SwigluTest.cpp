@@ -38,7 +38,7 @@ struct GateUp {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-/// ids [T, k] with about a fifth outside [0, E).
+/// ids [T, k] in [-1, E + E / 4]: with E = 5, 3 in 8 outside [0, E).
 std::vector<int32_t> idsWithDrops(Rng &rng, int64_t tokens, int64_t topk,
                                   int64_t experts) {
   std::vector<int32_t> ids(tokens * topk);

@@ -14,7 +14,8 @@
 // Block: 3 warpgroups. Warpgroup 0 is the producer: one elected lane of its
 // first warp issues, per K-tile, the TMA copies of the A and B tiles into a
 // `stages`-deep ring of 128-byte-swizzled stages, each completing on its
-// `full` mbarrier; it first waits on the stage's `empty` mbarrier.
+// `full` mbarrier; it first waits on the stage's `empty` mbarrier. (With a
+// pointer table, all 128 producer threads copy B by cp.async instead.)
 // Warpgroups 1 and 2 are consumers, each owning 64 rows of the 128-row C
 // tile: they wait on `full`, issue 4 wgmma m64n<tileN>k16 from shared
 // memory (accumulators in registers), keep one group of MMAs in flight and
@@ -73,7 +74,9 @@ struct Sm90Config {
   int64_t tileN = 256;
   int64_t stages = 4;
   /// Blocks of a persistent grid: the SMs of an H100 SXM or H200, one block
-  /// each (a smaller part runs the surplus blocks after the first wave).
+  /// each. A part with fewer SMs (an H100 PCIe has 114) runs the surplus
+  /// blocks, each with a whole share of the tiles, after the first wave:
+  /// up to twice the time there.
   static constexpr int64_t persistentBlocks = 132;
 
   static int64_t chunkBytes(int64_t elemBytes) {
@@ -158,8 +161,9 @@ protected:
   int64_t elemBytes, stageBytes;
   WarpgroupMma::SharedOperand aOperand, bOperand;
   /// B reaches the ring by the producer threads' cp.async copies (in the
-  /// TMA layout) rather than by TMA: a stage's `full` barrier then waits
-  /// for the TMA bytes of A and one arrival per producer thread.
+  /// TMA layout) rather than by TMA: a stage's `full` barrier then counts
+  /// the elected lane's expect_tx arrival (A's TMA bytes) and one arrival
+  /// per producer thread.
   bool bByCopies = false;
   /// K-tiles of the block's tile.
   Value numK;
@@ -646,7 +650,10 @@ void RaggedKGemm::epilogue(Value consumer, Value acc) {
   auto narrow = [&](Value v) -> Value {
     return cElem == v.getType() ? v : arith::TruncFOp::create(b, loc, cElem, v);
   };
-  for (int64_t pass = 0; pass < cfg.tileN / passCols; ++pass) {
+  // tileN is whole boxes (a multiple of 64 columns); the last pass may
+  // hold fewer than the others (an f32 tile of 192 columns: 128 + 64).
+  for (int64_t pass = 0; pass < tilesOf(cfg.tileN, passCols); ++pass) {
+    int64_t boxes = std::min(passCols, cfg.tileN - pass * passCols) / columns;
     ifThen(leader, [&] { wg.bulkWait(b, loc, 0, /*read=*/true); });
     wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
     for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
@@ -673,7 +680,7 @@ void RaggedKGemm::epilogue(Value consumer, Value acc) {
     // TMA clips the boxes at M and N.
     ifThen(leader, [&] {
       Value row = toI32(add(mStart, mul(consumer, WarpgroupMma::kRows)));
-      for (int64_t j = 0; j < passCols / columns; ++j)
+      for (int64_t j = 0; j < boxes; ++j)
         wg.tmaStore(b, loc, mapC, sharedPointer(add(buffer, j * boxBytes)),
                     {toI32(add(colStart, pass * passCols + j * columns)), row,
                      toI32(group)});
@@ -732,15 +739,18 @@ FailureOr<Sm90Config> configure(Operation *op, const KernelContext &ctx,
       --cfg.stages;
   if (cfg.stages >= 2 && cfg.sharedBytes(kElemBytes) <= limit)
     return cfg;
-  return op->emitOpError()
-         << "GPU template: " << cfg.stages << " stages of 128x" << cfg.tileN
-         << "x64 tiles need " << cfg.sharedBytes(kElemBytes)
-         << " bytes of shared memory; " << ctx.target.getChip()
-         << " takes 2 to "
-         << (ctx.target.getSharedMemoryBytes() -
-             WarpgroupMma::kSwizzleAlignment - 16) /
-                (cfg.stageBytes(kElemBytes) + 16)
-         << " stages";
+  // Two stages always fit: at most 2 x 48 KB and a 64 KB epilogue buffer.
+  Sm90Config most = cfg;
+  for (most.stages = 2; most.sharedBytes(kElemBytes) <= limit;)
+    ++most.stages;
+  InFlightDiagnostic error = op->emitOpError();
+  error << "GPU template: " << cfg.stages << " stages of 128x" << cfg.tileN
+        << "x64 tiles";
+  if (cfg.epilogueBytes)
+    error << " and a " << cfg.epilogueBytes << "-byte epilogue buffer";
+  return error << " need " << cfg.sharedBytes(kElemBytes)
+               << " bytes of shared memory; " << ctx.target.getChip()
+               << " takes 2 to " << most.stages - 1 << " stages";
 }
 
 constexpr int64_t kSwizzle128 = 3;

@@ -635,7 +635,7 @@ mlir::tessel::buildMoEGlue(OpBuilder &b, Operation *op, KernelContext &ctx) {
                    << "GPU template: sorting over " << experts
                    << " experts needs " << bytes
                    << " bytes of shared memory (a counter per warp and "
-                      "expert), more than the "
+                      "expert, two more per expert), more than the "
                    << limit << " of " << ctx.target.getChip();
           builder.buildSort(ctx.arg(sort.getTopkIds()),
                             ctx.arg(sort.getGroupOffsets()),

@@ -11,8 +11,8 @@
 // the R rows): the lane loads its gate and up chunks, computes silu(gate) *
 // up in f32 and stores one chunk.
 //
-// swiglu_backward: one warp per sorted row p (256 threads a block). Lane 0's
-// sorted_rows[p] names the row's routing weight (zero for the unplaced
+// swiglu_backward: one warp per sorted row p (256 threads a block). The
+// row's sorted_rows[p] names its routing weight (zero for the unplaced
 // tail, whose outputs are stored as zeros whatever grad and h hold there);
 // the warp walks the row's chunks (lane l takes chunks l, l + warp, ...),
 // storing d gate, d up and w * act, and keeps its part of <grad, act> in

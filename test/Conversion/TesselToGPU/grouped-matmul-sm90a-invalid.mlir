@@ -14,3 +14,16 @@ func.func @too_many_stages(%a: memref<?x2048xbf16>, %b: memref<8x1024x2048xbf16>
 }
 
 // ONE: error: {{.*}}GPU template: 1 stages of 128x256x64 tiles need 50208 bytes of shared memory; sm_90a takes 2 to 4 stages
+
+// -----
+
+// The wgrad's ring shares shared memory with its epilogue buffer (C staged
+// for the TMA stores): 3 stages at most.
+func.func @wgrad_too_many_stages(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
+                                 %g: memref<8xi32>, %c: memref<8x1024x2048xbf16>) {
+  // expected-error@+1 {{GPU template: 6 stages of 128x256x64 tiles and a 65536-byte epilogue buffer need 362496 bytes of shared memory; sm_90a takes 2 to 3 stages}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
+      b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<8xi32>)
+      c(%c : memref<8x1024x2048xbf16>)
+  return
+}

@@ -50,7 +50,7 @@ func.func @sort_too_many_experts(%ids: memref<?x8xi32>, %g: memref<1025xi32>,
 // sm80's 163 KB and gfx950's 160 KB).
 func.func @sort_lds(%ids: memref<?x8xi32>, %g: memref<1000xi32>,
                     %s: memref<?xi32>, %p: memref<?x8xi32>) {
-  // expected-error@+1 {{GPU template: sorting over 1000 experts needs 72064 bytes of shared memory (a counter per warp and expert), more than the 65536 of gfx942}}
+  // expected-error@+1 {{GPU template: sorting over 1000 experts needs 72064 bytes of shared memory (a counter per warp and expert, two more per expert), more than the 65536 of gfx942}}
   tessel.expert_sort topk_ids(%ids : memref<?x8xi32>)
       group_offsets(%g : memref<1000xi32>) sorted_rows(%s : memref<?xi32>)
       row_positions(%p : memref<?x8xi32>)
