@@ -9,7 +9,9 @@
 // layout [out, in]: reference MoE (E=128, H=2048, I=512) gate/up M=1024
 // N=2048, down M=2048 N=512; DeepSeek-V3 (32 local experts, H=7168, I=2048)
 // gate/up fused M=4096 N=7168, down M=7168 N=2048. Small ones for E in
-// {1, 8, 256}; M=200, N=72 are no tile multiples.
+// {1, 8, 256}; M=200, N=72 are no tile multiples; M=136, N=192 runs the
+// Hopper kernel with a 192-column tile (f32 C stored in passes of 128 and
+// 64 columns).
 
 func.func @gmw_e128_m1024_n2048(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
     %g: memref<128xi32>, %c: memref<128x1024x2048xf32>) {
@@ -64,5 +66,11 @@ func.func @gmw_e256_m512_n256(%a: memref<?x512xbf16>, %b: memref<?x256xbf16>,
     %g: memref<256xi32>, %c: memref<256x512x256xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x512xbf16>) b(%b : memref<?x256xbf16>)
       group_offsets(%g : memref<256xi32>) c(%c : memref<256x512x256xf32>)
+  return
+}
+func.func @gmw_e8_m136_n192(%a: memref<?x136xbf16>, %b: memref<?x192xbf16>,
+    %g: memref<8xi32>, %c: memref<8x136x192xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x136xbf16>) b(%b : memref<?x192xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<8x136x192xf32>)
   return
 }
