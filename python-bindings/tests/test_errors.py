@@ -205,3 +205,23 @@ def test_cuda_tensor_on_host_kernel(gmm, args):
     fails(ValueError, gmm, [FakeCudaArray()] + args[1:],
           match=f"kernel '{KERNEL}': arg 'a' is on CUDA device 0, but the kernel "
                 "runs on the host: copy it there first")
+
+
+def test_swiglu_backward_needs_a_row_per_slot(bundle, rng):
+    """sorted_rows [R] must have R = T * k: every d_topk_weights entry is
+    written by the warp of the row at its flat index."""
+    kernel = bundle["moe_k3_swiglu_backward"]
+    T, k, I = 4, 3, 11
+    R = T * k
+
+    def rand(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    slots = np.arange(R, dtype=np.int32)
+    d_weights = np.full((T, k), np.nan, np.float32)
+    args = [rand(R, I), rand(R, 2 * I), rand(T, k), slots[:R - 1].copy(),
+            slots.reshape(T, k), rand(R, 2 * I), rand(R, I), d_weights]
+    runtime_error(kernel, args,
+                  "kernel 'moe_k3_swiglu_backward': arg 'sorted_rows' dim 0 "
+                  "is 11 but arg 'grad' dim 0 says T = 4, so it must be "
+                  "3*T = 12")
