@@ -174,7 +174,8 @@ private:
     return sharedPointer(add(mul(index, 8), cfg.stages * stageBytes));
   }
   /// The parity of the ring's `i`-th K-tile (counted over the block's
-  /// tiles).
+  /// tiles): its stage's use count, flipped for the producer's `empty`
+  /// wait (KernelBuilder::barrierParity).
   Value parity(Value i, bool flip);
   /// The ring's mbarriers and their arrival counts.
   SmallVector<std::pair<Value, int64_t>> ringBarriers();
@@ -195,14 +196,8 @@ Value WarpgroupGemm::sharedPointer(Value offset) {
   return sharedByte(ringBase, offset);
 }
 
-/// The parity a K-tile's wait needs: the stage's use count mod 2, flipped
-/// for the producer's `empty` wait (a fresh barrier passes parity 1, so the
-/// first round of the ring does not wait).
 Value WarpgroupGemm::parity(Value i, bool flip) {
-  Value use = remu(divu(i, cfg.stages), 2);
-  if (flip)
-    use = arith::XOrIOp::create(b, loc, use, idx(1));
-  return toI32(use);
+  return barrierParity(divu(i, cfg.stages), flip);
 }
 
 void WarpgroupGemm::produce(Value base) {

@@ -215,6 +215,15 @@ protected:
   /// gives registers to the others (setmaxnreg) and runs `producer`, and
   /// the others claim them and run `consumer` with their index (0, 1, ...,
   /// warp-uniform).
+  /// The parity (i32) the `use`-th wait on an mbarrier waits for, flipped
+  /// for a wait on a release barrier (a fresh barrier passes parity 1: the
+  /// first round does not wait).
+  Value barrierParity(Value use, bool flip) {
+    Value p = remu(use, 2);
+    if (flip)
+      p = arith::XOrIOp::create(b, loc, p, idx(1));
+    return toI32(p);
+  }
   void warpgroupRoles(const WarpgroupMma &wg,
                       ArrayRef<std::pair<Value, int64_t>> barriers,
                       function_ref<void()> producer,

@@ -110,12 +110,6 @@ private:
   Value barrier(Value index) {
     return ptr(add(mul(index, 8), cfg.barrierOffset()));
   }
-  Value parity(Value use, bool flip) {
-    Value p = remu(use, 2);
-    if (flip)
-      p = arith::XOrIOp::create(b, loc, p, idx(1));
-    return toI32(p);
-  }
   Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
     return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
   }
@@ -156,7 +150,7 @@ void MlaSm90Builder::produce() {
   Value stage = remu(kt, cfg.stages);
   Value full = barrier(stage);
   wg.waitParity(b, loc, barrier(add(stage, cfg.stages)),
-                parity(divu(kt, cfg.stages), true));
+                barrierParity(divu(kt, cfg.stages), true));
   wg.arriveExpectBytes(b, loc, full, cfg.tileBytes());
   Value slot = add(mul(stage, cfg.tileBytes()), cfg.ringOffset());
   for (int64_t box = 0; box < cfg.tileTokens / boxRows; ++box) {
@@ -178,7 +172,7 @@ void MlaSm90Builder::produce() {
 
 std::pair<Value, Value> MlaSm90Builder::arrived(Value kt) {
   Value stage = remu(kt, cfg.stages);
-  wg.waitParity(b, loc, barrier(stage), parity(divu(kt, cfg.stages), false));
+  wg.waitParity(b, loc, barrier(stage), barrierParity(divu(kt, cfg.stages), false));
   Value slot = add(mul(stage, cfg.tileBytes()), cfg.ringOffset());
   Value valid = sub(end, add(start, mul(kt, cfg.tileTokens)));
   // Whole 128-byte rows of every chunk, split between the consumers, who

@@ -181,15 +181,6 @@ private:
   Value barrier(Value index) {
     return ptr(add(mul(index, 8), cfg.barrierOffset()));
   }
-  /// Parity of the `use`-th wait on a barrier; flipped for a wait on a
-  /// release (a fresh barrier passes parity 1: the first round does not
-  /// wait).
-  Value parity(Value use, bool flip) {
-    Value p = remu(use, 2);
-    if (flip)
-      p = arith::XOrIOp::create(b, loc, p, idx(1));
-    return toI32(p);
-  }
   /// The descriptor of `operand` at byte `offset` of the aligned base.
   Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
     return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
@@ -286,7 +277,7 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
   int64_t chunk = FlashSm90Config::chunk;
   Value qFull = barrier(2 * cfg.stages), qEmpty = barrier(2 * cfg.stages + 1);
   ifThen(lead, [&] {
-    wg.waitParity(b, loc, qEmpty, parity(tile.tilesBefore, true));
+    wg.waitParity(b, loc, qEmpty, barrierParity(tile.tilesBefore, true));
     wg.arriveExpectBytes(b, loc, qFull, cfg.qBytes());
     for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
       wg.tmaLoad(b, loc, ptr(idx(c * qChunk)), pb.mapQ, qFull,
@@ -300,7 +291,7 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
     Value stage = remu(use, cfg.stages);
     Value full = barrier(stage);
     wg.waitParity(b, loc, barrier(add(stage, cfg.stages)),
-                  parity(divu(use, cfg.stages), true));
+                  barrierParity(divu(use, cfg.stages), true));
     wg.arriveExpectBytes(b, loc, full, cfg.stageBytes());
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, cfg.tileKeys));
@@ -380,14 +371,14 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   Value firstRow = add(tile.first, mul(consumer, WarpgroupMma::kRows));
   wg.waitParity(b, loc, barrier(2 * cfg.stages),
-                parity(tile.tilesBefore, false));
+                barrierParity(tile.tilesBefore, false));
 
   // K/V tile kt: waits for its stage, zeroes V rows past the keys; returns
   // the stage, its byte offset and the tile's first key.
   auto arrived = [&](Value kt) {
     Value use = add(tile.kvBefore, kt);
     Value stage = remu(use, cfg.stages);
-    wg.waitParity(b, loc, barrier(stage), parity(divu(use, cfg.stages), false));
+    wg.waitParity(b, loc, barrier(stage), barrierParity(divu(use, cfg.stages), false));
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, n));
     Value valid = sub(tile.keyEnd, tileStart);
@@ -846,18 +837,26 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
   return geometry;
 }
 
-FailureOr<LaunchGeometry>
-mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
-                                        KernelContext &ctx) {
-  auto qType = cast<MemRefType>(op.getQ().getType());
+/// What prefill_attention and paged_attention with cu_seqlens share: the
+/// query side (q [T, Hq, D]), out, lse and the scale.
+template <typename OpT>
+FlashSm90Problem queryProblem(OpBuilder &b, OpT op, KernelContext &ctx) {
   FlashSm90Problem pb;
   pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
   pb.out = ctx.arg(op.getOut());
   pb.lse = ctx.arg(op.getLse());
   pb.T = ctx.dimValue(b, op.getQ(), 0);
-  pb.qHeads = qType.getDimSize(1);
-  pb.kvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
+  pb.qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
   pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
+  return pb;
+}
+
+FailureOr<LaunchGeometry>
+mlir::tessel::buildPrefillAttentionSm90(OpBuilder &b, PrefillAttentionOp op,
+                                        KernelContext &ctx) {
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  FlashSm90Problem pb = queryProblem(b, op, ctx);
+  pb.kvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
   pb.causal = op.getCausal();
   return buildFlashSm90(b, op, ctx, pb, op.getQ(), op.getK(), op.getV(),
                         qType.getDimSize(2),
@@ -871,14 +870,8 @@ mlir::tessel::buildPagedQueriesSm90(OpBuilder &b, PagedAttentionOp op,
   auto qType = cast<MemRefType>(op.getQ().getType());
   auto kType = cast<MemRefType>(op.getKCache().getType());
   auto outType = cast<MemRefType>(op.getOut().getType());
-  FlashSm90Problem pb;
-  pb.cuSeqlens = ctx.arg(op.getCuSeqlens());
-  pb.out = ctx.arg(op.getOut());
-  pb.lse = ctx.arg(op.getLse());
-  pb.T = ctx.dimValue(b, op.getQ(), 0);
-  pb.qHeads = qType.getDimSize(1);
+  FlashSm90Problem pb = queryProblem(b, op, ctx);
   pb.kvHeads = getCacheKVHeads(kType, op.getLayout());
-  pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
   pb.paged = true;
   pb.blockTable = ctx.arg(op.getBlockTable());
   pb.contextLens = ctx.arg(op.getContextLens());

@@ -75,13 +75,14 @@ private:
     return out;
   }
   /// f32 scalars stored as one chunk of `memref`'s element type, or zeros
-  /// where `keep` is false.
-  void storeF32(ArrayRef<Value> values, Value keep, Value memref,
-                ValueRange indices) {
+  /// where `keep` (if given) is false.
+  void storeF32(ArrayRef<Value> values, Value memref, ValueRange indices,
+                Value keep = nullptr) {
     auto f32s = VectorType::get({chunk}, b.getF32Type());
     Value v = vector::FromElementsOp::create(b, loc, f32s, values);
-    Value zeros = arith::ConstantOp::create(b, loc, f32s, b.getZeroAttr(f32s));
-    v = select(keep, v, zeros);
+    if (keep)
+      v = select(keep, v,
+                 arith::ConstantOp::create(b, loc, f32s, b.getZeroAttr(f32s)));
     storeVector(convertFloat(v, cast<MemRefType>(memref.getType())
                                     .getElementType()),
                 memref, indices);
@@ -113,7 +114,7 @@ void SwigluBuilder::buildForward(Value act) {
     SmallVector<Value> out;
     for (int64_t e = 0; e < chunk; ++e)
       out.push_back(fmul(fmul(gate[e], sigmoid(gate[e])), up[e]));
-    storeF32(out, arith::ConstantIntOp::create(b, loc, 1, 1), act, {p, col});
+    storeF32(out, act, {p, col});
   });
 }
 
@@ -163,9 +164,9 @@ void SwigluBuilder::buildBackward(Value grad, Value weights, Value sorted,
         actW.push_back(fmul(act, w));
         dot = fadd(dot, fmul(g[e], act));
       }
-      storeF32(dGate, valid, dh, gateAt(p, col));
-      storeF32(dUp, valid, dh, upAt(p, col));
-      storeF32(actW, valid, actWeighted, {p, col});
+      storeF32(dGate, dh, gateAt(p, col), valid);
+      storeF32(dUp, dh, upAt(p, col), valid);
+      storeF32(actW, actWeighted, {p, col}, valid);
       scf::YieldOp::create(b, loc, dot);
     }
     Value dot = warpReduce(loop.getResult(0), [&](Value x, Value y) {
