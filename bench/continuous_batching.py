@@ -258,6 +258,8 @@ def main():
     parser.add_argument("--small", action="store_true",
                         help="tiny mixes, for the host backend and CI")
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--mix", action="append",
+                        help="run only this mix (repeatable)")
     args = parser.parse_args()
     mixes, step_budget, budget, max_steps = SIZES[
         "small" if args.small else "full"]
@@ -274,6 +276,8 @@ def main():
           f"at most {MAX_RUNNING} running")
     rows, ok = [], True
     for m, mix in enumerate(mixes):
+        if args.mix and mix.name not in args.mix:
+            continue
         steps, num_blocks = simulate(mix, step_budget, case["block_size"],
                                      max_steps, args.seed + m)
         order_by = Dispatcher(rt, bundle, routing="triple", **case)

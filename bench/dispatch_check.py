@@ -181,8 +181,9 @@ class Batch:
         return err, found
 
 
-def plan_problems(plan, batch, budget):
-    """Builds the plan and checks it against the header's rules."""
+def plan_problems(plan, batch, budget, unified=False):
+    """Builds the plan and checks it against the header's rules (unified:
+    no context chunks, one kernel over every sequence)."""
     found = []
     phases = [phase(n, c) for n, c in zip(batch.ql, batch.cl)]
     info = plan.build(batch.ql, batch.cl, batch.block_table.shape[1])
@@ -196,6 +197,11 @@ def plan_problems(plan, batch, budget):
     if got != tokens:
         found.append(f"plan tokens {got}, expected {tokens}")
     extends = [c for c, p in zip(batch.cl, phases) if p == 1]
+    if unified:
+        if info.context_chunks:
+            found.append(f"{info.context_chunks} context chunks, expected "
+                         f"none")
+        return info, found
     end = 0
     for start, width in plan.chunks():
         if start != end:
@@ -232,7 +238,8 @@ def check_batch(rt, bundle, case, reqs, gen, device, errors):
             found.append(f"{mode}: order {order}, expected {expected}")
         plan = att.plan(len(reqs))
         info, probs = plan_problems(plan, batch,
-                                    case["context_chunk_tokens"])
+                                    case["context_chunk_tokens"],
+                                    unified=mode == "unified")
         found += [f"{mode}: {p}" for p in probs]
         bufs = batch.buffers()
         if mode.endswith("write_cache"):

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """A short new turn on a long conversation: extends of a few new tokens
-over long cached contexts, through tessel.Attention (triple) on an NVIDIA
-GPU, with the context as the plan schedules it (parallel windows of one
-launch when the new tokens cannot fill the device) beside the same context
-in chunks one after the other (compute_units=1 makes the plan believe the
-new tokens fill it). Prints ms, the ratio, and the KV bandwidth (context
-K and V bytes read / time; the H200's device copy is ~4.3 TB/s).
+over long cached contexts, through tessel.Attention on an NVIDIA GPU. Three
+ways: triple with the context as the plan schedules it (parallel windows of
+one launch when the new tokens cannot fill the device), triple with the
+same context in chunks one after the other (compute_units=1 makes the plan
+believe the new tokens fill it), and unified (one causal kernel over each
+whole sequence, split into windows the same way). Prints ms and the KV
+bandwidth (context K and V bytes read / time; the H200's device copy is
+~4.3 TB/s) of each.
 
-    tessel-aot bench/dispatch_kernels.mlir --targets=sm80,sm90 -o .carry/dispatch.tsb
+    tessel-aot bench/dispatch_kernels.mlir --targets=sm80,sm90,sm90a -o .carry/dispatch.tsb
     PYTHONPATH=/tmp/tessel-py python3 bench/extend_turn_bench.py .carry/dispatch.tsb
 
-The two outputs are compared first (both paths are checked against torch by
+The outputs are compared first (each path is checked against torch by
 dispatch_check.py and attention_package_check.py). Exits 1 on a mismatch.
 """
 import argparse
@@ -20,42 +22,34 @@ import torch
 
 import tessel
 from grouped_matmul_bench import time_ms
+from paged_batch import PagedBatch
 
-HQ, HKV, D, BS = 32, 8, 128, 16  # llama3_8b in bench/dispatch_kernels.mlir
+HEADS = (32, 8, 128, 16)  # llama3_8b in bench/dispatch_kernels.mlir
 CASES = [(1, 131072, 64), (1, 131072, 16), (4, 100000, 128), (8, 65536, 32),
          (16, 32768, 16)]
+# (routing, compute_units: 0 = the device's, 1 = chunks in sequence)
+WAYS = [("triple", 0), ("triple", 1), ("unified", 0)]
 
 
 def run_case(bundle, requests, context, new_tokens, gen):
-    blocks = -(-(context + new_tokens) // BS)
-    table = torch.randperm(requests * blocks, device="cuda",
-                           generator=gen).int().reshape(requests, blocks)
-    shape = (requests * blocks, BS, HKV, D)
-    k_cache = torch.randn(*shape, device="cuda", generator=gen).bfloat16()
-    v_cache = torch.randn(*shape, device="cuda", generator=gen).bfloat16()
-    T = requests * new_tokens
-    rand = lambda *s: torch.randn(*s, device="cuda",  # noqa: E731
-                                  generator=gen).bfloat16()
-    q, k, v = rand(T, HQ, D), rand(T, HKV, D), rand(T, HKV, D)
-    ql, cl = [new_tokens] * requests, [context] * requests
-    seq_lens = torch.full((requests,), context + new_tokens, device="cuda",
-                          dtype=torch.int32)
+    batch = PagedBatch([(new_tokens, context)] * requests, HEADS, gen)
     outs, times, infos = [], [], []
-    for units in (0, 1):
-        att = tessel.Attention(bundle, num_q_heads=HQ, num_kv_heads=HKV,
-                               head_dim=D, block_size=BS, routing="triple",
-                               compute_units=units)
-        plan = att.plan(ql, cl, blocks)
-        out = torch.empty_like(q)
-        bufs = dict(q=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache,
-                    block_table=table, seq_lens=seq_lens, out=out)
+    for routing, units in WAYS:
+        att = batch.attention(bundle, routing=routing, compute_units=units)
+        if not outs:
+            # unified reads the new tokens from the cache.
+            att.write_cache(batch.k, batch.v, batch.k_cache, batch.v_cache,
+                            batch.slot_mapping)
+        plan = att.plan(batch.ql, batch.cl, batch.max_blocks)
+        out = torch.empty_like(batch.q)
+        bufs = batch.buffers(out)
         times.append(time_ms(lambda: plan.run(**bufs), 20, warmup=3))
         outs.append(out)
         infos.append(plan.info)
-    err = ((outs[0].float() - outs[1].float()).abs().max() /
-           outs[1].float().abs().max()).item()
-    kv_bytes = requests * context * HKV * D * 2 * 2
-    return times, infos, err, kv_bytes
+    ref = outs[1].float()
+    err = max(((o.float() - ref).abs().max() / ref.abs().max()).item()
+              for o in outs)
+    return times, infos, err, batch.context_kv_bytes()
 
 
 def main():
@@ -65,20 +59,23 @@ def main():
     bundle = tessel.Bundle(tessel.Device("cuda", 0), args.bundle)
     gen = torch.Generator(device="cuda").manual_seed(0)
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print("| requests | context | new tokens | windows (one launch) | "
-          "ms | TB/s | chunks (in sequence) | ms | TB/s | speed-up |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| requests | context | new tokens | triple: windows | ms | "
+          "TB/s | triple: chunks in sequence | ms | TB/s | unified: splits "
+          "| ms | TB/s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     ok = True
     for requests, context, new_tokens in CASES:
-        (par, seq), (ip, iq), err, kv = run_case(bundle, requests, context,
-                                                 new_tokens, gen)
-        ok &= err < 1e-2 and iq["context_chunks_parallel"] == 0
-        mode = "" if ip["context_chunks_parallel"] else " (in sequence)"
-        print(f"| {requests} | {context} | {new_tokens} | "
-              f"{ip['context_chunks']}{mode} | {par:.3f} | "
-              f"{kv / par / 1e9:.2f} | "
-              f"{iq['context_chunks']} | {seq:.3f} | {kv / seq / 1e9:.2f} | "
-              f"{seq / par:.1f}x |   (outputs differ by {err:.1e})")
+        times, infos, err, kv = run_case(bundle, requests, context,
+                                         new_tokens, gen)
+        ok &= err < 1e-2 and infos[1]["context_chunks_parallel"] == 0
+        windows = infos[0]["context_chunks"]
+        if not infos[0]["context_chunks_parallel"]:
+            windows = f"{windows} (in sequence)"
+        cells = [windows, infos[1]["context_chunks"], infos[2]["kv_splits"]]
+        row = " | ".join(f"{c} | {t:.3f} | {kv / t / 1e9:.2f}"
+                         for c, t in zip(cells, times))
+        print(f"| {requests} | {context} | {new_tokens} | {row} |"
+              f"   (outputs differ by {err:.1e})")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

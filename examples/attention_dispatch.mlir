@@ -31,6 +31,14 @@ func.func @small_extend_context(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xb
   tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
   return
 }
+func.func @small_unified(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xbf16>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @small_unified_split(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
 func.func @small_reshape_and_cache(%k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %slots: memref<?xi32>) {
   tessel.reshape_and_cache k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
   return

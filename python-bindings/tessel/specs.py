@@ -132,6 +132,34 @@ def paged(name: str, num_q_heads: int, num_kv_heads: int, head_dim: int,
                    scaled=True)
 
 
+def unified(name: str, num_q_heads: int, num_kv_heads: int, head_dim: int,
+            block_size: int, *, v_head_dim: int = 0, layout: str = "nhd",
+            dtype: str = "bf16", split: bool = False) -> str:
+    """tessel.paged_attention, causal, with cu_seqlens: the dispatcher's
+    unified mode, every request's queries (the last tokens of its
+    sequence, already in the cache) over its whole sequence (context_lens
+    = seq_lens). out [T, Hq, Dv] in dtype; with `split`, f32 partials
+    [S, T, Hq, Dv] and LSE [S, Hq, T] of S windows (merged by
+    lse_merge_n)."""
+    dv = v_head_dim or head_dim
+    clauses = [("q", [("q", _memref("?", num_q_heads, head_dim,
+                                    dtype=dtype))])]
+    clauses += _caches(num_kv_heads, head_dim, dv, block_size, layout, dtype)
+    clauses += [("block_table", [("bt", _TABLE)]),
+                ("cu_seqlens", [("cu", _I32)]),
+                ("context_lens", [("sl", _I32)])]
+    if split:
+        clauses += [("out", [("out", _memref("?", "?", num_q_heads, dv,
+                                             dtype="f32"))]),
+                    ("lse", [("lse", _memref("?", num_q_heads, "?",
+                                             dtype="f32"))])]
+    else:
+        clauses.append(("out", [("out", _memref("?", num_q_heads, dv,
+                                                dtype=dtype))]))
+    return _kernel(name, "paged_attention", clauses,
+                   f" causal layout({layout})", scaled=True)
+
+
 def lse_merge(name: str, num_heads: int, head_dim: int, *,
               out_dtype: str = "bf16", lse_out: bool = False) -> str:
     """tessel.lse_merge of two f32 partials (out [T, H, D], LSE [H, T])
@@ -203,8 +231,9 @@ def dispatch_set(prefix: str, num_q_heads: int, num_kv_heads: int,
     GQA configuration, named `<prefix>_<role>`: causal prefill, the
     extends' new tokens (f32 + LSE), the two 2-way merges and the N-way
     merge; and per cache layout decode, its split-KV partials, the extends'
-    context chunks and reshape-and-cache (`<prefix>_shuffled_<role>` for
-    the shuffled layout)."""
+    context chunks, the unified mode's kernel (whole and split) and
+    reshape-and-cache (`<prefix>_shuffled_<role>` for the shuffled
+    layout)."""
     hq, hkv, d = num_q_heads, num_kv_heads, head_dim
     out = [
         prefill(f"{prefix}_prefill", hq, hkv, d, dtype=dtype),
@@ -224,6 +253,10 @@ def dispatch_set(prefix: str, num_q_heads: int, num_kv_heads: int,
                   dtype=dtype),
             paged(f"{tag}_extend_context", *paged_args, layout=layout,
                   dtype=dtype, cu_seqlens=True),
+            unified(f"{tag}_unified", *paged_args, layout=layout,
+                    dtype=dtype),
+            unified(f"{tag}_unified_split", *paged_args, layout=layout,
+                    dtype=dtype, split=True),
             reshape_and_cache(f"{tag}_reshape_and_cache", hkv, d, block_size,
                               layout=layout, dtype=dtype),
         ]

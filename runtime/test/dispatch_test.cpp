@@ -184,7 +184,8 @@ std::vector<bundle::Kernel> mhaKernels(bool withCacheWrite) {
       lens{"context_lens", I32, 1}, scale{"scale", F32, 0};
   std::vector<bundle::Kernel> set = {
       roleKernel("decode_split", "tessel.paged_attention", BF16,
-                 with({{"block_size", 16}, {"layout", 0}, {"split", 1}}),
+                 with({{"block_size", 16}, {"layout", 0}, {"split", 1},
+                       {"causal", 0}}),
                  {q, kc, vc, bt, lens, {"out", F32, 4, true},
                   {"lse", F32, 3, true}, scale}),
       roleKernel("decode_merge", "tessel.lse_merge_n", F32, merge(0),
@@ -198,7 +199,8 @@ std::vector<bundle::Kernel> mhaKernels(bool withCacheWrite) {
                  {q, k, v, cu, {"out", F32, 3, true}, {"lse", F32, 2, true},
                   scale}),
       roleKernel("extend_context", "tessel.paged_attention", BF16,
-                 with({{"block_size", 16}, {"layout", 0}, {"split", 1}}),
+                 with({{"block_size", 16}, {"layout", 0}, {"split", 1},
+                       {"causal", 0}}),
                  {q, kc, vc, bt, cu, lens, {"out", F32, 4, true},
                   {"lse", F32, 3, true}, scale}),
       roleKernel("merge_acc", "tessel.lse_merge", F32, merge(1),
@@ -208,7 +210,23 @@ std::vector<bundle::Kernel> mhaKernels(bool withCacheWrite) {
       roleKernel("merge_out", "tessel.lse_merge", F32, merge(0),
                  {{"o_a", F32, 3}, {"lse_a", F32, 2}, {"o_b", F32, 3},
                   {"lse_b", F32, 2}, {"out", BF16, 3, true}}),
+      roleKernel("unified", "tessel.paged_attention", BF16,
+                 with({{"block_size", 16}, {"layout", 0}, {"split", 0},
+                       {"causal", 1}, {"has_lse", 0}}),
+                 {q, kc, vc, bt, cu, lens, {"out", BF16, 3, true}, scale}),
+      roleKernel("unified_split", "tessel.paged_attention", BF16,
+                 with({{"block_size", 16}, {"layout", 0}, {"split", 1},
+                       {"causal", 1}, {"has_lse", 1}}),
+                 {q, kc, vc, bt, cu, lens, {"out", F32, 4, true},
+                  {"lse", F32, 3, true}, scale}),
   };
+  // The sm90a kernel's geometry: 32 tokens (x 4 heads) a tile, a block
+  // per KV head.
+  for (bundle::Kernel &k : set)
+    if (k.name.rfind("unified", 0) == 0) {
+      k.gridDiv[0] = 32;
+      k.grid[1] = bundle::Dim::constant(8);
+    }
   if (withCacheWrite)
     set.push_back(roleKernel(
         "cache_write", "tessel.reshape_and_cache", BF16,
@@ -352,6 +370,63 @@ TEST_F(DispatchOnFakeCuda, TripleRunLaunchesEachPhaseInOrder) {
   const int32_t *image2 = static_cast<const int32_t *>(workspace2.data());
   EXPECT_EQ(std::vector<int32_t>(image2 + 8, image2 + 10),
             (std::vector<int32_t>{40000, 100})); // whole contexts
+  tessel_attention_plan_release(plan);
+  tessel_attention_release(attention);
+}
+
+TEST_F(DispatchOnFakeCuda, UnifiedRunsTheBatchInOneKernel) {
+  load(mhaKernels(true));
+  tessel_attention_config config = mhaConfig();
+  config.routing = TESSEL_ROUTING_UNIFIED;
+  tessel_attention attention = create(config);
+  ASSERT_NE(attention, nullptr);
+  tessel_attention_plan plan = nullptr;
+  ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 8, &plan)));
+  // 3 decodes, an extend and a prefill: 4 + 63 + 1 tiles of 32 tokens x 8
+  // KV heads fill 132 SMs twice over: no split.
+  std::vector<int32_t> q = {1, 1, 1, 2000, 9}, c = {20000, 300, 0, 4000, 0};
+  ASSERT_TRUE(succeeds(
+      tessel_attention_plan_build(plan, q.data(), c.data(), 5, 1400)));
+  tessel_attention_plan_info info;
+  tessel_attention_plan_get_info(plan, &info);
+  EXPECT_EQ(info.kv_splits, 1);
+  EXPECT_EQ(info.context_chunks, 0);
+  FakeBatch batch(2012, 5, 1400);
+  Buffer workspace(info.workspace_bytes);
+  state->launches = 0;
+  ASSERT_TRUE(succeeds(tessel_attention_run(plan, &batch.b, workspace.data(),
+                                            info.workspace_bytes, nullptr)));
+  EXPECT_EQ(state->launches, 1);
+  EXPECT_STREQ(state->last_launch.function, "unified_entry");
+  // The whole batch's cu_seqlens head the workspace.
+  const int32_t *image = static_cast<const int32_t *>(workspace.data());
+  EXPECT_EQ(std::vector<int32_t>(image, image + 6),
+            (std::vector<int32_t>{0, 1, 2, 3, 2003, 2012}));
+  // With the cache write first.
+  state->launches = 0;
+  batch.b.slot_mapping = tensor(batch.slots.data(), I32, {2012});
+  ASSERT_TRUE(succeeds(tessel_attention_run(plan, &batch.b, workspace.data(),
+                                            info.workspace_bytes, nullptr)));
+  EXPECT_EQ(state->launches, 2);
+
+  // A short turn on a long context: 1 tile x 8 blocks; the sequence runs
+  // in windows, merged into out.
+  std::vector<int32_t> q2 = {16}, c2 = {131072};
+  ASSERT_TRUE(succeeds(
+      tessel_attention_plan_build(plan, q2.data(), c2.data(), 1, 8193)));
+  tessel_attention_plan_get_info(plan, &info);
+  EXPECT_GT(info.kv_splits, 8);
+  EXPECT_GE(info.workspace_bytes,
+            static_cast<size_t>(info.kv_splits) * 16 * 32 * 129 * 4);
+  FakeBatch shortTurn(16, 1, 8193);
+  Buffer workspace2(info.workspace_bytes);
+  state->launches = 0;
+  ASSERT_TRUE(succeeds(tessel_attention_run(plan, &shortTurn.b,
+                                            workspace2.data(),
+                                            info.workspace_bytes, nullptr)));
+  EXPECT_EQ(state->launches, 2);
+  // (The N-way merge: the decodes' serves.)
+  EXPECT_STREQ(state->last_launch.function, "decode_merge_entry");
   tessel_attention_plan_release(plan);
   tessel_attention_release(attention);
 }

@@ -41,7 +41,7 @@
 // DEFAULT-DAG: deepseek_v3_moe_sort{{ +}}tessel.expert_sort{{ +}}gfx942
 // DEFAULT-DAG: deepseek_v3_moe_permute{{ +}}tessel.moe_permute{{ +}}gfx950
 // DEFAULT-DAG: deepseek_v3_moe_unpermute{{ +}}tessel.moe_unpermute{{ +}}gfx942
-// DEFAULT:     wrote 116 kernels for gfx942,gfx950 to {{.*}}.tsb
+// DEFAULT:     wrote 124 kernels for gfx942,gfx950 to {{.*}}.tsb
 
 func.func @moe_gate(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
                     %g: memref<128xi32>, %c: memref<?x1024xbf16>) {

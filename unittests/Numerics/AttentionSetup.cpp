@@ -141,7 +141,8 @@ std::vector<double> selectTokens(const std::vector<double> &ref,
 void expectSplitPartials(const Tensor &out, const Tensor &lse,
                          const Tensor &q, const PagedKV &cache,
                          int64_t blockSize, int64_t kvHeads, double scale,
-                         const std::function<int64_t(int64_t t)> &requestOf) {
+                         const std::function<int64_t(int64_t t)> &requestOf,
+                         const std::function<int64_t(int64_t t)> &keysEnd) {
   const int64_t splits = out.dim(0), vDim = out.dim(3);
   const int64_t window =
       (cache.blockTable.dim(1) + splits - 1) / splits * blockSize;
@@ -152,6 +153,8 @@ void expectSplitPartials(const Tensor &out, const Tensor &lse,
           const int64_t b = requestOf(t);
           int64_t end =
               std::min<int64_t>(cache.keys[b].tokens, (p + 1) * window);
+          if (keysEnd)
+            end = std::min(end, keysEnd(t));
           for (int64_t j = p * window; j < end; ++j) {
             keys.push_back(cache.keys[b].row(j, kvHead));
             values.push_back(cache.values[b].row(j, kvHead));

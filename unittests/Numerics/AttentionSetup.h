@@ -73,11 +73,13 @@ std::vector<double> selectTokens(const std::vector<double> &ref,
 /// Checks the split form of a paged kernel: partial p of `out` [P, T, Hq,
 /// Dv] and `lse` [P, Hq, T] is attention of query token t over the window
 /// [p W, (p + 1) W) of its request's context (`requestOf(t)`; W =
-/// ceil(MB / P) * block size, MB the block table's width).
-void expectSplitPartials(const Tensor &out, const Tensor &lse,
-                         const Tensor &q, const PagedKV &cache,
-                         int64_t blockSize, int64_t kvHeads, double scale,
-                         const std::function<int64_t(int64_t t)> &requestOf);
+/// ceil(MB / P) * block size, MB the block table's width), cut at
+/// `keysEnd(t)` when given (causal).
+void expectSplitPartials(
+    const Tensor &out, const Tensor &lse, const Tensor &q,
+    const PagedKV &cache, int64_t blockSize, int64_t kvHeads, double scale,
+    const std::function<int64_t(int64_t t)> &requestOf,
+    const std::function<int64_t(int64_t t)> &keysEnd = nullptr);
 
 } // namespace tessel::numerics
 

@@ -354,6 +354,62 @@ TEST(Paged, SplitChunksWithCuSeqlens) {
                       [&](int64_t t) { return owner[t]; });
 }
 
+/// The unified mode's kernel (causal): context_lens are whole sequences,
+/// each request's queries their last tokens, so query j of n sees the keys
+/// [0, len - n + j]. A request with more queries than tokens (the first
+/// ones see nothing: LSE -inf, zeros), a decode, an extend, a prefill and
+/// an empty request.
+TEST(Paged, CausalSequencesWithCuSeqlens) {
+  Rng rng(304);
+  std::vector<int32_t> sequences = {464, 35, 100, 0, 3, 5};
+  PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, sequences, rng);
+  PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
+  PrefillInputs in(shape, {1, 17, 0, 0, 5, 5}, rng);
+  std::vector<int64_t> owner = requestOfToken(in.cu);
+  // Keys [0, keysEnd(t)) of token t's request are visible.
+  auto keysEnd = [&](int64_t t) {
+    int64_t b = owner[t];
+    return std::max<int64_t>(sequences[b] - (in.cu[b + 1] - t) + 1, 0);
+  };
+  Kernel whole(defaultBundle().path, "paged_causal_f32_nhd_h4kv2_d64_bs16_cu");
+  ASSERT_TRUE(whole.run({{"q", &in.q},
+                         {"k_cache", &cache.kCache},
+                         {"v_cache", &cache.vCache},
+                         {"block_table", &cache.blockTable},
+                         {"cu_seqlens", &in.cuSeqlens},
+                         {"context_lens", &cache.lens},
+                         {"out", &in.out},
+                         {"lse", &in.lse},
+                         {"scale", &in.scale}}));
+  AttentionRef r =
+      attendAll(tokenRows(in.q), 2, 64, kScale64,
+                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+                  for (int64_t j = 0; j < keysEnd(t); ++j) {
+                    keys.push_back(cache.keys[owner[t]].row(j, kvHead));
+                    values.push_back(cache.values[owner[t]].row(j, kvHead));
+                  }
+                });
+  EXPECT_TRUE(near("out", in.out, r.out));
+  EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+
+  const int64_t splits = 3, tokens = in.q.dim(0);
+  Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
+  Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
+  Kernel split(defaultBundle().path,
+               "paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu");
+  ASSERT_TRUE(split.run({{"q", &in.q},
+                         {"k_cache", &cache.kCache},
+                         {"v_cache", &cache.vCache},
+                         {"block_table", &cache.blockTable},
+                         {"cu_seqlens", &in.cuSeqlens},
+                         {"context_lens", &cache.lens},
+                         {"out", &out},
+                         {"lse", &lse},
+                         {"scale", &in.scale}}));
+  expectSplitPartials(out, lse, in.q, cache, 16, 2, kScale64,
+                      [&](int64_t t) { return owner[t]; }, keysEnd);
+}
+
 TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
   Rng rng(302);
   std::vector<int32_t> contexts = {0, 18, 463, 33, 1};

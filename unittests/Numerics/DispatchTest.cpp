@@ -273,9 +273,14 @@ TEST_P(Dispatch, MixedBatchMatchesReference) {
   size_t decodes = mode.decodeThreshold == 1 ? 6 : 10;
   EXPECT_EQ(info.num_decodes, decodes);
   EXPECT_EQ(info.num_extends + info.num_prefills, kMixedBatch.size() - decodes);
-  if (mode.routing != TESSEL_ROUTING_UNIFIED && mode.decodeThreshold == 1)
-    EXPECT_GT(info.kv_splits, 1);
-  EXPECT_GT(info.context_chunks, 1);
+  if (mode.routing == TESSEL_ROUTING_UNIFIED) {
+    // One kernel over every sequence, no context chunks.
+    EXPECT_EQ(info.context_chunks, 0);
+  } else {
+    if (mode.decodeThreshold == 1)
+      EXPECT_GT(info.kv_splits, 1);
+    EXPECT_GT(info.context_chunks, 1);
+  }
   EXPECT_TRUE(near("out", batch.out, batch.reference().out));
 }
 
@@ -349,11 +354,40 @@ TEST(Dispatch, EachDispatcherRunsItsOwnScale) {
   }
 }
 
+/// The unified kernel's split form: a batch too small for the device runs
+/// each sequence in windows, merged by LSE; the plan needs their partials'
+/// workspace and blocks for every request's context and new tokens.
+TEST(Dispatch, UnifiedSplitsSmallBatches) {
+  tessel_attention_config config = baseConfig();
+  config.routing = TESSEL_ROUTING_UNIFIED;
+  config.compute_units = 512;
+  AttentionPtr attention = create(config);
+  ASSERT_TRUE(attention);
+  Rng rng(43);
+  Batch batch(attention.get(), {{1, 1500}, {3, 700}, {20, 0}}, rng);
+  tessel_attention_plan_info info;
+  ASSERT_EQ(runBatch(attention.get(), batch, false, &info), "");
+  EXPECT_GT(info.kv_splits, 1);
+  EXPECT_GE(info.workspace_bytes,
+            static_cast<size_t>(info.kv_splits) * 24 * kQHeads * (kDim + 1) *
+                4);
+  EXPECT_TRUE(near("out", batch.out, batch.reference().out));
+
+  // A prefill of 20 tokens needs 2 blocks of 16 here, not none.
+  PlanPtr p = plan(attention.get(), 1);
+  std::vector<int32_t> q = {20}, c = {0};
+  EXPECT_EQ(consume(tessel_attention_plan_build(p.get(), q.data(), c.data(), 1,
+                                                1)),
+            "tessel_attention_plan_build: request 0 (a prefill of 20 new "
+            "tokens after 0 cached) needs 2 cache blocks of 16 tokens, but "
+            "max_blocks is 1");
+}
+
 TEST(Dispatch, BlockTablesNeedOnlyElementAlignment) {
   // The compiler marks block tables as read one entry at a time, which lets
   // the dispatcher pass row ranges and chunk-shifted tables to GPU kernels.
   for (const char *name : {"dispatch_decode", "dispatch_decode_split",
-                           "dispatch_extend_context"}) {
+                           "dispatch_extend_context", "dispatch_unified"}) {
     Kernel kernel(defaultBundle().path, name);
     ASSERT_TRUE(kernel.valid());
     for (size_t i = 0; i < tessel_kernel_num_args(kernel.handle()); ++i)
@@ -598,8 +632,8 @@ TEST(DispatchErrors, MlaConfig) {
               c.routing = TESSEL_ROUTING_UNIFIED;
             }),
             prefix + "the unified routing is for MHA/GQA only: MLA decodes "
-                     "run absorbed on the latent cache, which the extend "
-                     "composition does not read (use triple or two_path)");
+                     "run absorbed on the latent cache, which the unified "
+                     "kernel does not read (use triple or two_path)");
 }
 
 TEST(DispatchErrors, MissingKernelListsWhatTheBundleHas) {
@@ -615,8 +649,8 @@ TEST(DispatchErrors, MissingKernelListsWhatTheBundleHas) {
                         "kernel for the decode split-KV partials: "
                         "tessel.paged_attention without cu_seqlens with "
                         "num_q_heads=8 num_kv_heads=2 head_dim=128 "
-                        "v_head_dim=128 block_size=16 layout=0 split=1, f32, "
-                        "out f32; the bundle has these "
+                        "v_head_dim=128 block_size=16 layout=0 split=1 "
+                        "causal=0, f32, out f32; the bundle has these "
                         "tessel.paged_attention kernels: ",
                         0),
             0u)
@@ -627,6 +661,26 @@ TEST(DispatchErrors, MissingKernelListsWhatTheBundleHas) {
       << error;
   EXPECT_NE(error.find("Compile one for this configuration"),
             std::string::npos);
+  // The unified routing needs its own kernel (and only it).
+  error = createError(
+      [](auto &c) {
+        c.num_q_heads = 8;
+        c.routing = TESSEL_ROUTING_UNIFIED;
+      },
+      &code);
+  EXPECT_EQ(code, TESSEL_UNSUPPORTED);
+  EXPECT_EQ(error.rfind("tessel_attention_create: the unified routing needs "
+                        "a kernel for the whole batch (unified): "
+                        "tessel.paged_attention with cu_seqlens with "
+                        "num_q_heads=8 num_kv_heads=2 head_dim=64 "
+                        "v_head_dim=64 block_size=16 layout=0 split=0 "
+                        "causal=1 has_lse=0, f32, out f32; ",
+                        0),
+            0u)
+      << error;
+  EXPECT_NE(error.find("paged_causal_f32_nhd_h4kv2_d64_bs16_cu (layout=0 "),
+            std::string::npos)
+      << error;
 }
 
 TEST(DispatchErrors, EnvironmentChoosesAutoRouting) {
@@ -753,6 +807,21 @@ TEST(DispatchErrors, RunBuffers) {
       << error;
   EXPECT_NE(error.find("'out'"), std::string::npos) << error;
   EXPECT_NE(error.find("bf16"), std::string::npos) << error;
+
+  // Unified: every request reads its sequence through seq_lens.
+  config.routing = TESSEL_ROUTING_UNIFIED;
+  AttentionPtr unified = create(config);
+  ASSERT_TRUE(unified);
+  Batch all(unified.get(), {{1, 900}, {6, 30}, {5, 0}}, rng);
+  PlanPtr up = planBatch(unified.get(), all, error);
+  ASSERT_TRUE(up) << error;
+  Workspace uws(infoOf(up.get()).workspace_bytes);
+  b = all.buffers(false);
+  b.seq_lens.data = nullptr;
+  EXPECT_EQ(consume(tessel_attention_run(up.get(), &b, uws.storage.get(),
+                                         uws.bytes, nullptr)),
+            prefix + "buffers.seq_lens is missing (data is NULL) but this "
+                     "plan needs it");
 }
 
 TEST(DispatchErrors, WriteCacheNamesTheStep) {

@@ -118,6 +118,16 @@ func.func @paged_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?
   tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
   return
 }
+// The unified mode's kernel: causal, the context being each request's
+// whole sequence with its queries last; whole and split form.
+func.func @paged_causal_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
 func.func @paged_bf16_shuf_h4kv1_d128_bs32(%q: memref<?x4x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x4x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) scale(%scale)
   return
@@ -293,6 +303,14 @@ func.func @dispatch_extend_new(%q: memref<?x4x64xf32>, %k: memref<?x2x64xf32>, %
 }
 func.func @dispatch_extend_context(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_unified(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_unified_split(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) causal layout(nhd) scale(%scale)
   return
 }
 func.func @dispatch_merge_out(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob: memref<?x4x64xf32>, %lb: memref<4x?xf32>, %out: memref<?x4x64xf32>) {

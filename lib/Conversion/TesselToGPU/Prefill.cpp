@@ -30,9 +30,16 @@
 //
 // Paged keys (paged_attention with cu_seqlens: extend's cached context): the
 // same kernel with K/V rows found through the block table (NHD, or the
-// shuffled layout whose V chunks are staged dim-major), no causal mask, and
-// in the split form partial p of every query over the context window [p W,
-// (p + 1) W), W = ceil(MB / P) * BS.
+// shuffled layout whose V chunks are staged dim-major), and in the split
+// form partial p of every query over the context window [p W, (p + 1) W),
+// W = ceil(MB / P) * BS. A block takes the query heads of one KV head,
+// packed into the tile's rows (row r: token r / g, head r % g, where g
+// divides the tile), so a request's few new tokens still fill a tile and
+// each KV byte is read once per KV head and tile of tokens. With causal
+// (the unified mode's kernel: the whole batch, decodes included, in one
+// launch), the context is the request's sequence and a row's query sits
+// at position token + (sequence length - the request's query end): its
+// keys end there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +72,10 @@ struct PrefillProblem {
   /// out [P, T, Hq, Dv] and lse [P, Hq, T]: partial p is the context
   /// window [p W, (p + 1) W), W = ceil(MB / P) * BS.
   bool split = false;
+  /// Query heads per tile row group (the paged form): a block takes the
+  /// `packed` heads of one KV head, tile row r being token r / packed, head
+  /// r % packed; 1: a block takes one query head.
+  int64_t packed = 1;
 };
 
 struct PrefillConfig {
@@ -77,8 +88,11 @@ struct PrefillConfig {
 };
 
 /// Grid slack past ceil(T / tile): room for the partial tiles of that many
-/// requests before blocks take a second tile.
-constexpr int64_t kSlackTiles = 16;
+/// requests before blocks take a second tile. The unified kernel (paged,
+/// causal) takes whole batches of decodes, each a partial tile.
+int64_t slackTiles(const PrefillProblem &pb) {
+  return pb.paged && pb.causal ? 64 : 16;
+}
 
 class PrefillBuilder : public AttentionBuilder {
 public:
@@ -91,11 +105,19 @@ public:
 
 private:
   int64_t tileRows() const { return cfg.warps * atom.m; }
+  int64_t tileTokens() const { return tileRows() / pb.packed; }
+  /// The token of tile row `row` (rows from `rowStart`) and its query head.
+  Value rowToken(Value row) { return add(rowStart, divu(row, pb.packed)); }
+  Value rowHead(Value row) { return add(head, remu(row, pb.packed)); }
 
-  /// One tile: query rows [first, last) of the request [start, end).
-  LogicalResult tile(Value first, Value last, Value start, Value end);
-  /// The paged form's tile: rows [first, last) of request `request`.
-  LogicalResult pagedTile(Value first, Value last, Value request);
+  /// One tile: query tokens [first, last) over the keys [start, end); with
+  /// causal, token t's keys end at t + offset.
+  LogicalResult tile(Value first, Value last, Value start, Value end,
+                     Value offset);
+  /// The paged form's tile: tokens [first, last) of request `request`,
+  /// whose query tokens end at `queryEnd`.
+  LogicalResult pagedTile(Value first, Value last, Value request,
+                          Value queryEnd);
   void stageQuery(Value rowStart, Value rowEnd);
   void forEachChunk(Value stage, Value kvTile,
                     function_ref<void(const StagedChunk &)> fn);
@@ -112,18 +134,19 @@ private:
   /// Paged form: the request, its split (0 unless split) and the cache's
   /// block count and block-table width.
   Value request, split, numBlocks, maxBlocks;
-  // Per tile: the query rows [rowStart, rowEnd), the keys [keyStart,
-  // keyEnd) they may see, and the Q fragments kept in registers.
-  Value rowStart, rowEnd, keyStart, keyEnd;
+  // Per tile: the query tokens [rowStart, rowEnd), the keys [keyStart,
+  // keyEnd) they may see, with causal the position of token t minus t (its
+  // keys end at t + queryOffset), and the Q fragments kept in registers.
+  Value rowStart, rowEnd, keyStart, keyEnd, queryOffset;
   SmallVector<Fragment> qFrags;
 };
 
 void PrefillBuilder::stageQuery(Value first, Value last) {
   stageRows(sharedQ, pb.q, tileRows(), pb.headDim, cfg.warps * warpSize,
             [&](Value row) {
-              Value token = add(first, row);
+              Value token = add(first, divu(row, pb.packed));
               return std::make_pair(lt(token, last),
-                                    SmallVector<Value>{token, head});
+                                    SmallVector<Value>{token, rowHead(row)});
             });
 }
 
@@ -214,10 +237,11 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   Value tileEnd = add(tileStart, cfg.tileKeys);
   Value needMask = lt(keyEnd, tileEnd);
-  Value firstRow = add(rowStart, warpRow);
+  // The position of the warp's first row's query.
+  Value firstPosition = add(rowToken(warpRow), queryOffset);
   if (pb.causal)
     needMask = arith::OrIOp::create(b, loc, needMask,
-                                    lt(firstRow, sub(tileEnd, idx(1))));
+                                    lt(firstPosition, sub(tileEnd, idx(1))));
   auto masked = scf::IfOp::create(b, loc, TypeRange(ValueRange(s)), needMask,
                                   true);
   {
@@ -231,9 +255,9 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
         Value key = add(tileStart, add(col, j * atom.n));
         Value ok = lt(key, keyEnd);
         if (pb.causal)
-          ok = andi(ok, arith::CmpIOp::create(b, loc,
-                                              arith::CmpIPredicate::sle, key,
-                                              add(firstRow, row)));
+          ok = andi(ok, arith::CmpIOp::create(
+                            b, loc, arith::CmpIPredicate::sle, key,
+                            add(rowToken(add(warpRow, row)), queryOffset)));
         out[j * acc + e] = select(ok, out[j * acc + e], negInf);
       }
     scf::YieldOp::create(b, loc, out);
@@ -296,7 +320,7 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
   int64_t outAtoms = pb.valueDim / atom.n;
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
-  Value firstRow = add(rowStart, mul(warp, atom.m));
+  Value warpRow = mul(warp, atom.m);
   // (Not structured bindings: lambdas below capture them.)
   SmallVector<Value> inv, lse;
   std::tie(inv, lse) = rowNormalizers(state);
@@ -305,7 +329,8 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
     // (Not structured bindings: lambdas below capture them.)
     Value row, col;
     std::tie(row, col) = target.getAccumulatorPosition(b, loc, atom, lane, e);
-    Value token = add(firstRow, row);
+    Value token = rowToken(add(warpRow, row));
+    Value tokenHead = rowHead(add(warpRow, row));
     ifThen(lt(token, rowEnd), [&] {
       for (int64_t j = 0; j < outAtoms; ++j) {
         SmallVector<Value> values;
@@ -315,7 +340,7 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
             o = arith::TruncFOp::create(b, loc, outElem, o);
           values.push_back(o);
         }
-        SmallVector<Value> outIdx = {token, head, add(col, j * atom.n)};
+        SmallVector<Value> outIdx = {token, tokenHead, add(col, j * atom.n)};
         if (pb.split)
           outIdx.insert(outIdx.begin(), split);
         vector::StoreOp::create(
@@ -327,7 +352,7 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
         ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col,
                                      idx(0)),
                [&] {
-                 SmallVector<Value> lseIdx = {head, token};
+                 SmallVector<Value> lseIdx = {tokenHead, token};
                  if (pb.split)
                    lseIdx.insert(lseIdx.begin(), split);
                  memref::StoreOp::create(b, loc, lse[e / r], pb.lse, lseIdx);
@@ -337,12 +362,17 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
 }
 
 LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
-                                   Value end) {
+                                   Value end, Value offset) {
   rowStart = first;
   rowEnd = last;
   keyStart = start;
-  // Causal: keys up to the tile's last row; else the whole request.
-  keyEnd = pb.causal ? last : end;
+  queryOffset = offset;
+  // Causal: keys up to the tile's last query's position (none before
+  // start); else the whole request.
+  keyEnd = end;
+  if (pb.causal)
+    keyEnd = arith::MaxSIOp::create(
+        b, loc, arith::MinSIOp::create(b, loc, end, add(last, offset)), start);
   Value numTiles = arith::CeilDivUIOp::create(b, loc, sub(keyEnd, keyStart),
                                               idx(cfg.tileKeys));
 
@@ -383,14 +413,22 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
 }
 
 LogicalResult PrefillBuilder::pagedTile(Value first, Value last,
-                                        Value requestIndex) {
+                                        Value requestIndex, Value queryEnd) {
   request = requestIndex;
   // The context window of this split, as paged_attention defines it.
   Value splits =
       pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : Value();
   auto [start, end] = contextWindow(pb.contextLens, request, maxBlocks,
                                     pb.blockSize, split, splits);
-  return tile(first, last, start, end);
+  Value offset = idx(0);
+  if (pb.causal) {
+    // The queries are the last tokens of the sequence (its length clamped
+    // as the windows clamp it).
+    Value length = contextWindow(pb.contextLens, request, maxBlocks,
+                                 pb.blockSize).second;
+    offset = sub(length, queryEnd);
+  }
+  return tile(first, last, start, end, offset);
 }
 
 LogicalResult PrefillBuilder::build() {
@@ -398,7 +436,8 @@ LogicalResult PrefillBuilder::build() {
   tid = threadId();
   lane = remu(tid, warpSize);
   warp = divu(tid, warpSize);
-  head = blockId(gpu::Dimension::y);
+  // Packed, blocks go over KV heads; `head` is the group's first.
+  head = mul(blockId(gpu::Dimension::y), pb.packed);
   kvHead = divu(head, pb.qHeads / pb.kvHeads);
 
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
@@ -434,7 +473,7 @@ LogicalResult PrefillBuilder::build() {
   // The grid width, as the launch computes it (gpu.grid_dim would need the
   // ROCm device library on CDNA).
   Value stride = arith::CeilDivUIOp::create(
-      b, loc, add(T, kSlackTiles * tileRows()), idx(tileRows()));
+      b, loc, add(T, slackTiles(pb) * tileTokens()), idx(tileTokens()));
   Type indexType = b.getIndexType();
   auto loop = scf::WhileOp::create(
       b, loc, TypeRange{indexType, indexType, indexType, indexType},
@@ -447,7 +486,7 @@ LogicalResult PrefillBuilder::build() {
         [&](Value g) {
           return memref::LoadOp::create(b, loc, pb.cuSeqlens, g).getResult();
         },
-        entries, T, t, tileRows(), /*tail=*/false);
+        entries, T, t, tileTokens(), /*tail=*/false);
     scf::ConditionOp::create(
         b, loc, found.found,
         ValueRange{t, found.rowStart, found.rowEnd, found.group});
@@ -463,22 +502,22 @@ LogicalResult PrefillBuilder::build() {
                                          group, idx(0));
   LogicalResult result = success();
   ifThen(isRequest, [&] {
-    if (pb.paged) {
-      result = pagedTile(first, last, sub(group, idx(1)));
-      return;
-    }
     auto endOf = [&](Value g) {
       return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
     };
     // [max(cu[0..g-1]), max(that, cu[g])) clamped to T, as findRowTile
     // read them: the tile's own bounds already are; the request's start is
     // at most its first row, and its end is at least its last.
+    Value end = arith::MaxSIOp::create(b, loc, endOf(group), last);
+    end = minu(end, T);
+    if (pb.paged) {
+      result = pagedTile(first, last, sub(group, idx(1)), end);
+      return;
+    }
     Value start = arith::MaxSIOp::create(b, loc, endOf(sub(group, idx(1))),
                                          idx(0));
     start = minu(start, first);
-    Value end = arith::MaxSIOp::create(b, loc, endOf(group), last);
-    end = minu(end, T);
-    result = tile(first, last, start, end);
+    result = tile(first, last, start, end, idx(0));
   });
   scf::YieldOp::create(b, loc, ValueRange{add(t, stride)});
   return result;
@@ -546,15 +585,20 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
            << " stages fits the " << target.getSharedMemoryBytes()
            << " bytes of shared memory of " << target.getChip();
 
+  // Paged: the query heads of a KV head share a block where they divide
+  // the tile.
+  int64_t group = pb.qHeads / pb.kvHeads;
+  if (pb.paged && (cfg.warps * atom.m) % group == 0)
+    pb.packed = group;
   PrefillBuilder builder(b, op->getLoc(), target, atom, cfg, pb);
   if (failed(builder.build()))
     return failure();
   LaunchGeometry geometry;
-  int64_t rows = cfg.warps * atom.m;
-  GridDim x = gridOver(tokens, 1, rows);
-  x.add += kSlackTiles * rows;
+  int64_t tokensPerTile = cfg.warps * atom.m / pb.packed;
+  GridDim x = gridOver(tokens, 1, tokensPerTile);
+  x.add += slackTiles(pb) * tokensPerTile;
   geometry.grid[0] = x;
-  geometry.grid[1] = GridDim{-1, 1, pb.qHeads, 1};
+  geometry.grid[1] = GridDim{-1, 1, pb.qHeads / pb.packed, 1};
   geometry.grid[2] = splits ? gridOver(*splits, 1, 1) : GridDim{-1, 1, 1, 1};
   geometry.block = {
       static_cast<int32_t>(cfg.warps * target.getWarpSize()), 1, 1};
@@ -613,7 +657,7 @@ mlir::tessel::buildPagedQueries(OpBuilder &b, PagedAttentionOp op,
   pb.headDim = qType.getDimSize(2);
   pb.valueDim = outType.getDimSize(outType.getRank() - 1);
   pb.scaleLog2 = ctx.scaleLog2(b, op.getScale());
-  pb.causal = false;
+  pb.causal = op.getCausal();
   return buildFlash(b, op, ctx, pb, qType.getElementType(),
                     ctx.dim(op.getQ(), 0),
                     pb.split ? &ctx.dim(op.getOut(), 0) : nullptr);

@@ -42,7 +42,9 @@
 // p's in the split form; it may be empty). An extend may bring a few new
 // tokens only: a block takes the query heads of one KV head, packed into
 // the tile's rows (row r: token r / g, head r % g), so that 16 tokens at
-// GQA 8 still fill the 128-row tile.
+// GQA 8 still fill the 128-row tile. With causal (the unified mode's
+// kernel), the context is the request's sequence and its queries are the
+// sequence's last tokens: a row's keys end at its query's position.
 //
 // Epilogue: O / l per row from registers, predicated on the tile's rows;
 // the LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
@@ -65,9 +67,6 @@ using namespace mlir::tessel;
 
 namespace {
 
-/// Grid slack past ceil(T / tile), as the sm80 template's: room for the
-/// partial tiles of that many requests before blocks take a second tile.
-constexpr int64_t kSlackTiles = 16;
 constexpr int64_t kElemBytes = 2;
 
 struct FlashSm90Config {
@@ -130,6 +129,11 @@ struct FlashSm90Problem {
   int64_t tileTokens() const {
     return FlashSm90Config::tileRows / packed;
   }
+  /// Grid slack past ceil(T / tile), as the sm80 template's: room for the
+  /// partial tiles of that many requests before blocks take a second tile
+  /// (the unified kernel, paged and causal, takes whole batches of
+  /// decodes, each a partial tile).
+  int64_t slackTiles() const { return paged && causal ? 64 : 16; }
 };
 
 class FlashSm90Builder : public AttentionBuilder {
@@ -148,6 +152,9 @@ private:
   struct Tile {
     Value first, last;      ///< its query rows
     Value keyStart, keyEnd; ///< the keys they may see
+    /// Causal: a query token's position minus the token (its keys end
+    /// there).
+    Value queryOffset;
     Value numK;             ///< K/V tiles over those keys
     Value tilesBefore;      ///< tiles this block ran before it
     Value kvBefore;         ///< K/V tiles it ran before it
@@ -159,6 +166,8 @@ private:
   /// Paged: the context window [start, end) of `request` (this block's
   /// split of it in the split form).
   std::pair<Value, Value> pagedWindow(Value request);
+  /// Paged: the length of `request`'s context, as the windows clamp it.
+  Value sequenceLength(Value request);
   /// Paged: the row of the caches (as [NB * BS, ...]) of context token
   /// `token` of the tile's request.
   Value cacheRow(Value token);
@@ -198,7 +207,8 @@ private:
 void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
   Value entries = memref::DimOp::create(b, loc, pb.cuSeqlens, 0);
   Value stride = arith::CeilDivUIOp::create(
-      b, loc, add(pb.T, kSlackTiles * pb.tileTokens()), idx(pb.tileTokens()));
+      b, loc, add(pb.T, pb.slackTiles() * pb.tileTokens()),
+      idx(pb.tileTokens()));
   Type indexType = b.getIndexType();
   SmallVector<Type> carried(3, indexType);
   SmallVector<Type> passed(6, indexType);
@@ -241,21 +251,32 @@ void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
     Tile tile;
     tile.first = uniform(after->getArgument(3));
     tile.last = uniform(after->getArgument(4));
+    tile.queryOffset = idx(0);
+    auto endOf = [&](Value g) {
+      return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
+    };
+    // The request's rows as findRowTile clamped them (Prefill.cpp).
+    Value end = uniform(
+        minu(arith::MaxSIOp::create(b, loc, endOf(group), tile.last), pb.T));
     if (pb.paged) {
-      std::tie(tile.keyStart, tile.keyEnd) = pagedWindow(sub(group, idx(1)));
       request = uniform(sub(group, idx(1)));
+      std::tie(tile.keyStart, tile.keyEnd) = pagedWindow(request);
+      if (pb.causal) {
+        // The queries are the sequence's last tokens; the keys end at the
+        // tile's last query's position (none before the window's start).
+        tile.queryOffset = uniform(sub(sequenceLength(request), end));
+        tile.keyEnd = arith::MaxSIOp::create(
+            b, loc,
+            arith::MinSIOp::create(b, loc, tile.keyEnd,
+                                   add(tile.last, tile.queryOffset)),
+            tile.keyStart);
+      }
     } else {
-      auto endOf = [&](Value g) {
-        return toIndex(memref::LoadOp::create(b, loc, pb.cuSeqlens, g));
-      };
-      // The request's rows as findRowTile clamped them (Prefill.cpp).
       Value start =
           arith::MaxSIOp::create(b, loc, endOf(sub(group, idx(1))), idx(0));
       tile.keyStart = uniform(minu(start, tile.first));
-      Value end = minu(
-          arith::MaxSIOp::create(b, loc, endOf(group), tile.last), pb.T);
       // Causal: keys up to the tile's last row; else the whole request.
-      tile.keyEnd = pb.causal ? tile.last : uniform(end);
+      tile.keyEnd = pb.causal ? tile.last : end;
     }
     tile.numK = arith::CeilDivUIOp::create(
         b, loc, sub(tile.keyEnd, tile.keyStart), idx(cfg.tileKeys));
@@ -321,6 +342,12 @@ std::pair<Value, Value> FlashSm90Builder::pagedWindow(Value request) {
   return {pb.split ? uniform(start) : start, uniform(end)};
 }
 
+Value FlashSm90Builder::sequenceLength(Value request) {
+  Value maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
+  return contextWindow(pb.contextLens, request, maxBlocks, pb.blockSize)
+      .second;
+}
+
 Value FlashSm90Builder::cacheRow(Value token) {
   // Past the window the ids are clamped into the cache: every copy reads
   // rows that exist, and the consumers mask them.
@@ -369,7 +396,20 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   WarpgroupMma::SharedOperand kMajor{true, 0};
   WarpgroupMma::SharedOperand vLayout{false, kvChunk};
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
-  Value firstRow = add(tile.first, mul(consumer, WarpgroupMma::kRows));
+  // Causal: the position of the query of this consumer's row `row`, the
+  // last key it may see; this thread's two rows' (members 4j + {0, 1} and
+  // 4j + {2, 3}) are computed once a tile.
+  Value consumerRow = mul(consumer, WarpgroupMma::kRows);
+  auto position = [&](Value row) {
+    return add(add(tile.first, divu(add(consumerRow, row), pb.packed)),
+               tile.queryOffset);
+  };
+  SmallVector<Value> rowPositions;
+  if (pb.causal) {
+    for (int64_t i : {0, 2})
+      rowPositions.push_back(
+          position(wg.accumulatorPosition(b, loc, thread, i).first));
+  }
   wg.waitParity(b, loc, barrier(2 * cfg.stages),
                 barrierParity(tile.tilesBefore, false));
 
@@ -430,8 +470,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       s.push_back(fmul(wg.accumulator(b, loc, sAcc, i), pb.scaleLog2));
     Value needMask = lt(tile.keyEnd, add(tileStart, n));
     if (pb.causal)
-      needMask = arith::OrIOp::create(b, loc, needMask,
-                                      lt(firstRow, add(tileStart, n - 1)));
+      needMask = arith::OrIOp::create(
+          b, loc, needMask, lt(position(idx(0)), add(tileStart, n - 1)));
     auto masked = scf::IfOp::create(b, loc, TypeRange(ValueRange(s)),
                                     uniform(needMask), true);
     {
@@ -439,13 +479,13 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       b.setInsertionPointToStart(masked.thenBlock());
       SmallVector<Value> out(s);
       for (int64_t i = 0; i < n / 2; ++i) {
-        auto [row, col] = wg.accumulatorPosition(b, loc, thread, i);
+        Value col = wg.accumulatorPosition(b, loc, thread, i).second;
         Value key = add(tileStart, col);
         Value ok = lt(key, tile.keyEnd);
         if (pb.causal)
           ok = andi(ok, arith::CmpIOp::create(b, loc,
                                               arith::CmpIPredicate::sle, key,
-                                              add(firstRow, row)));
+                                              rowPositions[(i % 4) / 2]));
         out[i] = select(ok, out[i], f32(-INFINITY));
       }
       scf::YieldOp::create(b, loc, out);
@@ -668,8 +708,6 @@ void FlashSm90Builder::epilogue(const Tile &tile, Value consumer,
 
 void FlashSm90Builder::build() {
   std::tie(base, address) = alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
-  assert((pb.packed == 1 || !pb.causal) &&
-         "causal masks read a row's token as first + row");
   // Packed, blocks go over KV heads; `head` is the first query head.
   head = mul(blockId(gpu::Dimension::y), pb.packed);
   kvHead = divu(head, pb.qHeads / pb.kvHeads);
@@ -828,7 +866,7 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
 
   LaunchGeometry geometry;
   GridDim x = gridOver(ctx.dim(q, 0), 1, pb.tileTokens());
-  x.add += kSlackTiles * pb.tileTokens();
+  x.add += pb.slackTiles() * pb.tileTokens();
   geometry.grid[0] = x;
   geometry.grid[1] = GridDim{-1, 1, pb.qHeads / pb.packed, 1};
   geometry.grid[2] = splits ? gridOver(*splits, 1, 1) : GridDim{-1, 1, 1, 1};
@@ -878,6 +916,7 @@ mlir::tessel::buildPagedQueriesSm90(OpBuilder &b, PagedAttentionOp op,
   pb.numBlocks = ctx.dimValue(b, op.getKCache(), 0);
   pb.blockSize = getCacheBlockSize(kType, op.getLayout());
   pb.split = op.isSplit();
+  pb.causal = op.getCausal();
   int64_t group = pb.qHeads / pb.kvHeads;
   if (FlashSm90Config::tileRows % group == 0)
     pb.packed = group;

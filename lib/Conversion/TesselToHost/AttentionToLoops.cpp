@@ -323,11 +323,14 @@ private:
 /// causal mask since every cached token precedes the queries. This is
 /// paged_attention; decode_attention and mla_decode are its special cases.
 /// Without `cuSeqlens` request b has the single query q[b]; without a window
-/// it sees its whole context `contextLens[b]`.
+/// it sees its whole context `contextLens[b]`. With `causal` the context is
+/// the whole sequence and the queries its last tokens: each sees the
+/// window's keys up to its own position.
 void lowerPagedQueries(LoopBuilder &lb, Value q, Value out, Value lse,
                        const PagedCache &cache, int64_t vDim, Value scale,
                        Value blockTable, Value cuSeqlens, Value contextLens,
-                       Value windowStart, Value windowLen) {
+                       Value windowStart, Value windowLen,
+                       bool causal = false) {
   Value zero = lb.idx(0), one = lb.idx(1);
   Value numTokens = lb.minDim({{q, 0}, {out, 0}, {lse, 1}});
   Value numRequests = lb.minDim({{contextLens, 0}, {blockTable, 0}});
@@ -347,9 +350,16 @@ void lowerPagedQueries(LoopBuilder &lb, Value q, Value out, Value lse,
     if (cuSeqlens)
       std::tie(start, end) = requestTokens(lb, cuSeqlens, request, numTokens);
     lb.forLoop(start, end, [&](Value token) {
+      Value visible = count;
+      if (causal) {
+        // Position length - (end - token): keys [0, position] are visible.
+        Value seen = lb.sub(lb.add(lb.sub(length, end), lb.add(token, one)),
+                            first);
+        visible = lb.clamp(seen, zero, count);
+      }
       attention.attendToken(token, [&](Value kvHead) {
-        return SmallVector<KeySpan>{
-            cachedSpan(lb, cache, blockTable, request, first, count, kvHead)};
+        return SmallVector<KeySpan>{cachedSpan(lb, cache, blockTable, request,
+                                               first, visible, kvHead)};
       });
     });
   });
@@ -416,7 +426,7 @@ LogicalResult host::lowerPagedAttention(PagedAttentionOp op, OpBuilder &b) {
     lowerPagedQueries(lb, op.getQ(), op.getOut(), op.getLse(), cache,
                       cache.valueDim, op.getScale(), op.getBlockTable(),
                       op.getCuSeqlens(), op.getContextLens(),
-                      op.getWindowStart(), op.getWindowLen());
+                      op.getWindowStart(), op.getWindowLen(), op.getCausal());
     return success();
   }
   // Split form: partial p is the window [p W, (p + 1) W) of every request,
@@ -430,7 +440,7 @@ LogicalResult host::lowerPagedAttention(PagedAttentionOp op, OpBuilder &b) {
     lowerPagedQueries(lb, op.getQ(), lb.slice(out, p), lb.slice(lse, p),
                       cache, cache.valueDim, op.getScale(), op.getBlockTable(),
                       op.getCuSeqlens(), op.getContextLens(),
-                      lb.mul(p, perSplit), perSplit);
+                      lb.mul(p, perSplit), perSplit, op.getCausal());
   });
   return success();
 }

@@ -207,8 +207,9 @@ typedef enum tessel_routing {
   /* Each phase its own kernel: decode (split-KV + merge), extend (new
    * tokens causal + context chunks + LSE merges), prefill (varlen causal). */
   TESSEL_ROUTING_TRIPLE = 1,
-  /* One path for every token: the extend composition (new tokens causal +
-   * paged context + merge), whatever the phase. */
+  /* One kernel for the whole batch, whatever the phase: causal paged
+   * attention over each request's sequence in the cache (its new tokens
+   * written first), split into windows merged by LSE for small batches. */
   TESSEL_ROUTING_UNIFIED = 2,
   /* Decode kernel for decodes, the extend composition for the rest. */
   TESSEL_ROUTING_TWO_PATH = 3,
@@ -307,7 +308,8 @@ tessel_status tessel_attention_plan_build(tessel_attention_plan plan,
 typedef struct tessel_attention_plan_info {
   size_t num_decodes, num_extends, num_prefills;
   int64_t decode_tokens, extend_tokens, prefill_tokens;
-  /* Split-KV factor of the decode kernel (1: unsplit). */
+  /* Split-KV factor of the decode kernel, or of the unified kernel under
+   * the unified routing (1: unsplit). */
   int32_t kv_splits;
   /* Context chunks of the extends (0: none), run one after the other; or,
    * when context_chunks_parallel is 1, all in one split-form launch and

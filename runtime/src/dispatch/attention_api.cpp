@@ -134,8 +134,8 @@ tessel_status validate(tessel_attention_config &c) {
   if (c.kind == TESSEL_ATTENTION_MLA && c.routing == TESSEL_ROUTING_UNIFIED)
     return makeStatusf(TESSEL_UNSUPPORTED,
                        "the unified routing is for MHA/GQA only: MLA decodes "
-                       "run absorbed on the latent cache, which the extend "
-                       "composition does not read (use triple or two_path)");
+                       "run absorbed on the latent cache, which the unified "
+                       "kernel does not read (use triple or two_path)");
   return nullptr;
 }
 

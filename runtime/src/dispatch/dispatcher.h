@@ -48,6 +48,8 @@ struct WorkspaceLayout {
   // their LSE [Hq, T]. Parallel chunks: the P + 1 partials [P + 1, T, Hq,
   // Dv] (the new tokens' first) at extendOut[0], their LSE at extendLse[0].
   size_t extendOut[3] = {}, extendLse[3] = {};
+  // Unified, split: the P partials [P, T, Hq, Dv] f32 and their LSE.
+  size_t unifiedPartials = 0, unifiedLse = 0;
   size_t total = 0;
 };
 
@@ -65,6 +67,10 @@ struct tessel_attention_plan_t {
   /// prefill kernel, each over a range of requests (which phases go to which
   /// range depends on the routing mode).
   tessel::dispatch::Range decodeRange, extendRange, prefillRange;
+  /// The unified routing: the whole batch in one causal paged kernel over
+  /// each request's sequence (its cu_seqlens at extendCuOffset); in
+  /// kvSplits windows when above 1.
+  tessel::dispatch::Range unifiedRange;
   /// The first query token that q/k/v/out hold: MLA decodes have their own
   /// buffers, so there the non-decode tokens start at 0.
   int64_t tokenBase = 0;
@@ -73,9 +79,9 @@ struct tessel_attention_plan_t {
   /// The chunks are the windows of one split-form launch, merged at once
   /// with the new tokens' partial (see plan.cpp).
   bool parallelChunks = false;
-  /// The int32 image copied to the workspace: the extend range's
-  /// cu_seqlens, the prefill range's, then each chunk's context lengths of
-  /// the extend range.
+  /// The int32 image copied to the workspace: the extend (or unified)
+  /// range's cu_seqlens, the prefill range's, then each chunk's context
+  /// lengths of the extend range.
   std::vector<int32_t> metadata;
   size_t extendCuOffset = 0, prefillCuOffset = 0, chunkLensOffset = 0;
   /// Entries from one chunk's context lengths to the next (16-byte

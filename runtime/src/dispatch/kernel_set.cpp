@@ -25,10 +25,11 @@ tessel_status dispatch::findKernels(tessel_bundle bundle,
     params.insert(params.end(), more.begin(), more.end());
     return params;
   };
-  auto paged = [&](int64_t split) {
+  auto paged = [&](int64_t split, int64_t causal = 0) {
     return with(heads, {{"block_size", config.block_size},
                         {"layout", config.kv_layout},
-                        {"split", split}});
+                        {"split", split},
+                        {"causal", causal}});
   };
   auto prefill = [&](int64_t hasLse) {
     return with(heads, {{"causal", 1}, {"has_lse", hasLse}});
@@ -65,38 +66,69 @@ tessel_status dispatch::findKernels(tessel_bundle bundle,
                       " (docs/dispatcher.md lists the kernels a model needs)");
   };
   const int64_t decodeOutDim = mla ? config.latent_dim : config.v_head_dim;
-  if (routing != TESSEL_ROUTING_UNIFIED) {
+  // The merge of split partials into out (the extends' windows, the
+  // unified kernel's splits).
+  KernelQuery mergeN =
+      query("merge of split partials into out", "tessel.lse_merge_n",
+            merge(config.num_q_heads, config.v_head_dim, 0), f32, dtype);
+  // Optional; its dtype is that of k, and it has no "out" argument.
+  KernelQuery cacheWrite;
+  cacheWrite.role = "cache write";
+  cacheWrite.op = "tessel.reshape_and_cache";
+  cacheWrite.dtype = dtype;
+  cacheWrite.params = {{"num_kv_heads", config.num_kv_heads},
+                       {"head_dim", config.head_dim},
+                       {"v_head_dim", config.v_head_dim},
+                       {"block_size", config.block_size},
+                       {"layout", config.kv_layout}};
+  set.cacheWrite = runtime::findKernel(bundle, cacheWrite);
+  if (routing == TESSEL_ROUTING_UNIFIED) {
+    // (MLA has no unified routing: attention_api.cpp refuses it.)
+    KernelQuery whole =
+        query("whole batch (unified)", "tessel.paged_attention",
+              with(paged(0, 1), {{"has_lse", 0}}), dtype, dtype);
+    whole.argPresent = {{"cu_seqlens", true}};
+    if (tessel_status status = need(set.unified, whole))
+      return status;
     KernelQuery split =
-        mla ? query("decode split-KV partials", "tessel.mla_decode",
-                    mlaDecode(1), dtype, f32)
-            : query("decode split-KV partials", "tessel.paged_attention",
-                    paged(1), dtype, f32);
-    if (!mla)
-      split.argPresent = {{"cu_seqlens", false}};
-    if (tessel_status status = need(set.decodeSplit, split))
-      return status;
-    if (tessel_status status =
-            need(set.decodeMerge,
-                 query("merge of the decode partials", "tessel.lse_merge_n",
-                       merge(config.num_q_heads, decodeOutDim, 0), f32, dtype)))
-      return status;
-    // Optional: decode_attention has neither split nor cu_seqlens.
-    set.decode = runtime::findKernel(
-        bundle, mla ? query("decode", "tessel.mla_decode", mlaDecode(0), dtype,
-                            dtype)
-                    : query("decode", "tessel.decode_attention",
-                            with(heads, {{"block_size", config.block_size},
-                                         {"layout", config.kv_layout},
-                                         {"has_lse", 0}}),
-                            dtype, dtype));
+        query("split-KV partials of the unified batch",
+              "tessel.paged_attention", paged(1, 1), dtype, f32);
+    split.argPresent = {{"cu_seqlens", true}};
+    set.unifiedSplit = runtime::findKernel(bundle, split);
+    set.extendMerge = runtime::findKernel(bundle, mergeN);
+    if (!set.extendMerge)
+      set.unifiedSplit = nullptr;
+    return nullptr;
   }
+  KernelQuery split =
+      mla ? query("decode split-KV partials", "tessel.mla_decode",
+                  mlaDecode(1), dtype, f32)
+          : query("decode split-KV partials", "tessel.paged_attention",
+                  paged(1), dtype, f32);
+  if (!mla)
+    split.argPresent = {{"cu_seqlens", false}};
+  if (tessel_status status = need(set.decodeSplit, split))
+    return status;
+  if (tessel_status status =
+          need(set.decodeMerge,
+               query("merge of the decode partials", "tessel.lse_merge_n",
+                     merge(config.num_q_heads, decodeOutDim, 0), f32, dtype)))
+    return status;
+  // Optional: decode_attention has neither split nor cu_seqlens.
+  set.decode = runtime::findKernel(
+      bundle, mla ? query("decode", "tessel.mla_decode", mlaDecode(0), dtype,
+                          dtype)
+                  : query("decode", "tessel.decode_attention",
+                          with(heads, {{"block_size", config.block_size},
+                                       {"layout", config.kv_layout},
+                                       {"has_lse", 0}}),
+                          dtype, dtype));
   if (routing == TESSEL_ROUTING_TRIPLE)
     if (tessel_status status =
             need(set.prefill, query("prefill", "tessel.prefill_attention",
                                     prefill(0), dtype, dtype)))
       return status;
-  // Every routing runs extends (unified: everything) on the extend
-  // composition.
+  // triple and two_path run extends on the extend composition.
   if (tessel_status status = need(
           set.extendNew, query("new tokens of an extend (f32 partial)",
                                "tessel.prefill_attention", prefill(1), dtype,
@@ -118,20 +150,6 @@ tessel_status dispatch::findKernels(tessel_bundle bundle,
           query("last merge of an extend into out", "tessel.lse_merge",
                 merge(config.num_q_heads, config.v_head_dim, 0), f32, dtype)))
     return status;
-  set.extendMerge = runtime::findKernel(
-      bundle, query("merge of an extend's windows", "tessel.lse_merge_n",
-                    merge(config.num_q_heads, config.v_head_dim, 0), f32,
-                    dtype));
-  // Optional; its dtype is that of k, and it has no "out" argument.
-  KernelQuery cacheWrite;
-  cacheWrite.role = "cache write";
-  cacheWrite.op = "tessel.reshape_and_cache";
-  cacheWrite.dtype = dtype;
-  cacheWrite.params = {{"num_kv_heads", config.num_kv_heads},
-                       {"head_dim", config.head_dim},
-                       {"v_head_dim", config.v_head_dim},
-                       {"block_size", config.block_size},
-                       {"layout", config.kv_layout}};
-  set.cacheWrite = runtime::findKernel(bundle, cacheWrite);
+  set.extendMerge = runtime::findKernel(bundle, mergeN);
   return nullptr;
 }

@@ -37,6 +37,13 @@ struct KernelSet {
   tessel_kernel extendMerge = nullptr;
   /// reshape_and_cache into the (non-latent) caches; optional.
   tessel_kernel cacheWrite = nullptr;
+  /// The unified routing: the whole batch in one causal paged_attention
+  /// over each request's sequence (context and new tokens, all in the
+  /// cache), straight into out; and its split form (f32 partials of P
+  /// windows with LSE, merged by extendMerge; optional: without it the
+  /// batch is never split).
+  tessel_kernel unified = nullptr;
+  tessel_kernel unifiedSplit = nullptr;
 };
 
 /// Fills `set` with what `routing` needs under `config` (already validated,

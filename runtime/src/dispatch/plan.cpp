@@ -5,7 +5,10 @@
 //   triple    decodes -> decode kernel, extends -> extend composition,
 //             prefills -> prefill kernel
 //   two_path  decodes -> decode kernel, the rest -> extend composition
-//   unified   everything -> extend composition
+//   unified   everything -> one causal paged kernel over each request's
+//             sequence, its new tokens already in the cache (split into
+//             windows merged by LSE when the batch is too small to fill
+//             the device)
 //
 // Decodes of several tokens (decode_threshold > 1, speculative decoding)
 // need a causal mask among their tokens, which the decode kernel does not
@@ -99,6 +102,36 @@ int32_t parallelWindows(const tessel_attention_t &attention, const Range &e,
   return windows;
 }
 
+/// The split count of the unified kernel: windows of each sequence when
+/// the batch's tiles (of the kernel's grid divisor, in tokens) are too few
+/// to fill the device, as split-KV decode chooses them; 1 without the
+/// split kernel and merge, or past the workspace budget.
+int32_t unifiedSplits(const tessel_attention_t &attention, const Range &u,
+                      const int32_t *queryLens, const int32_t *contextLens,
+                      int64_t maxBlocks) {
+  const tessel_attention_config &c = attention.config;
+  const KernelSet &k = attention.kernels;
+  if (u.empty() || !k.unifiedSplit || !k.extendMerge)
+    return 1;
+  int64_t tileTokens = std::max<uint32_t>(1, k.unified->meta.gridDiv[0]);
+  size_t tiles = 0;
+  int64_t longest = 0;
+  for (size_t i = u.firstRequest; i < u.firstRequest + u.requests; ++i) {
+    tiles += static_cast<size_t>((queryLens[i] + tileTokens - 1) / tileTokens);
+    longest = std::max<int64_t>(longest, int64_t{contextLens[i]} + queryLens[i]);
+  }
+  // Blocks per tile: one per KV head where the query heads pack (the
+  // grid's constant y), else one per query head.
+  const bundle::Dim &heads = k.unified->meta.grid[1];
+  int64_t headBlocks = heads.isConstant() ? heads.add : c.num_q_heads;
+  int32_t splits = chooseKvSplits({tiles, headBlocks, longest, maxBlocks,
+                                   c.block_size, c.compute_units,
+                                   c.max_kv_splits});
+  size_t bytes = static_cast<size_t>(splits) * u.tokens * c.num_q_heads *
+                 (c.v_head_dim + 1) * 4;
+  return bytes > kParallelChunksBytes ? 1 : splits;
+}
+
 /// Appends the cu_seqlens of `range`, rebased to its first token.
 void appendCuSeqlens(std::vector<int32_t> &image, const Range &range,
                      const int32_t *queryLens) {
@@ -157,9 +190,12 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
     previous = phase;
     ++counts[phase];
     tokens[phase] += q;
-    // The decode kernels read the new tokens from the cache, so a decode
-    // needs context + query tokens of blocks; extends read their context.
-    int64_t cached = phase == TESSEL_PHASE_DECODE ? int64_t{c} + q : c;
+    // The decode and unified kernels read the new tokens from the cache,
+    // so they need context + query tokens of blocks; extends read their
+    // context.
+    bool readsNew = phase == TESSEL_PHASE_DECODE ||
+                    config.routing == TESSEL_ROUTING_UNIFIED;
+    int64_t cached = readsNew ? int64_t{c} + q : c;
     if (phase == TESSEL_PHASE_DECODE)
       longestDecode = std::max(longestDecode, cached);
     bool decodeTable = phase == TESSEL_PHASE_DECODE ||
@@ -188,11 +224,11 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
     extends = join(decodes, extends);
     decodes = {};
   }
+  plan.unifiedRange = {};
   switch (config.routing) {
   case TESSEL_ROUTING_UNIFIED:
-    plan.decodeRange = {};
-    plan.extendRange = join(join(decodes, extends), prefills);
-    plan.prefillRange = {};
+    plan.decodeRange = plan.extendRange = plan.prefillRange = {};
+    plan.unifiedRange = join(join(decodes, extends), prefills);
     break;
   case TESSEL_ROUTING_TWO_PATH:
     plan.decodeRange = decodes;
@@ -208,7 +244,8 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
   // MLA decodes have their own q and out (absorbed, latent).
   plan.tokenBase = config.kind == TESSEL_ATTENTION_MLA ? tokens[0] : 0;
 
-  plan.kvSplits = 1;
+  plan.kvSplits = unifiedSplits(*plan.attention, plan.unifiedRange, queryLens,
+                                contextLens, maxBlocks);
   if (!plan.decodeRange.empty()) {
     // MLA: a block takes the heads of its split kernel's grid x divisor
     // (16 on the sm80 template, 64 on sm90a's wgmma tiles).
@@ -256,6 +293,8 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
   plan.extendCuOffset = image.size();
   if (!e.empty())
     appendCuSeqlens(image, e, queryLens);
+  if (!plan.unifiedRange.empty())
+    appendCuSeqlens(image, plan.unifiedRange, queryLens);
   align();
   plan.prefillCuOffset = image.size();
   if (!plan.prefillRange.empty())
@@ -292,6 +331,14 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
     decodeEnd += align16(rows * hq * dv * 4);
     ws.decodeLse = decodeEnd;
     decodeEnd += align16(rows * hq * 4);
+  }
+  const Range &u = plan.unifiedRange;
+  if (!u.empty() && plan.kvSplits > 1) {
+    ws.unifiedPartials = extendEnd;
+    extendEnd +=
+        align16(plan.kvSplits * u.tokens * hq * config.v_head_dim * 4);
+    ws.unifiedLse = extendEnd;
+    extendEnd += align16(plan.kvSplits * hq * u.tokens * 4);
   }
   if (plan.parallelChunks) {
     size_t partials = plan.chunks.size() + 1;

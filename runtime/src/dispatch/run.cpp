@@ -2,7 +2,7 @@
 //
 // One run, in stream order: the metadata image into the workspace, the new
 // tokens into the cache, the decode kernel, the extend composition, the
-// prefill kernel. Every phase reads contiguous rows of the caller's buffers
+// prefill kernel (or, unified, the one kernel and its merge). Every phase reads contiguous rows of the caller's buffers
 // (the plan order makes them so), so the only data the run moves besides
 // attention itself is the image (a few KB) and, for split decodes and
 // extends, f32 partials in the workspace.
@@ -266,10 +266,11 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
                          plan.phaseTokens[2] - plan.tokenBase;
   const int64_t requests = static_cast<int64_t>(plan.requests);
   const Range &d = plan.decodeRange, &e = plan.extendRange,
-              &p = plan.prefillRange;
+              &p = plan.prefillRange, &u = plan.unifiedRange;
   const bool writeCache = b.slot_mapping.data != nullptr;
   const bool newTokens = tokens > 0 && (!e.empty() || !p.empty() || writeCache);
-  const bool mhaDecodes = !d.empty() && !mla;
+  // Kernels that read q, out, the block table and seq_lens.
+  const bool pagedQueries = (!d.empty() && !mla) || !u.empty();
   struct Needed {
     bool when;
     const tessel_tensor &tensor;
@@ -278,13 +279,13 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
     int64_t rows;
   };
   const Needed needed[] = {
-      {newTokens || mhaDecodes, b.q, "q", 3, tokens},
-      {newTokens || mhaDecodes, b.out, "out", 3, tokens},
+      {newTokens || pagedQueries, b.q, "q", 3, tokens},
+      {newTokens || pagedQueries, b.out, "out", 3, tokens},
       {newTokens, b.k, "k", 3, tokens},
       {newTokens, b.v, "v", 3, tokens},
       {writeCache, b.slot_mapping, "slot_mapping", 1, tokens},
-      {mhaDecodes || !e.empty(), b.block_table, "block_table", 2, requests},
-      {!d.empty(), b.seq_lens, "seq_lens", 1, requests},
+      {pagedQueries || !e.empty(), b.block_table, "block_table", 2, requests},
+      {!d.empty() || !u.empty(), b.seq_lens, "seq_lens", 1, requests},
       {!d.empty() && mla, b.q_latent, "q_latent", 3, d.tokens},
       {!d.empty() && mla, b.out_latent, "out_latent", 3, d.tokens},
       {!d.empty() && mla, b.latent_block_table, "latent_block_table", 2,
@@ -295,7 +296,7 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
       if (tessel_status s = need(n.tensor, n.name, n.rank, n.rows))
         return s;
   const tessel_tensor &decodeTable = mla ? b.latent_block_table : b.block_table;
-  if (!d.empty() && decodeTable.shape[1] != plan.maxBlocks)
+  if ((!d.empty() || !u.empty()) && decodeTable.shape[1] != plan.maxBlocks)
     return makeStatusf(TESSEL_INVALID_ARGUMENT,
                        "buffers.%s has %lld columns, but the plan was built "
                        "for max_blocks %lld",
@@ -361,6 +362,31 @@ tessel_status dispatch::runPlan(const tessel_attention_plan_t &plan,
                                    {partials, lse, out}, stream))
         return s;
     }
+  }
+
+  if (!u.empty()) {
+    const int64_t n = static_cast<int64_t>(u.requests), t = u.tokens;
+    tessel_tensor cu = scratch(workspace, plan.extendCuOffset * 4,
+                               TESSEL_DTYPE_I32, {n + 1});
+    tessel_tensor q = rows(b.q, 0, t), out = rows(b.out, 0, t);
+    tessel_tensor table = rows(b.block_table, 0, n);
+    tessel_tensor lens = rows(b.seq_lens, 0, n);
+    if (plan.kvSplits == 1)
+      return launch(kernels.unified, "the batch (unified)",
+                    {q, b.k_cache, b.v_cache, table, cu, lens, out, scale},
+                    stream);
+    const int64_t splits = plan.kvSplits, dv = config.v_head_dim;
+    tessel_tensor partials =
+        scratch(workspace, ws.unifiedPartials, f32, {splits, t, hq, dv});
+    tessel_tensor lse = scratch(workspace, ws.unifiedLse, f32, {splits, hq, t});
+    if (tessel_status s = launch(kernels.unifiedSplit,
+                                 "split-KV partials of the batch (unified)",
+                                 {q, b.k_cache, b.v_cache, table, cu, lens,
+                                  partials, lse, scale},
+                                 stream))
+      return s;
+    return launch(kernels.extendMerge, "merging the unified partials",
+                  {partials, lse, out}, stream);
   }
 
   if (!e.empty()) {

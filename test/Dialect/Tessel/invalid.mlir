@@ -385,6 +385,22 @@ func.func @paged_split_without_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8
 
 // -----
 
+func.func @paged_causal_without_cu_seqlens(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xbf16>, %scale: f32) {
+  // expected-error @below {{'causal' needs 'cu_seqlens': it places each request's queries at the end of its sequence}}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) causal layout(nhd) scale(%scale)
+  return
+}
+
+// -----
+
+func.func @paged_causal_with_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: index, %n: index, %scale: f32) {
+  // expected-error @below {{'causal' takes no window (the split form cuts the sequence into windows)}}
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>) window(%s, %n) causal layout(nhd) scale(%scale)
+  return
+}
+
+// -----
+
 func.func @paged_split_partials_disagree(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %o: memref<4x?x32x128xf32>, %l: memref<3x32x?xf32>, %scale: f32) {
   // expected-error @below {{partials}}
   tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%o : memref<4x?x32x128xf32>) lse(%l : memref<3x32x?xf32>) layout(nhd) scale(%scale)

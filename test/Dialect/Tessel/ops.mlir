@@ -94,6 +94,7 @@ func.func @extend(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
 // CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) layout({{ ?}}nhd) scale(%{{.*}})
 // CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) lse(%{{.*}} : memref<32x?xf32>) window(%{{.*}}, %{{.*}}) layout({{ ?}}shuffled) scale(%{{.*}})
 // CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x8x16x16x8xbf16>) v_cache(%{{.*}} : memref<?x8x2x128x8xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xf32>) layout({{ ?}}shuffled) scale(%{{.*}})
+// CHECK:       tessel.paged_attention q(%{{.*}} : memref<?x32x128xbf16>) k_cache(%{{.*}} : memref<?x16x8x128xbf16>) v_cache(%{{.*}} : memref<?x16x8x128xbf16>) block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens(%{{.*}} : memref<?xi32>) context_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) causal layout({{ ?}}nhd) scale(%{{.*}})
 func.func @paged(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
                  %vc: memref<?x16x8x128xbf16>,
                  %kcs: memref<?x8x16x16x8xbf16>,
@@ -127,6 +128,13 @@ func.func @paged(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
       block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
       context_lens(%cl : memref<?xi32>) out(%o32 : memref<?x32x128xf32>)
       layout(shuffled) scale(%scale)
+  // The unified mode's kernel: causal over each request's sequence.
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>)
+      k_cache(%kc : memref<?x16x8x128xbf16>)
+      v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>)
+      context_lens(%cl : memref<?xi32>) out(%o : memref<?x32x128xbf16>)
+      causal layout(nhd) scale(%scale)
   return
 }
 

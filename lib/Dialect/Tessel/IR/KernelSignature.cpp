@@ -155,6 +155,7 @@ void describe(PagedAttentionOp op, SpecBuilder &b) {
   b.attentionParams(op.getQ(), op.getOut(), kvHeads, op.getLse());
   b.param("block_size", bs);
   b.param("split", op.isSplit() ? 1 : 0);
+  b.param("causal", op.getCausal() ? 1 : 0);
   b.scalar(op.getScale(), "scale");
 }
 

@@ -389,6 +389,12 @@ LogicalResult PagedAttentionOp::verify() {
   if (split && !getLse())
     return emitOpError() << "the split form ('out' [P, T, Hq, Dv]) needs "
                             "'lse' [P, Hq, T]: its partials are merged by it";
+  if (getCausal() && !getCuSeqlens())
+    return emitOpError() << "'causal' needs 'cu_seqlens': it places each "
+                            "request's queries at the end of its sequence";
+  if (getCausal() && getWindowStart())
+    return emitOpError() << "'causal' takes no window (the split form cuts "
+                            "the sequence into windows)";
   auto cache = verifyCaches(c, getKCache(), getVCache(), getLayout());
   if (failed(cache) || failed(c.floatData(getQ(), "q")) ||
       failed(c.sameElem(getKCache(), "k_cache", getQ(), "q")) ||

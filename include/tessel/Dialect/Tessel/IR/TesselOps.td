@@ -182,6 +182,15 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
     A query that sees no key gets a zero output and an LSE of `-inf`, the
     identity of `tessel.lse_merge`.
 
+    `causal` (with `cu_seqlens`; the dispatcher's unified mode: decodes,
+    extends and prefills of one batch in one kernel, their new tokens
+    already written to the cache): `context_lens[b]` counts the request's
+    whole sequence, cached context and new tokens, and its queries are the
+    sequence's last tokens, so query `j` of the request's `n` sits at
+    position `p = context_lens[b] - n + j` and attends to the cached tokens
+    `[0, p]` (in the split form, those of its window). A query whose
+    position is negative sees no key.
+
     Split form (split-KV decode, context chunks of extend; one kernel for
     every split): `out` `[P, T, Hq, Dv]` and `lse` `[P, Hq, T]` hold P
     partials; partial `p` covers the window `[p * W, (p + 1) * W)` with
@@ -211,7 +220,7 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
                    Tessel_Buffer:$context_lens, Tessel_OutBuffer:$out,
                    Tessel_OptOutBuffer:$lse, Optional<Index>:$window_start,
                    Optional<Index>:$window_len, F32:$scale,
-                   Tessel_KVLayoutAttr:$layout);
+                   Tessel_KVLayoutAttr:$layout, UnitAttr:$causal);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `k_cache` `(` $k_cache `:` type($k_cache) `)`
@@ -222,6 +231,7 @@ def Tessel_PagedAttentionOp : Tessel_Op<"paged_attention", [AttrSizedOperandSegm
     `out` `(` $out `:` type($out) `)`
     (`lse` `(` $lse^ `:` type($lse) `)`)?
     (`window` `(` $window_start^ `,` $window_len `)`)?
+    (`causal` $causal^)?
     `layout` `(` $layout `)`
     `scale` `(` $scale `)` attr-dict
   }];

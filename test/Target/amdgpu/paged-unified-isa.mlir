@@ -1,0 +1,31 @@
+// RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx942 \
+// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.942.s
+// RUN: FileCheck %s --check-prefixes=CHECK,GFX942 < %t.942.s
+// RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx950 \
+// RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.950.s
+// RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
+// RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
+// RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
+
+// The unified mode's kernel (paged_attention causal with cu_seqlens) on
+// CDNA3/CDNA4 from the sm80 template, both KV layouts: the chip's bf16
+// MFMA, no scratch (not run on hardware here).
+
+// CHECK-LABEL: unified:
+// GFX942:      v_mfma_f32_16x16x16_bf16
+// GFX950:      v_mfma_f32_16x16x32_bf16
+// CHECK-LABEL: unified_shuffled:
+// GFX942:      v_mfma_f32_16x16x16_bf16
+// GFX950:      v_mfma_f32_16x16x32_bf16
+// NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
+// NOSPILL-NOT: s_swappc
+// NOSPILL-NOT: private_segment_fixed_size: [1-9]
+
+func.func @unified(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @unified_shuffled(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) causal layout(shuffled) scale(%scale)
+  return
+}
