@@ -297,23 +297,30 @@ INSTANTIATE_TEST_SUITE_P(Bundles, ExtendLong, ::testing::ValuesIn(allBundles()),
 // Paged attention (no window: every query sees its whole context)
 //===----------------------------------------------------------------------===//
 
+/// Runs paged_attention kernel `name` (with cu_seqlens) on the queries of a
+/// prefill-shaped batch (its k and v are not used) over `cache`.
+bool runPagedQueries(const char *name, PrefillInputs &in, PagedKV &cache,
+                     Tensor &out, Tensor &lse) {
+  Kernel kernel(defaultBundle().path, name);
+  return kernel.run({{"q", &in.q},
+                     {"k_cache", &cache.kCache},
+                     {"v_cache", &cache.vCache},
+                     {"block_table", &cache.blockTable},
+                     {"cu_seqlens", &in.cuSeqlens},
+                     {"context_lens", &cache.lens},
+                     {"out", &out},
+                     {"lse", &lse},
+                     {"scale", &in.scale}});
+}
+
 TEST(Paged, F32NhdWithCuSeqlens) {
   Rng rng(301);
   std::vector<int32_t> contexts = {463, 18, 100, 0};
   PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, contexts, rng);
-  // Queries shaped like a prefill batch (its k and v are not used).
   PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
   PrefillInputs in(shape, {1, 17, 0, 5}, rng);
-  Kernel kernel(defaultBundle().path, "paged_f32_nhd_h4kv2_d64_bs16_cu");
-  ASSERT_TRUE(kernel.run({{"q", &in.q},
-                          {"k_cache", &cache.kCache},
-                          {"v_cache", &cache.vCache},
-                          {"block_table", &cache.blockTable},
-                          {"cu_seqlens", &in.cuSeqlens},
-                          {"context_lens", &cache.lens},
-                          {"out", &in.out},
-                          {"lse", &in.lse},
-                          {"scale", &in.scale}}));
+  ASSERT_TRUE(runPagedQueries("paged_f32_nhd_h4kv2_d64_bs16_cu", in, cache,
+                              in.out, in.lse));
   std::vector<int64_t> owner = requestOfToken(in.cu);
   AttentionRef r =
       attendAll(tokenRows(in.q), 2, 64, kScale64,
@@ -339,16 +346,8 @@ TEST(Paged, SplitChunksWithCuSeqlens) {
   const int64_t splits = 4, tokens = in.q.dim(0);
   Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
   Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
-  Kernel kernel(defaultBundle().path, "paged_split_f32_nhd_h4kv2_d64_bs16_cu");
-  ASSERT_TRUE(kernel.run({{"q", &in.q},
-                          {"k_cache", &cache.kCache},
-                          {"v_cache", &cache.vCache},
-                          {"block_table", &cache.blockTable},
-                          {"cu_seqlens", &in.cuSeqlens},
-                          {"context_lens", &cache.lens},
-                          {"out", &out},
-                          {"lse", &lse},
-                          {"scale", &in.scale}}));
+  ASSERT_TRUE(runPagedQueries("paged_split_f32_nhd_h4kv2_d64_bs16_cu", in,
+                              cache, out, lse));
   std::vector<int64_t> owner = requestOfToken(in.cu);
   expectSplitPartials(out, lse, in.q, cache, 16, 2, kScale64,
                       [&](int64_t t) { return owner[t]; });
@@ -371,16 +370,8 @@ TEST(Paged, CausalSequencesWithCuSeqlens) {
     int64_t b = owner[t];
     return std::max<int64_t>(sequences[b] - (in.cu[b + 1] - t) + 1, 0);
   };
-  Kernel whole(defaultBundle().path, "paged_causal_f32_nhd_h4kv2_d64_bs16_cu");
-  ASSERT_TRUE(whole.run({{"q", &in.q},
-                         {"k_cache", &cache.kCache},
-                         {"v_cache", &cache.vCache},
-                         {"block_table", &cache.blockTable},
-                         {"cu_seqlens", &in.cuSeqlens},
-                         {"context_lens", &cache.lens},
-                         {"out", &in.out},
-                         {"lse", &in.lse},
-                         {"scale", &in.scale}}));
+  ASSERT_TRUE(runPagedQueries("paged_causal_f32_nhd_h4kv2_d64_bs16_cu", in,
+                              cache, in.out, in.lse));
   AttentionRef r =
       attendAll(tokenRows(in.q), 2, 64, kScale64,
                 [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
@@ -395,19 +386,11 @@ TEST(Paged, CausalSequencesWithCuSeqlens) {
   const int64_t splits = 3, tokens = in.q.dim(0);
   Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
   Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
-  Kernel split(defaultBundle().path,
-               "paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu");
-  ASSERT_TRUE(split.run({{"q", &in.q},
-                         {"k_cache", &cache.kCache},
-                         {"v_cache", &cache.vCache},
-                         {"block_table", &cache.blockTable},
-                         {"cu_seqlens", &in.cuSeqlens},
-                         {"context_lens", &cache.lens},
-                         {"out", &out},
-                         {"lse", &lse},
-                         {"scale", &in.scale}}));
-  expectSplitPartials(out, lse, in.q, cache, 16, 2, kScale64,
-                      [&](int64_t t) { return owner[t]; }, keysEnd);
+  ASSERT_TRUE(runPagedQueries("paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu",
+                              in, cache, out, lse));
+  expectSplitPartials(
+      out, lse, in.q, cache, 16, 2, kScale64,
+      [&](int64_t t) { return owner[t]; }, keysEnd);
 }
 
 TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {

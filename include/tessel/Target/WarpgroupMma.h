@@ -51,6 +51,10 @@ public:
   static constexpr int64_t kConsumerRegisters = 232;
   static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 3 * 168,
                 "setmaxnreg cannot hand out more than the block has");
+  /// SMs of an H100 SXM or H200: the blocks of a persistent grid, one per
+  /// SM. A part with fewer SMs (an H100 PCIe has 114) runs the surplus
+  /// blocks, each with a whole share of the work, after the first wave.
+  static constexpr int64_t kPersistentBlocks = 132;
 
   /// Whether C (f32) += A . B with `elem` operands has an MMA of N = `n`
   /// (a multiple of 8 up to 256).

@@ -73,11 +73,8 @@ struct Sm90Config {
   static constexpr int64_t chunk = 64;
   int64_t tileN = 256;
   int64_t stages = 4;
-  /// Blocks of a persistent grid: the SMs of an H100 SXM or H200, one block
-  /// each. A part with fewer SMs (an H100 PCIe has 114) runs the surplus
-  /// blocks, each with a whole share of the tiles, after the first wave:
-  /// up to twice the time there.
-  static constexpr int64_t persistentBlocks = 132;
+  /// Blocks of a persistent grid (WarpgroupMma::kPersistentBlocks).
+  static constexpr int64_t persistentBlocks = WarpgroupMma::kPersistentBlocks;
 
   static int64_t chunkBytes(int64_t elemBytes) {
     return tileK * chunk * elemBytes;

@@ -61,6 +61,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -130,10 +131,14 @@ struct FlashSm90Problem {
     return FlashSm90Config::tileRows / packed;
   }
   /// Grid slack past ceil(T / tile), as the sm80 template's: room for the
-  /// partial tiles of that many requests before blocks take a second tile
-  /// (the unified kernel, paged and causal, takes whole batches of
-  /// decodes, each a partial tile).
-  int64_t slackTiles() const { return paged && causal ? 64 : 16; }
+  /// partial tiles of that many requests before blocks take a second tile.
+  static constexpr int64_t slackTiles = 16;
+  /// Blocks along x of a persistent grid (0: the grid follows T): the
+  /// unified kernel (paged, causal) takes whole batches of decodes, each a
+  /// partial tile of a few keys' worth of work, so its blocks walk the
+  /// tiles with their rings running from one to the next rather than
+  /// paying a block's start and drain per tile.
+  int64_t persistentBlocks = 0;
 };
 
 class FlashSm90Builder : public AttentionBuilder {
@@ -206,9 +211,13 @@ private:
 
 void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
   Value entries = memref::DimOp::create(b, loc, pb.cuSeqlens, 0);
-  Value stride = arith::CeilDivUIOp::create(
-      b, loc, add(pb.T, pb.slackTiles() * pb.tileTokens()),
-      idx(pb.tileTokens()));
+  Value stride =
+      pb.persistentBlocks
+          ? idx(pb.persistentBlocks)
+          : arith::CeilDivUIOp::create(
+                b, loc, add(pb.T, pb.slackTiles * pb.tileTokens()),
+                idx(pb.tileTokens()))
+                .getResult();
   Type indexType = b.getIndexType();
   SmallVector<Type> carried(3, indexType);
   SmallVector<Type> passed(6, indexType);
@@ -555,6 +564,39 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       wg.barrier(b, loc, theirTurn, threads, /*arrive=*/true);
   };
 
+  // Paged, a consumer whose rows are all past the tile's (consumer 1 under
+  // a decode, whose few query heads fill part of consumer 0's rows) issues
+  // no MMA: it only keeps step with the other consumer (the stage waits,
+  // the V-row zeroing, the turns, the stage releases, Q's release) and
+  // stores nothing. The branch holds whole loops, so no accumulator
+  // crosses it. (Prefill tiles are full but for a request's last.)
+  std::optional<OpBuilder::InsertionGuard> activeGuard;
+  if (pb.paged) {
+    Value active = uniform(
+        lt(consumerRow, mul(sub(tile.last, tile.first), pb.packed)));
+    auto idle = scf::IfOp::create(b, loc, TypeRange{}, active,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(idle.elseBlock());
+      auto loop = scf::ForOp::create(b, loc, idx(0), tile.numK, idx(1));
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value stage = std::get<0>(arrived(loop.getInductionVar()));
+        inTurn([] {});
+        release(stage);
+      }
+      // The active consumer's turns: one per K/V tile and the last P V's.
+      ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                   tile.numK, idx(0)),
+             [&] { inTurn([] {}); });
+      wg.arrive(b, loc, barrier(2 * cfg.stages + 1));
+    }
+    activeGuard.emplace(b);
+    b.setInsertionPointToStart(idle.thenBlock());
+  }
+
   if (!cfg.overlap) {
     // In order, per tile: S, its softmax, P V.
     SmallVector<Value> init(state);
@@ -866,7 +908,11 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
 
   LaunchGeometry geometry;
   GridDim x = gridOver(ctx.dim(q, 0), 1, pb.tileTokens());
-  x.add += pb.slackTiles() * pb.tileTokens();
+  x.add += pb.slackTiles * pb.tileTokens();
+  // (A persistent grid keeps the tile as its divisor: the dispatcher
+  // counts a batch's tiles by it.)
+  if (pb.persistentBlocks)
+    x = GridDim{-1, 1, pb.persistentBlocks * pb.tileTokens(), pb.tileTokens()};
   geometry.grid[0] = x;
   geometry.grid[1] = GridDim{-1, 1, pb.qHeads / pb.packed, 1};
   geometry.grid[2] = splits ? gridOver(*splits, 1, 1) : GridDim{-1, 1, 1, 1};
@@ -920,6 +966,11 @@ mlir::tessel::buildPagedQueriesSm90(OpBuilder &b, PagedAttentionOp op,
   int64_t group = pb.qHeads / pb.kvHeads;
   if (FlashSm90Config::tileRows % group == 0)
     pb.packed = group;
+  // The unified kernel's whole form runs persistent, a block per SM over
+  // the grid's y (split, its windows already give the blocks work).
+  if (pb.causal && !pb.split)
+    pb.persistentBlocks = std::max<int64_t>(
+        1, WarpgroupMma::kPersistentBlocks / (pb.qHeads / pb.packed));
   return buildFlashSm90(b, op, ctx, pb, op.getQ(), op.getKCache(),
                         op.getVCache(), qType.getDimSize(2),
                         outType.getDimSize(outType.getRank() - 1),

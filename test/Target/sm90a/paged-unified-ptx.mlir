@@ -4,15 +4,17 @@
 
 // The unified mode's kernel on sm_90a: the Hopper paged prefill of
 // PrefillSm90.cpp, causal. A block takes the 4 query heads of one KV head
-// packed into its 128 rows (32 tokens x 4 heads); the grid is 32-token
-// tiles plus 64 tiles of slack x 8 KV heads (x the splits); wgmma and the
-// TMA page copies as in paged-prefill-ptx.mlir; each row's keys end at its
-// query's position (a signed comparison against the key).
+// packed into its 128 rows (32 tokens x 4 heads). The whole form runs on a
+// persistent grid, 16 blocks (512 / 32: the 32-token tile stays the grid's
+// divisor, for the dispatcher) x 8 KV heads, one per SM; the split form's
+// grid is 32-token tiles plus 16 of slack x 8 KV heads x the splits. wgmma
+// and the TMA page copies as in paged-prefill-ptx.mlir; each row's keys end
+// at its query's position (a signed comparison against the key).
 
 // GRID-LABEL: gpu.func @unified(
-// GRID:       tessel.grid = [array<i64: 0, 1, 2048, 32>, array<i64: -1, 1, 8, 1>, array<i64: -1, 1, 1, 1>]
+// GRID:       tessel.grid = [array<i64: -1, 1, 512, 32>, array<i64: -1, 1, 8, 1>, array<i64: -1, 1, 1, 1>]
 // GRID-LABEL: gpu.func @unified_split(
-// GRID:       tessel.grid = [array<i64: 0, 1, 2048, 32>, array<i64: -1, 1, 8, 1>, array<i64: 4, 1, 0, 1>]
+// GRID:       tessel.grid = [array<i64: 0, 1, 512, 32>, array<i64: -1, 1, 8, 1>, array<i64: 4, 1, 0, 1>]
 
 // CHECK-LABEL: .visible .entry unified(
 // CHECK-NOT:   mma.sync
