@@ -67,3 +67,135 @@ func.func @llama3_8b_shuffled_reshape_and_cache(%k: memref<?x8x128xbf16>, %v: me
   tessel.reshape_and_cache k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) slot_mapping(%slots : memref<?xi32>) layout(shuffled)
   return
 }
+func.func @gqa_64_4_prefill(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xbf16>) scale(%scale) {causal}
+  return
+}
+func.func @gqa_64_4_extend_new(%q: memref<?x64x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x64x128xf32>, %lse: memref<64x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xf32>) lse(%lse : memref<64x?xf32>) scale(%scale) {causal}
+  return
+}
+func.func @gqa_64_4_extend_merge_acc(%oa: memref<?x64x128xf32>, %la: memref<64x?xf32>, %ob: memref<?x64x128xf32>, %lb: memref<64x?xf32>, %out: memref<?x64x128xf32>, %lo: memref<64x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x64x128xf32>, %la : memref<64x?xf32>) b(%ob : memref<?x64x128xf32>, %lb : memref<64x?xf32>) out(%out : memref<?x64x128xf32>) lse_out(%lo : memref<64x?xf32>)
+  return
+}
+func.func @gqa_64_4_extend_merge_out(%oa: memref<?x64x128xf32>, %la: memref<64x?xf32>, %ob: memref<?x64x128xf32>, %lb: memref<64x?xf32>, %out: memref<?x64x128xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x64x128xf32>, %la : memref<64x?xf32>) b(%ob : memref<?x64x128xf32>, %lb : memref<64x?xf32>) out(%out : memref<?x64x128xbf16>)
+  return
+}
+func.func @gqa_64_4_lse_merge_n(%p: memref<?x?x64x128xf32>, %pl: memref<?x64x?xf32>, %out: memref<?x64x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x64x128xf32>, %pl : memref<?x64x?xf32>) out(%out : memref<?x64x128xbf16>)
+  return
+}
+func.func @gqa_64_4_decode(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_64_4_decode_split(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_64_4_extend_context(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_64_4_unified(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_64_4_unified_split(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_64_4_reshape_and_cache(%k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
+  return
+}
+func.func @gqa_8_2_prefill(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>, %cu: memref<?xi32>, %out: memref<?x8x128xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x8x128xbf16>) k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x128xbf16>) scale(%scale) {causal}
+  return
+}
+func.func @gqa_8_2_extend_new(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>, %cu: memref<?xi32>, %out: memref<?x8x128xf32>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x8x128xbf16>) k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) scale(%scale) {causal}
+  return
+}
+func.func @gqa_8_2_extend_merge_acc(%oa: memref<?x8x128xf32>, %la: memref<8x?xf32>, %ob: memref<?x8x128xf32>, %lb: memref<8x?xf32>, %out: memref<?x8x128xf32>, %lo: memref<8x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x8x128xf32>, %la : memref<8x?xf32>) b(%ob : memref<?x8x128xf32>, %lb : memref<8x?xf32>) out(%out : memref<?x8x128xf32>) lse_out(%lo : memref<8x?xf32>)
+  return
+}
+func.func @gqa_8_2_extend_merge_out(%oa: memref<?x8x128xf32>, %la: memref<8x?xf32>, %ob: memref<?x8x128xf32>, %lb: memref<8x?xf32>, %out: memref<?x8x128xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x8x128xf32>, %la : memref<8x?xf32>) b(%ob : memref<?x8x128xf32>, %lb : memref<8x?xf32>) out(%out : memref<?x8x128xbf16>)
+  return
+}
+func.func @gqa_8_2_lse_merge_n(%p: memref<?x?x8x128xf32>, %pl: memref<?x8x?xf32>, %out: memref<?x8x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x8x128xf32>, %pl : memref<?x8x?xf32>) out(%out : memref<?x8x128xbf16>)
+  return
+}
+func.func @gqa_8_2_decode(%q: memref<?x8x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_8_2_decode_split(%q: memref<?x8x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x8x128xf32>, %lse: memref<?x8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x8x128xf32>) lse(%lse : memref<?x8x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_8_2_extend_context(%q: memref<?x8x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x8x128xf32>, %lse: memref<?x8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x8x128xf32>) lse(%lse : memref<?x8x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_8_2_unified(%q: memref<?x8x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_8_2_unified_split(%q: memref<?x8x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x8x128xf32>, %lse: memref<?x8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x8x128xf32>) lse(%lse : memref<?x8x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @gqa_8_2_reshape_and_cache(%k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
+  return
+}
+func.func @gqa_16_1_prefill(%q: memref<?x16x128xbf16>, %k: memref<?x1x128xbf16>, %v: memref<?x1x128xbf16>, %cu: memref<?xi32>, %out: memref<?x16x128xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x16x128xbf16>) k(%k : memref<?x1x128xbf16>) v(%v : memref<?x1x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x16x128xbf16>) scale(%scale) {causal}
+  return
+}
+func.func @gqa_16_1_extend_new(%q: memref<?x16x128xbf16>, %k: memref<?x1x128xbf16>, %v: memref<?x1x128xbf16>, %cu: memref<?xi32>, %out: memref<?x16x128xf32>, %lse: memref<16x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x16x128xbf16>) k(%k : memref<?x1x128xbf16>) v(%v : memref<?x1x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x16x128xf32>) lse(%lse : memref<16x?xf32>) scale(%scale) {causal}
+  return
+}
+func.func @gqa_16_1_extend_merge_acc(%oa: memref<?x16x128xf32>, %la: memref<16x?xf32>, %ob: memref<?x16x128xf32>, %lb: memref<16x?xf32>, %out: memref<?x16x128xf32>, %lo: memref<16x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x16x128xf32>, %la : memref<16x?xf32>) b(%ob : memref<?x16x128xf32>, %lb : memref<16x?xf32>) out(%out : memref<?x16x128xf32>) lse_out(%lo : memref<16x?xf32>)
+  return
+}
+func.func @gqa_16_1_extend_merge_out(%oa: memref<?x16x128xf32>, %la: memref<16x?xf32>, %ob: memref<?x16x128xf32>, %lb: memref<16x?xf32>, %out: memref<?x16x128xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x16x128xf32>, %la : memref<16x?xf32>) b(%ob : memref<?x16x128xf32>, %lb : memref<16x?xf32>) out(%out : memref<?x16x128xbf16>)
+  return
+}
+func.func @gqa_16_1_lse_merge_n(%p: memref<?x?x16x128xf32>, %pl: memref<?x16x?xf32>, %out: memref<?x16x128xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x16x128xf32>, %pl : memref<?x16x?xf32>) out(%out : memref<?x16x128xbf16>)
+  return
+}
+func.func @gqa_16_1_shuffled_decode(%q: memref<?x16x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x128xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x16x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x128xbf16>) layout(shuffled) scale(%scale)
+  return
+}
+func.func @gqa_16_1_shuffled_decode_split(%q: memref<?x16x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x16x128xf32>, %lse: memref<?x16x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x16x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x16x128xf32>) lse(%lse : memref<?x16x?xf32>) layout(shuffled) scale(%scale)
+  return
+}
+func.func @gqa_16_1_shuffled_extend_context(%q: memref<?x16x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x16x128xf32>, %lse: memref<?x16x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x16x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x16x128xf32>) lse(%lse : memref<?x16x?xf32>) layout(shuffled) scale(%scale)
+  return
+}
+func.func @gqa_16_1_shuffled_unified(%q: memref<?x16x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x16x128xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x16x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x16x128xbf16>) causal layout(shuffled) scale(%scale)
+  return
+}
+func.func @gqa_16_1_shuffled_unified_split(%q: memref<?x16x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x16x128xf32>, %lse: memref<?x16x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x16x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x16x128xf32>) lse(%lse : memref<?x16x?xf32>) causal layout(shuffled) scale(%scale)
+  return
+}
+func.func @gqa_16_1_shuffled_reshape_and_cache(%k: memref<?x1x128xbf16>, %v: memref<?x1x128xbf16>, %kc: memref<?x1x16x32x8xbf16>, %vc: memref<?x1x4x128x8xbf16>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x1x128xbf16>) v(%v : memref<?x1x128xbf16>) k_cache(%kc : memref<?x1x16x32x8xbf16>) v_cache(%vc : memref<?x1x4x128x8xbf16>) slot_mapping(%slots : memref<?xi32>) layout(shuffled)
+  return
+}
