@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Static loop report of the AMD kernels: what each gfx942 / gfx950 kernel
+would do per iteration of its main loop, from its AMDGCN alone.
+
+  scripts/amd-loop-report.py [SPEC] --tessel-opt build/bin/tessel-opt \\
+      [--chips gfx942,gfx950] [--check]
+
+SPEC defaults to the embedded default set (tools/tessel-aot/
+DefaultKernels.mlir); kernels with no GPU form (extend_attention) are left
+out. Per kernel it prints registers (arch VGPR / AGPR / SGPR), LDS bytes,
+waves per SIMD, and for the main loop (the loop with the most MFMAs, else
+the largest) the issue cycles per iteration of each unit as llvm-mca's
+scheduling model of the chip counts them (MFMA, VALU, SALU, LDS + scalar
+memory, vector memory), the MFMA share of their sum, and the patterns that
+waste a CDNA main loop: `s_waitcnt vmcnt(0)` (a load waited for before the
+next is issued), `lgkmcnt(0)`, flat loads, and 2-byte LDS reads/writes.
+Scratch anywhere in a kernel is reported too.
+
+With --check it exits 1 when a kernel family breaks a threshold of
+THRESHOLDS (no scratch anywhere; per family a floor on the MFMA share and
+waves per SIMD and a ceiling on serialized waits, flat loads and 2-byte LDS
+accesses per iteration), so CI fails when a change makes the AMD code
+worse. The thresholds are today's values: lower the ceilings / raise the
+floors as the kernels improve (issue 16's targets).
+
+This is an estimate of issue slots, not of time: no latency, no
+occupancy-hidden stalls, no memory bandwidth. The AMD kernels are not run
+here; their speed is unmeasured.
+
+Hardware facts used (per chip):
+  * 512 VGPRs (arch + AGPR, one file) per SIMD lane, allocated in blocks
+    of 8; at most 8 waves per SIMD (LLVM AMDGPU: getMaxWavesPerEU is 8 on
+    gfx90a and later; CDNA3 ISA guide, "Wavefront" limits);
+  * LDS per CU: 64 KiB on gfx942 (MI300X), 160 KiB on gfx950 (MI355X);
+  * 4 SIMDs per CU; waves of 64 lanes.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LDS_BYTES = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
+VGPRS_PER_LANE, VGPR_GRANULE, MAX_WAVES, SIMDS = 512, 8, 8, 4
+# Ops with no GPU kernel (tessel-aot skips them for GPU targets).
+HOST_ONLY = ("tessel.extend_attention",)
+
+# family (the kernel's op) -> limits; "share" and "waves" are floors, the
+# rest ceilings per main-loop iteration: the worst of the default set on
+# either chip on 2026-12-01 (--suggest prints them again).
+THRESHOLDS = {
+    "tessel.prefill_attention": dict(share=0.12, waves=0.5, vmcnt0=1, flat=0,
+                                     lds16=144),
+    "tessel.paged_attention": dict(share=0.07, waves=0.5, vmcnt0=5, flat=0,
+                                   lds16=144),
+    "tessel.decode_attention": dict(share=0.06, waves=0.5, vmcnt0=21, flat=0,
+                                    lds16=72),
+    "tessel.mla_decode": dict(share=0.11, waves=0.5, vmcnt0=3, flat=0,
+                              lds16=132),
+    "tessel.grouped_matmul": dict(share=0.08, waves=1, vmcnt0=17, flat=8,
+                                  lds16=64),
+    "tessel.grouped_matmul_wgrad": dict(share=0.16, waves=2, vmcnt0=1,
+                                        flat=0, lds16=64),
+}
+
+
+def load_objects_module():
+    path = os.path.join(ROOT, "scripts", "gpu-objects.py")
+    spec = importlib.util.spec_from_file_location("gpu_objects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernels_of(spec_text):
+    """{name: op} of the spec's functions, and the spec without host-only
+    ones."""
+    funcs = re.split(r"(?m)^(?=func\.func )", spec_text)
+    ops, kept = {}, [funcs[0]]
+    for f in funcs[1:]:
+        name = re.match(r"func\.func @([\w$.]+)", f).group(1)
+        op = re.search(r"\b(tessel\.\w+)", f).group(1)
+        # The text after the function belongs to the next one (comments).
+        body, _, tail = f.partition("\n}\n")
+        if op in HOST_ONLY:
+            kept.append(tail)
+            continue
+        ops[name] = op
+        kept.append(f)
+    return ops, "".join(kept)
+
+
+def run(cmd, **kw):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if result.returncode:
+        sys.exit(f"amd-loop-report: {' '.join(cmd[:3])} failed:\n"
+                 f"{result.stderr[-4000:]}")
+    return result.stdout
+
+
+def assembly(tessel_opt, spec_path, chip, objects):
+    """{kernel: AMDGCN text} of every kernel of the spec for `chip`."""
+    text = run([tessel_opt, spec_path, f"--tessel-rocdl-pipeline=chip={chip}"])
+    out = {}
+    for line in text.splitlines():
+        binary = objects.BINARY.search(line)
+        if not binary:
+            continue
+        for vendor, _, kind, payload in objects.OBJECT.findall(line):
+            if vendor == "rocdl" and kind == "assembly":
+                out[binary.group(1)] = objects.unescape(payload).rstrip(
+                    b"\0").decode()
+    return out
+
+
+def shared_bytes(tessel_opt, spec_path, chip):
+    """{kernel: dynamic LDS bytes of its launch}."""
+    text = run([tessel_opt, spec_path, f"--tessel-to-gpu=chip={chip}"])
+    out = {}
+    for m in re.finditer(r"gpu\.func @([\w$.]+)\((?:.|\n)*?tessel\.shared_bytes"
+                         r" = (\d+)", text):
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
+INSTR = re.compile(r"^\s+([a-z_][\w.]*)\b(.*)$")
+BRANCH = re.compile(r"^\s+s_(?:c)?branch\w*\s+(\.LBB\w+)")
+LABEL = re.compile(r"^(\.LBB\w+):")
+
+
+def main_loop(lines):
+    """The lines of the loop (a backward branch's target to the branch)
+    with the most MFMAs, the smallest such; else the largest loop."""
+    labels, loops = {}, []
+    for i, line in enumerate(lines):
+        m = LABEL.match(line)
+        if m:
+            labels[m.group(1)] = i
+        m = BRANCH.match(line)
+        if m and m.group(1) in labels:
+            loops.append((labels[m.group(1)], i))
+    if not loops:
+        return []
+
+    def mfmas(loop):
+        return sum("v_mfma" in lines[j] for j in range(loop[0], loop[1] + 1))
+
+    best = max(loops, key=lambda l: (mfmas(l), -(l[1] - l[0])
+                                     if mfmas(l) else l[1] - l[0]))
+    return lines[best[0]:best[1] + 1]
+
+
+def mca_pressure(llvm_mca, chip, instructions):
+    """Issue cycles per iteration by unit, from llvm-mca's resource
+    pressure (one iteration)."""
+    if not instructions:
+        return {}
+    with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
+        f.write("\n".join(instructions) + "\n")
+        path = f.name
+    try:
+        text = run([llvm_mca, "-mtriple=amdgcn", f"-mcpu={chip}",
+                    "-iterations=1", "-instruction-info=false",
+                    "-resource-pressure", path])
+    finally:
+        os.unlink(path)
+    names = dict(re.findall(r"\[(\d+)\]\s+- (\w+)", text))
+    rows = text.split("Resource pressure per iteration:")[1].splitlines()
+    values = rows[2].split()
+    return {names[str(i)]: (0.0 if v == "-" else float(v))
+            for i, v in enumerate(values)}
+
+
+def analyse(llvm_mca, chip, asm, lds):
+    lines = asm.splitlines()
+    meta = dict(re.findall(r"^\s+\.(vgpr_count|sgpr_count|"
+                           r"private_segment_fixed_size|vgpr_spill_count|"
+                           r"sgpr_spill_count|max_flat_workgroup_size):"
+                           r"\s+(\d+)", asm, re.M))
+    meta = {k: int(v) for k, v in meta.items()}
+    accum = re.search(r"\.amdhsa_accum_offset (\d+)", asm)
+    vgprs = meta.get("vgpr_count", 0)
+    arch = min(vgprs, int(accum.group(1))) if accum else vgprs
+    threads = meta.get("max_flat_workgroup_size", 64)
+    alloc = -(-max(vgprs, 1) // VGPR_GRANULE) * VGPR_GRANULE
+    # Waves of a SIMD: by registers, and by the workgroups the CU's LDS
+    # holds (a workgroup's waves spread over the 4 SIMDs: 0.5 is one
+    # 2-wave workgroup per CU).
+    waves = float(min(MAX_WAVES, VGPRS_PER_LANE // alloc))
+    if lds:
+        groups = LDS_BYTES[chip] // lds
+        waves = min(waves, groups * (-(-threads // 64)) / SIMDS)
+    loop = main_loop(lines)
+    instructions = [l for l in loop if INSTR.match(l)
+                    and not l.strip().startswith(".")]
+    pressure = mca_pressure(llvm_mca, chip, instructions)
+    mfma = pressure.get("HWXDL", 0.0)
+    other = sum(pressure.get(u, 0.0)
+                for u in ("HWVALU", "HWSALU", "HWLGKM", "HWVMEM", "HWBranch"))
+    text = "\n".join(instructions)
+    return dict(
+        vgpr=arch, agpr=vgprs - arch, sgpr=meta.get("sgpr_count", 0),
+        lds=lds, waves=waves,
+        scratch=(meta.get("private_segment_fixed_size", 0) +
+                 meta.get("vgpr_spill_count", 0) +
+                 meta.get("sgpr_spill_count", 0)),
+        loop=len(instructions), mfma=mfma,
+        valu=pressure.get("HWVALU", 0.0), salu=pressure.get("HWSALU", 0.0),
+        lgkm=pressure.get("HWLGKM", 0.0), vmem=pressure.get("HWVMEM", 0.0),
+        share=mfma / (mfma + other) if mfma + other else 0.0,
+        vmcnt0=len(re.findall(r"s_waitcnt[^\n]*vmcnt\(0\)", text)),
+        lgkmcnt0=len(re.findall(r"s_waitcnt[^\n]*lgkmcnt\(0\)", text)),
+        flat=len(re.findall(r"\bflat_(?:load|store)", text)),
+        lds16=len(re.findall(r"\bds_(?:read_u16|read_i16|write_b16)", text)))
+
+
+def violations(op, r, thresholds):
+    found = []
+    if r["scratch"]:
+        found.append(f"scratch/spills ({r['scratch']})")
+    limits = thresholds.get(op)
+    if not limits:
+        return found
+    if r["share"] < limits["share"]:
+        found.append(f"MFMA share {r['share']:.0%} < {limits['share']:.0%}")
+    if r["waves"] < limits["waves"]:
+        found.append(f"{r['waves']:g} waves/SIMD < {limits['waves']}")
+    for key in ("vmcnt0", "flat", "lds16"):
+        if r[key] > limits[key]:
+            found.append(f"{key} {r[key]} > {limits[key]}")
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec", nargs="?", default=os.path.join(
+        ROOT, "tools", "tessel-aot", "DefaultKernels.mlir"))
+    parser.add_argument("--tessel-opt", default=os.path.join(
+        ROOT, "build", "bin", "tessel-opt"))
+    parser.add_argument("--llvm-mca", default=shutil.which("llvm-mca-22") or
+                        shutil.which("llvm-mca") or "llvm-mca")
+    parser.add_argument("--chips", default="gfx942,gfx950")
+    parser.add_argument("--thresholds", type=json.loads, default=THRESHOLDS,
+                        help="JSON of family -> limits replacing THRESHOLDS")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when a threshold is broken")
+    parser.add_argument("--suggest", action="store_true",
+                        help="print each family's worst values (new "
+                        "THRESHOLDS after an improvement)")
+    args = parser.parse_args()
+    objects = load_objects_module()
+    ops, spec = kernels_of(open(args.spec).read())
+    failed, families = [], {}
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(spec)
+        spec_path = f.name
+    try:
+        for chip in args.chips.split(","):
+            asm = assembly(args.tessel_opt, spec_path, chip, objects)
+            lds = shared_bytes(args.tessel_opt, spec_path, chip)
+            print(f"\n### {chip}: issue cycles per main-loop iteration "
+                  f"(llvm-mca-22 -mcpu={chip})\n")
+            print("| kernel | VGPR/AGPR/SGPR | LDS | waves/SIMD | loop instr "
+                  "| MFMA | VALU | SALU | LDS+SMEM | VMEM | MFMA share | "
+                  "vmcnt(0) | lgkmcnt(0) | flat | 2-byte LDS |")
+            print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                  "---:|---:|---:|---:|")
+            for name in sorted(asm):
+                r = analyse(args.llvm_mca, chip, asm[name], lds.get(name, 0))
+                print(f"| {name} | {r['vgpr']}/{r['agpr']}/{r['sgpr']} | "
+                      f"{r['lds']} | {r['waves']:g} | {r['loop']} | "
+                      f"{r['mfma']:.0f} | {r['valu']:.0f} | {r['salu']:.0f} "
+                      f"| {r['lgkm']:.0f} | {r['vmem']:.0f} | "
+                      f"{r['share']:.0%} | {r['vmcnt0']} | {r['lgkmcnt0']} | "
+                      f"{r['flat']} | {r['lds16']} |")
+                failed += [f"{chip} {name}: {v}" for v in
+                           violations(ops.get(name), r, args.thresholds)]
+                worst = families.setdefault(ops.get(name), dict(
+                    share=1.0, waves=MAX_WAVES, vmcnt0=0, flat=0, lds16=0))
+                if r["mfma"]:
+                    worst["share"] = min(worst["share"], r["share"])
+                worst["waves"] = min(worst["waves"], r["waves"])
+                for key in ("vmcnt0", "flat", "lds16"):
+                    worst[key] = max(worst[key], r[key])
+    finally:
+        os.unlink(spec_path)
+    if args.suggest:
+        print("\nworst per family (both chips):")
+        for op, worst in sorted(families.items()):
+            if op in args.thresholds:
+                print(f"  {op}: {worst}")
+    if failed:
+        print("\nthresholds broken:\n  " + "\n  ".join(failed))
+    if args.check:
+        print("\nFAIL" if failed else "\nPASS (every threshold holds)")
+        return 1 if failed else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

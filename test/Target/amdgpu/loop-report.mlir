@@ -1,0 +1,44 @@
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py --check \
+// RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=DEFAULT
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
+// RUN:   --tessel-opt tessel-opt | FileCheck %s
+// RUN: not %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
+// RUN:   --tessel-opt tessel-opt --chips gfx942 --thresholds \
+// RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "flat": 0, "lds16": 0}}' \
+// RUN:   | FileCheck %s --check-prefix=STRICT
+
+// The static loop report (scripts/amd-loop-report.py, issue 16) over the
+// whole default set for both chips holds every threshold: no scratch, and
+// per kernel family today's floors on the main loop's MFMA share of issue
+// cycles and on waves per SIMD, and ceilings on vmcnt(0) waits, flat loads
+// and 2-byte LDS accesses (a change that makes the AMD code worse fails
+// here). Then one grouped matmul: its row, and thresholds it cannot meet
+// make the check fail, naming each one.
+
+// DEFAULT:     ### gfx942: issue cycles per main-loop iteration
+// DEFAULT:     | llama3_8b_prefill | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | {{[0-9]+}} |
+// DEFAULT:     | moe_ref_gate_up | {{.*}} |
+// DEFAULT:     ### gfx950: issue cycles per main-loop iteration
+// DEFAULT:     | llama3_8b_unified | {{.*}} |
+// DEFAULT-NOT: thresholds broken
+// DEFAULT:     PASS (every threshold holds)
+
+// CHECK:       ### gfx942
+// CHECK:       | gmm | {{[0-9]+}}/0/{{[0-9]+}} | {{[0-9]+}} | 1 | {{[0-9]+}} | 256 | {{[0-9]+}} |
+// CHECK:       ### gfx950
+// CHECK:       | gmm |
+// CHECK:       PASS
+
+// STRICT:      thresholds broken:
+// STRICT-NEXT: gfx942 gmm: MFMA share {{[0-9]+}}% < 99%
+// STRICT-NEXT: gfx942 gmm: 1 waves/SIMD < 8
+// STRICT-NEXT: gfx942 gmm: vmcnt0 {{[1-9][0-9]*}} > 0
+// STRICT:      FAIL
+
+func.func @gmm(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
+               %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<?x1024xbf16>) {trans_b}
+  return
+}
