@@ -62,7 +62,7 @@ THRESHOLDS = {
                                     lds16=72),
     "tessel.mla_decode": dict(share=0.11, waves=0.5, vmcnt0=3, flat=0,
                               lds16=132),
-    "tessel.grouped_matmul": dict(share=0.08, waves=1, vmcnt0=17, flat=8,
+    "tessel.grouped_matmul": dict(share=0.08, waves=1, vmcnt0=17, flat=0,
                                   lds16=64),
     "tessel.grouped_matmul_wgrad": dict(share=0.16, waves=2, vmcnt0=1,
                                         flat=0, lds16=64),

@@ -423,9 +423,14 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
     b.setInsertionPointToStart(ifGroup.thenBlock());
     if (bShape) {
       // Only real groups read the table (group == G is the zero tail).
+      // A global pointer, cast to generic: the back ends infer the global
+      // space again through the casts, so B is read by global (not flat)
+      // loads, which on CDNA do not count against the LDS wait counter.
       Value address = memref::LoadOp::create(b, loc, bMat, group);
-      Value ptr = LLVM::IntToPtrOp::create(
-          b, loc, LLVM::LLVMPointerType::get(ctx), address);
+      Value ptr = LLVM::AddrSpaceCastOp::create(
+          b, loc, LLVM::LLVMPointerType::get(ctx),
+          LLVM::IntToPtrOp::create(
+              b, loc, LLVM::LLVMPointerType::get(ctx, /*global=*/1), address));
       KernelArg matrix;
       matrix.type = MemRefType::get(*bShape, elem);
       for (int64_t size : *bShape) {

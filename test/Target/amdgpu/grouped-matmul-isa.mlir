@@ -4,6 +4,8 @@
 // RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx950 \
 // RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.950.s
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
+// RUN: FileCheck %s --check-prefix=TABLE < %t.942.s
+// RUN: FileCheck %s --check-prefix=TABLE < %t.950.s
 
 // The AMDGCN of the grouped matmul template on CDNA3 and CDNA4 (not run on
 // hardware here; this is how the AMD path is checked): wave64 MFMA of the
@@ -46,7 +48,14 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// From a pointer table, each block reads its group's 64-bit address first.
+// From a pointer table, each block reads its group's 64-bit address first,
+// then the group's B by global loads: flat loads would also count against
+// the LDS wait counter, so every LDS wait would stall on the next B tile.
+// TABLE-LABEL: table_dgrad:
+// TABLE-NOT:   flat_load
+// TABLE:       global_load_dwordx4
+// TABLE-NOT:   flat_load
+// TABLE:       .end_amdhsa_kernel
 // CHECK-LABEL: table_dgrad:
 // CHECK-DAG:   global_load_dwordx2
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
