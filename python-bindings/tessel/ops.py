@@ -4,6 +4,9 @@
     out, lse = tessel.ops.prefill(q, k, v, cu_seqlens, return_lse=True)
     out = tessel.ops.decode(q, k_cache, v_cache, block_table, seq_lens)
     out = tessel.ops.lse_merge(out_a, lse_a, out_b, lse_b)
+    out = tessel.ops.lse_merge_n(partials, partial_lse)
+    out = tessel.ops.unified(q, k_cache, v_cache, block_table, seq_lens,
+                             cu_seqlens)
     out, lse = tessel.ops.mla_decode(q, kv_cache, block_table, seq_lens)
     tessel.ops.reshape_and_cache(k, v, k_cache, v_cache, slot_mapping)
 
@@ -182,6 +185,92 @@ def _run_lse_merge(out_a, lse_a, out_b, lse_b, out_dtype, cache):
     return out
 
 
+def lse_merge_n(partials, partial_lse, *, out_dtype=torch.bfloat16,
+                cache: Optional[KernelCache] = None):
+    """Merges S attention partials over disjoint key sets (split-KV):
+    partials [S, T, H, D] float32 with their LSEs partial_lse [S, H, T]
+    float32 (-inf: no keys) into out [T, H, D] of `out_dtype`."""
+    fn = "lse_merge_n"
+    _check(fn, "partials", partials, 4, "[S, T, H, D]", torch.float32)
+    _check(fn, "partial_lse", partial_lse, 3, "[S, H, T]", torch.float32)
+    S, T, h, d = partials.shape
+    if partial_lse.shape != (S, h, T):
+        raise ValueError(f"tessel.ops.{fn}: partials [S, T, H, D] and "
+                         f"partial_lse [S, H, T] must agree, got "
+                         f"{list(partials.shape)} and "
+                         f"{list(partial_lse.shape)}")
+    if out_dtype not in _DTYPES:
+        raise TypeError(f"tessel.ops.{fn}: out_dtype {out_dtype} is not "
+                        f"bfloat16, float16 or float32")
+    args = (partials.contiguous(), partial_lse.contiguous(), out_dtype)
+    if cache or not _OPS:
+        return _run_lse_merge_n(*args, cache)
+    return torch.ops.tessel.lse_merge_n(*args)
+
+
+def _run_lse_merge_n(partials, partial_lse, out_dtype, cache):
+    _, T, h, d = partials.shape
+    e = _DTYPES[out_dtype]
+    name = f"lse_merge_n_h{h}_d{d}_{e}"
+    kernel = (cache or default_cache()).kernel(
+        device_of(partials), name, specs.lse_merge_n(name, h, d, out_dtype=e))
+    out = torch.empty(T, h, d, dtype=out_dtype, device=partials.device)
+    kernel(partials, partial_lse, out)
+    return out
+
+
+def unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, *,
+            softmax_scale: Optional[float] = None,
+            cache: Optional[KernelCache] = None):
+    """Attention of a whole mixed batch (decodes, extends, prefills) in one
+    kernel, as the dispatcher's unified mode runs it: request b's queries
+    q[cu_seqlens[b]:cu_seqlens[b+1]] [T, Hq, D] are the last tokens of its
+    sequence of seq_lens[b] tokens, which are all in the NHD caches
+    [blocks, block_size, Hkv, D] already (write the new ones first, e.g.
+    with reshape_and_cache); each attends causally to its sequence up to
+    itself. block_table [B, max_blocks], seq_lens [B], cu_seqlens [B + 1]
+    int32; out [T, Hq, D]."""
+    fn = "unified"
+    _check(fn, "q", q, 3, "[T, Hq, D]")
+    _check(fn, "k_cache", k_cache, 4, "[blocks, block_size, Hkv, D]")
+    _check(fn, "v_cache", v_cache, 4, "[blocks, block_size, Hkv, D]")
+    _check(fn, "block_table", block_table, 2, "[B, max_blocks]", torch.int32)
+    _check(fn, "seq_lens", seq_lens, 1, "[B]", torch.int32)
+    _check(fn, "cu_seqlens", cu_seqlens, 1, "[B + 1]", torch.int32)
+    _element(fn, q, ("k_cache", k_cache), ("v_cache", v_cache))
+    d = q.shape[2]
+    if k_cache.shape[3] != d or v_cache.shape != k_cache.shape:
+        raise ValueError(f"tessel.ops.{fn}: k_cache and v_cache must both be "
+                         f"[blocks, block_size, Hkv, D] with q's D = {d}, "
+                         f"got {list(k_cache.shape)} and "
+                         f"{list(v_cache.shape)}")
+    B = seq_lens.shape[0]
+    if block_table.shape[0] != B or cu_seqlens.shape[0] != B + 1:
+        raise ValueError(f"tessel.ops.{fn}: block_table [B, max_blocks], "
+                         f"seq_lens [B] and cu_seqlens [B + 1] must agree, "
+                         f"got {list(block_table.shape)}, "
+                         f"{list(seq_lens.shape)} and "
+                         f"{list(cu_seqlens.shape)}")
+    args = (q.contiguous(), k_cache, v_cache, block_table, seq_lens,
+            cu_seqlens, _scale(softmax_scale, d))
+    if cache or not _OPS:
+        return _run_unified(*args, cache)
+    return torch.ops.tessel.unified(*args)
+
+
+def _run_unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens,
+                 scale, cache):
+    e = _DTYPES[q.dtype]
+    _, hq, d = q.shape
+    _, bs, hkv, _ = k_cache.shape
+    name = f"unified_{e}_q{hq}_kv{hkv}_d{d}_bs{bs}_nhd"
+    kernel = (cache or default_cache()).kernel(
+        device_of(q), name, specs.unified(name, hq, hkv, d, bs, dtype=e))
+    out = torch.empty_like(q)
+    kernel(q, k_cache, v_cache, block_table, cu_seqlens, seq_lens, out, scale)
+    return out
+
+
 def mla_decode(q, kv_cache, block_table, seq_lens, *,
                softmax_scale: Optional[float] = None, latent_dim: int = 512,
                cache: Optional[KernelCache] = None):
@@ -310,6 +399,26 @@ def _register() -> bool:
     def _(out_a, lse_a, out_b, lse_b, out_dtype):
         return torch.empty_like(out_a, dtype=out_dtype)
 
+    @custom_op("tessel::lse_merge_n", mutates_args=())
+    def lse_merge_n_op(partials: Tensor, partial_lse: Tensor,
+                       out_dtype: torch.dtype) -> Tensor:
+        return _run_lse_merge_n(partials, partial_lse, out_dtype, None)
+
+    @lse_merge_n_op.register_fake
+    def _(partials, partial_lse, out_dtype):
+        return torch.empty_like(partials[0], dtype=out_dtype)
+
+    @custom_op("tessel::unified", mutates_args=())
+    def unified_op(q: Tensor, k_cache: Tensor, v_cache: Tensor,
+                   block_table: Tensor, seq_lens: Tensor, cu_seqlens: Tensor,
+                   scale: float) -> Tensor:
+        return _run_unified(q, k_cache, v_cache, block_table, seq_lens,
+                            cu_seqlens, scale, None)
+
+    @unified_op.register_fake
+    def _(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, scale):
+        return torch.empty_like(q)
+
     @custom_op("tessel::mla_decode", mutates_args=())
     def mla_decode_op(q: Tensor, kv_cache: Tensor, block_table: Tensor,
                       seq_lens: Tensor, scale: float,
@@ -334,5 +443,5 @@ def _register() -> bool:
 
 _OPS = _register()
 
-__all__ = ["decode", "lse_merge", "mla_decode", "prefill",
-           "reshape_and_cache"]
+__all__ = ["decode", "lse_merge", "lse_merge_n", "mla_decode", "prefill",
+           "reshape_and_cache", "unified"]

@@ -117,6 +117,80 @@ def test_lse_merge(tmp_path):
     assert rel(out, ref) < 1e-5
 
 
+def test_lse_merge_n(tmp_path):
+    gen = torch.Generator().manual_seed(6)
+    S, T, h, d = 3, 5, 2, 16
+    parts = torch.randn(S, T, h, d, generator=gen)
+    lse = torch.randn(S, h, T, generator=gen)
+    lse[1, 0, 3] = float("-inf")  # partial 1 saw no keys for this row
+    out = tessel.ops.lse_merge_n(parts, lse, out_dtype=torch.float32,
+                                 cache=tessel.KernelCache(tmp_path))
+    w = lse.double().softmax(0).permute(0, 2, 1)[..., None]  # [S, T, H, 1]
+    ref = (w * parts.double()).sum(0)
+    assert out.shape == (T, h, d) and out.dtype == torch.float32
+    assert rel(out, ref) < 1e-5
+
+
+def test_lse_merge_n_refuses_disagreeing_shapes(tmp_path):
+    with pytest.raises(ValueError, match=r"partials \[S, T, H, D\] and "
+                       r"partial_lse \[S, H, T\] must agree"):
+        tessel.ops.lse_merge_n(torch.zeros(3, 5, 2, 16), torch.zeros(2, 2, 5),
+                               cache=tessel.KernelCache(tmp_path))
+
+
+def unified_case(seed, requests, hq=4, hkv=2, d=32, bs=16):
+    """Caches holding every request's whole sequence, in scattered blocks;
+    requests are (new tokens, cached before)."""
+    gen = torch.Generator().manual_seed(seed)
+    blocks = [-(-(n + c) // bs) for n, c in requests]
+    ids = torch.randperm(sum(blocks) + 2, generator=gen)
+    table = torch.zeros(len(requests), max(blocks), dtype=torch.int32)
+    first = 0
+    for b, n in enumerate(blocks):
+        table[b, :n] = ids[first:first + n]
+        first += n
+    kc = torch.randn(sum(blocks) + 2, bs, hkv, d, generator=gen).bfloat16()
+    vc = torch.randn(sum(blocks) + 2, bs, hkv, d, generator=gen).bfloat16()
+    q = torch.randn(sum(n for n, _ in requests), hq, d,
+                    generator=gen).bfloat16()
+    seq = torch.tensor([n + c for n, c in requests], dtype=torch.int32)
+    cu = torch.tensor([0] + list(torch.tensor([n for n, _ in requests])
+                                 .cumsum(0)), dtype=torch.int32)
+    return q, kc, vc, table, seq, cu
+
+
+def test_unified_runs_a_mixed_batch(tmp_path):
+    # A decode, an extend, a prefill, an empty request, a decode at 0.
+    requests = [(1, 40), (7, 21), (9, 0), (0, 5), (1, 0)]
+    q, kc, vc, table, seq, cu = unified_case(7, requests)
+    out = tessel.ops.unified(q, kc, vc, table, seq, cu,
+                             cache=tessel.KernelCache(tmp_path))
+    bs, g = kc.shape[1], q.shape[1] // kc.shape[2]
+    for b, (n, c) in enumerate(requests):
+        if n == 0:
+            continue
+        pos = torch.arange(n + c)
+        rows = table[b, pos // bs].long()
+        keys = kc[rows, pos % bs].double().repeat_interleave(g, 1)
+        values = vc[rows, pos % bs].double().repeat_interleave(g, 1)
+        qs = q[cu[b]:cu[b + 1]].double()
+        s = torch.einsum("qhd,khd->hqk", qs, keys) * q.shape[2] ** -0.5
+        # Query j sits at position c + j: keys past it are masked.
+        s.masked_fill_(pos[None, :] > (c + torch.arange(n))[:, None],
+                       float("-inf"))
+        ref = torch.einsum("hqk,khd->qhd", s.softmax(-1), values)
+        assert rel(out[cu[b]:cu[b + 1]], ref) < 2e-2, b
+
+
+def test_unified_refuses_a_short_cu_seqlens(tmp_path):
+    q, kc, vc, table, seq, cu = unified_case(8, [(1, 4), (2, 3)])
+    with pytest.raises(ValueError, match=r"seq_lens \[B\] and cu_seqlens "
+                       r"\[B \+ 1\] must agree, got \[2, 1\], \[2\] and "
+                       r"\[2\]"):
+        tessel.ops.unified(q, kc, vc, table, seq, cu[:2],
+                           cache=tessel.KernelCache(tmp_path))
+
+
 @pytest.mark.parametrize("change,error,message", [
     (dict(q=torch.zeros(4, 6)), ValueError,
      r"'q' must be \[T, Hq, D\] \(3-D\), got shape \[4, 6\]"),
