@@ -9,6 +9,9 @@
                              cu_seqlens)
     out, lse = tessel.ops.mla_decode(q, kv_cache, block_table, seq_lens)
     tessel.ops.reshape_and_cache(k, v, k_cache, v_cache, slot_mapping)
+    offsets, sorted_rows, row_positions = tessel.ops.expert_sort(topk_ids, E)
+    xs = tessel.ops.moe_permute(x, sorted_rows, topk)
+    y = tessel.ops.moe_unpermute(ys, row_positions, topk_weights)
 
 Each call writes the spec of the kernel its inputs need (tessel.specs) and
 gets it from the kernel cache (tessel.cache: compiled by tessel-aot for the
@@ -27,6 +30,7 @@ import torch
 
 from . import _checks, _tessel, specs
 from .cache import KernelCache, default_cache
+from .kernel_specs import kernel_spec
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 _devices = {}
@@ -353,6 +357,105 @@ def _run_reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, cache):
 
 
 #===----------------------------------------------------------------------===#
+# The MoE routing glue: sort (token, slot) rows by expert, gather, combine
+#===----------------------------------------------------------------------===#
+
+def _glue_kernel(device, op, groups, cache, dtype=None, **params):
+    """The kernel of `op` (on rows of `dtype`, if it moves any) for
+    `groups` experts."""
+    tag = "_".join(f"{k}{v}" for k, v in sorted(params.items()))
+    name = f"{op}_{dtype or 'ids'}_e{groups}_{tag}"
+    return (cache or default_cache()).kernel(
+        device, name, kernel_spec(name, op, dtype or "i32", groups, **params))
+
+
+def expert_sort(topk_ids, num_experts: int, *,
+                cache: Optional[KernelCache] = None):
+    """The stable expert order of the rows r = t * k + j of topk_ids [T, k]
+    int32 (ids outside [0, num_experts) are dropped): group_offsets [E]
+    (the cumulative end of each expert's rows), sorted_rows [T * k] (the
+    row at each position, -1 past the placed ones) and row_positions [T, k]
+    (each row's position, -1 if dropped), all int32."""
+    fn = "expert_sort"
+    _check(fn, "topk_ids", topk_ids, 2, "[T, k]", torch.int32)
+    if num_experts < 1:
+        raise ValueError(f"tessel.ops.{fn}: num_experts must be positive, "
+                         f"got {num_experts}")
+    if cache or not _OPS:
+        return _run_expert_sort(topk_ids.contiguous(), num_experts, cache)
+    return torch.ops.tessel.expert_sort(topk_ids.contiguous(), num_experts)
+
+
+def _run_expert_sort(ids, num_experts, cache):
+    T, k = ids.shape
+    device = device_of(ids)
+    counts = ids.new_empty(num_experts)
+    offsets = ids.new_empty(num_experts)
+    _glue_kernel(device, "expert_histogram", num_experts, cache,
+                 topk=k)(ids, counts, offsets)
+    sorted_rows = ids.new_empty(T * k)
+    positions = torch.empty_like(ids)
+    _glue_kernel(device, "expert_sort", num_experts, cache,
+                 topk=k)(ids, offsets, sorted_rows, positions)
+    return offsets, sorted_rows, positions
+
+
+def moe_permute(x, sorted_rows, topk: int, *,
+                cache: Optional[KernelCache] = None):
+    """Token rows in expert order: out[p] = x[sorted_rows[p] / topk] for x
+    [T, H] and sorted_rows [R] int32 (a negative entry gives a zero row);
+    out [R, H]."""
+    fn = "moe_permute"
+    _check(fn, "x", x, 2, "[T, H]")
+    _check(fn, "sorted_rows", sorted_rows, 1, "[R]", torch.int32)
+    if x.dtype not in _DTYPES:
+        raise TypeError(f"tessel.ops.{fn}: 'x' is {x.dtype}; the kernels "
+                        f"take bfloat16, float16 or float32")
+    args = (x.contiguous(), sorted_rows.contiguous(), topk)
+    if cache or not _OPS:
+        return _run_moe_permute(*args, cache)
+    return torch.ops.tessel.moe_permute(*args)
+
+
+def _run_moe_permute(x, sorted_rows, topk, cache):
+    out = x.new_empty(sorted_rows.shape[0], x.shape[1])
+    _glue_kernel(device_of(x), "moe_permute", 1, cache, _DTYPES[x.dtype],
+                 hidden=x.shape[1], topk=topk)(x, sorted_rows, out)
+    return out
+
+
+def moe_unpermute(y, row_positions, weights, *,
+                  cache: Optional[KernelCache] = None):
+    """Each token's weighted sum of its expert rows: out[t] = sum_j
+    weights[t, j] * y[row_positions[t, j]] (in fp32, j in order; a
+    negative position adds nothing) for y [R, H], row_positions [T, k]
+    int32 and weights [T, k] float32; out [T, H] in y's dtype."""
+    fn = "moe_unpermute"
+    _check(fn, "y", y, 2, "[R, H]")
+    _check(fn, "row_positions", row_positions, 2, "[T, k]", torch.int32)
+    _check(fn, "weights", weights, 2, "[T, k]", torch.float32)
+    if y.dtype not in _DTYPES:
+        raise TypeError(f"tessel.ops.{fn}: 'y' is {y.dtype}; the kernels "
+                        f"take bfloat16, float16 or float32")
+    if weights.shape != row_positions.shape:
+        raise ValueError(f"tessel.ops.{fn}: row_positions and weights must "
+                         f"both be [T, k], got {list(row_positions.shape)} "
+                         f"and {list(weights.shape)}")
+    args = (y.contiguous(), row_positions.contiguous(), weights.contiguous())
+    if cache or not _OPS:
+        return _run_moe_unpermute(*args, cache)
+    return torch.ops.tessel.moe_unpermute(*args)
+
+
+def _run_moe_unpermute(y, row_positions, weights, cache):
+    T, k = row_positions.shape
+    out = y.new_empty(T, y.shape[1])
+    _glue_kernel(device_of(y), "moe_unpermute", 1, cache, _DTYPES[y.dtype],
+                 hidden=y.shape[1], topk=k)(y, row_positions, weights, out)
+    return out
+
+
+#===----------------------------------------------------------------------===#
 # torch.library operators (torch >= 2.4): torch.ops.tessel.*, with fake
 # kernels for torch.compile's tracing; torch 1.13 runs the functions above
 # eagerly. The operators use the default cache (an explicit `cache` runs
@@ -419,6 +522,34 @@ def _register() -> bool:
     def _(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, scale):
         return torch.empty_like(q)
 
+    @custom_op("tessel::expert_sort", mutates_args=())
+    def expert_sort_op(topk_ids: Tensor,
+                       num_experts: int) -> Tuple[Tensor, Tensor, Tensor]:
+        return _run_expert_sort(topk_ids, num_experts, None)
+
+    @expert_sort_op.register_fake
+    def _(topk_ids, num_experts):
+        T, k = topk_ids.shape
+        return (topk_ids.new_empty(num_experts), topk_ids.new_empty(T * k),
+                torch.empty_like(topk_ids))
+
+    @custom_op("tessel::moe_permute", mutates_args=())
+    def moe_permute_op(x: Tensor, sorted_rows: Tensor, topk: int) -> Tensor:
+        return _run_moe_permute(x, sorted_rows, topk, None)
+
+    @moe_permute_op.register_fake
+    def _(x, sorted_rows, topk):
+        return x.new_empty(sorted_rows.shape[0], x.shape[1])
+
+    @custom_op("tessel::moe_unpermute", mutates_args=())
+    def moe_unpermute_op(y: Tensor, row_positions: Tensor,
+                         weights: Tensor) -> Tensor:
+        return _run_moe_unpermute(y, row_positions, weights, None)
+
+    @moe_unpermute_op.register_fake
+    def _(y, row_positions, weights):
+        return y.new_empty(row_positions.shape[0], y.shape[1])
+
     @custom_op("tessel::mla_decode", mutates_args=())
     def mla_decode_op(q: Tensor, kv_cache: Tensor, block_table: Tensor,
                       seq_lens: Tensor, scale: float,
@@ -443,5 +574,6 @@ def _register() -> bool:
 
 _OPS = _register()
 
-__all__ = ["decode", "lse_merge", "lse_merge_n", "mla_decode", "prefill",
-           "reshape_and_cache", "unified"]
+__all__ = ["decode", "expert_sort", "lse_merge", "lse_merge_n", "mla_decode",
+           "moe_permute", "moe_unpermute", "prefill", "reshape_and_cache",
+           "unified"]

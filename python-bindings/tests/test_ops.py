@@ -191,6 +191,55 @@ def test_unified_refuses_a_short_cu_seqlens(tmp_path):
                            cache=tessel.KernelCache(tmp_path))
 
 
+def test_moe_glue_round_trip(tmp_path):
+    """Sort rows by expert (ids 5 and -1 dropped), gather the tokens in that
+    order, and combine them back with the routing weights."""
+    gen = torch.Generator().manual_seed(9)
+    T, k, E, H = 9, 2, 4, 24
+    ids = torch.randint(0, E, (T, k), generator=gen, dtype=torch.int32)
+    ids[2, 1], ids[6, 0] = 5, -1
+    cache = tessel.KernelCache(tmp_path)
+    offsets, sorted_rows, positions = tessel.ops.expert_sort(ids, E,
+                                                             cache=cache)
+    flat = ids.flatten().long()
+    kept = [r for r in range(T * k) if 0 <= flat[r] < E]
+    order = sorted(kept, key=lambda r: (flat[r].item(), r))  # stable
+    assert sorted_rows.tolist() == order + [-1] * (T * k - len(order))
+    counts = torch.bincount(flat[kept], minlength=E)
+    assert offsets.tolist() == counts.cumsum(0).tolist()
+    for p, r in enumerate(order):
+        assert positions.flatten()[r] == p
+    assert positions[2, 1] == -1 and positions[6, 0] == -1
+
+    x = torch.randn(T, H, generator=gen)
+    xs = tessel.ops.moe_permute(x, sorted_rows, k, cache=cache)
+    assert torch.equal(xs[:len(order)], x[torch.tensor(order) // k])
+    assert not xs[len(order):].any()
+    w = torch.rand(T, k, generator=gen)
+    y = tessel.ops.moe_unpermute(xs * 2, positions, w, cache=cache)
+    ref = torch.zeros(T, H, dtype=torch.float64)
+    for t in range(T):
+        for j in range(k):
+            if positions[t, j] >= 0:
+                ref[t] += w[t, j].double() * 2 * x[t].double()
+    assert rel(y, ref) < 1e-6
+
+
+def test_moe_glue_argument_errors(tmp_path):
+    cache = tessel.KernelCache(tmp_path)
+    with pytest.raises(TypeError, match="'topk_ids' must be torch.int32"):
+        tessel.ops.expert_sort(torch.zeros(3, 2, dtype=torch.int64), 4,
+                               cache=cache)
+    with pytest.raises(ValueError, match="num_experts must be positive"):
+        tessel.ops.expert_sort(torch.zeros(3, 2, dtype=torch.int32), 0,
+                               cache=cache)
+    with pytest.raises(ValueError, match=r"row_positions and weights must "
+                       r"both be \[T, k\], got \[3, 2\] and \[3, 1\]"):
+        tessel.ops.moe_unpermute(torch.zeros(6, 8),
+                                 torch.zeros(3, 2, dtype=torch.int32),
+                                 torch.zeros(3, 1), cache=cache)
+
+
 @pytest.mark.parametrize("change,error,message", [
     (dict(q=torch.zeros(4, 6)), ValueError,
      r"'q' must be \[T, Hq, D\] \(3-D\), got shape \[4, 6\]"),
