@@ -242,6 +242,9 @@ def unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, *,
     _check(fn, "seq_lens", seq_lens, 1, "[B]", torch.int32)
     _check(fn, "cu_seqlens", cu_seqlens, 1, "[B + 1]", torch.int32)
     _element(fn, q, ("k_cache", k_cache), ("v_cache", v_cache))
+    _same_device(fn, "q", q, [("block_table", block_table),
+                              ("seq_lens", seq_lens),
+                              ("cu_seqlens", cu_seqlens)])
     d = q.shape[2]
     if k_cache.shape[3] != d or v_cache.shape != k_cache.shape:
         raise ValueError(f"tessel.ops.{fn}: k_cache and v_cache must both be "
@@ -360,6 +363,13 @@ def _run_reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, cache):
 # The MoE routing glue: sort (token, slot) rows by expert, gather, combine
 #===----------------------------------------------------------------------===#
 
+def _same_device(fn: str, ref_name: str, ref, named) -> None:
+    for name, t in named:
+        if t.device != ref.device:
+            raise ValueError(f"tessel.ops.{fn}: '{name}' is on {t.device} "
+                             f"but '{ref_name}' is on {ref.device}")
+
+
 def _glue_kernel(device, op, groups, cache, dtype=None, **params):
     """The kernel of `op` (on rows of `dtype`, if it moves any) for
     `groups` experts."""
@@ -411,6 +421,7 @@ def moe_permute(x, sorted_rows, topk: int, *,
     if x.dtype not in _DTYPES:
         raise TypeError(f"tessel.ops.{fn}: 'x' is {x.dtype}; the kernels "
                         f"take bfloat16, float16 or float32")
+    _same_device(fn, "x", x, [("sorted_rows", sorted_rows)])
     args = (x.contiguous(), sorted_rows.contiguous(), topk)
     if cache or not _OPS:
         return _run_moe_permute(*args, cache)
@@ -437,6 +448,8 @@ def moe_unpermute(y, row_positions, weights, *,
     if y.dtype not in _DTYPES:
         raise TypeError(f"tessel.ops.{fn}: 'y' is {y.dtype}; the kernels "
                         f"take bfloat16, float16 or float32")
+    _same_device(fn, "y", y, [("row_positions", row_positions),
+                              ("weights", weights)])
     if weights.shape != row_positions.shape:
         raise ValueError(f"tessel.ops.{fn}: row_positions and weights must "
                          f"both be [T, k], got {list(row_positions.shape)} "

@@ -233,6 +233,11 @@ def test_moe_glue_argument_errors(tmp_path):
     with pytest.raises(ValueError, match="num_experts must be positive"):
         tessel.ops.expert_sort(torch.zeros(3, 2, dtype=torch.int32), 0,
                                cache=cache)
+    with pytest.raises(ValueError, match="'sorted_rows' is on meta but 'x' "
+                       "is on cpu"):
+        tessel.ops.moe_permute(torch.zeros(3, 8),
+                               torch.zeros(6, dtype=torch.int32,
+                                           device="meta"), 2, cache=cache)
     with pytest.raises(ValueError, match=r"row_positions and weights must "
                        r"both be \[T, k\], got \[3, 2\] and \[3, 1\]"):
         tessel.ops.moe_unpermute(torch.zeros(6, 8),
