@@ -113,14 +113,10 @@ def _run_prefill(q, k, v, cu_seqlens, causal, scale, return_lse, cache):
     return out, lse
 
 
-def decode(q, k_cache, v_cache, block_table, seq_lens, *,
-           softmax_scale: Optional[float] = None,
-           cache: Optional[KernelCache] = None):
-    """Paged decode: q [B, Hq, D], one token a request, over NHD caches
-    [blocks, block_size, Hkv, D] through block_table [B, max_blocks] and
-    seq_lens [B] (both int32); out [B, Hq, D]."""
-    fn = "decode"
-    _check(fn, "q", q, 3, "[B, Hq, D]")
+def _check_paged(fn: str, q, q_layout: str, k_cache, v_cache, block_table,
+                 seq_lens) -> int:
+    """Checks q and its NHD caches, block table and lengths; returns D."""
+    _check(fn, "q", q, 3, q_layout)
     _check(fn, "k_cache", k_cache, 4, "[blocks, block_size, Hkv, D]")
     _check(fn, "v_cache", v_cache, 4, "[blocks, block_size, Hkv, D]")
     _check(fn, "block_table", block_table, 2, "[B, max_blocks]", torch.int32)
@@ -132,6 +128,17 @@ def decode(q, k_cache, v_cache, block_table, seq_lens, *,
                          f"[blocks, block_size, Hkv, D] with q's D = {d}, "
                          f"got {list(k_cache.shape)} and "
                          f"{list(v_cache.shape)}")
+    return d
+
+
+def decode(q, k_cache, v_cache, block_table, seq_lens, *,
+           softmax_scale: Optional[float] = None,
+           cache: Optional[KernelCache] = None):
+    """Paged decode: q [B, Hq, D], one token a request, over NHD caches
+    [blocks, block_size, Hkv, D] through block_table [B, max_blocks] and
+    seq_lens [B] (both int32); out [B, Hq, D]."""
+    d = _check_paged("decode", q, "[B, Hq, D]", k_cache, v_cache,
+                     block_table, seq_lens)
     args = (q.contiguous(), k_cache, v_cache, block_table, seq_lens,
             _scale(softmax_scale, d))
     if cache or not _OPS:
@@ -235,22 +242,12 @@ def unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, *,
     itself. block_table [B, max_blocks], seq_lens [B], cu_seqlens [B + 1]
     int32; out [T, Hq, D]."""
     fn = "unified"
-    _check(fn, "q", q, 3, "[T, Hq, D]")
-    _check(fn, "k_cache", k_cache, 4, "[blocks, block_size, Hkv, D]")
-    _check(fn, "v_cache", v_cache, 4, "[blocks, block_size, Hkv, D]")
-    _check(fn, "block_table", block_table, 2, "[B, max_blocks]", torch.int32)
-    _check(fn, "seq_lens", seq_lens, 1, "[B]", torch.int32)
+    d = _check_paged(fn, q, "[T, Hq, D]", k_cache, v_cache, block_table,
+                     seq_lens)
     _check(fn, "cu_seqlens", cu_seqlens, 1, "[B + 1]", torch.int32)
-    _element(fn, q, ("k_cache", k_cache), ("v_cache", v_cache))
     _same_device(fn, "q", q, [("block_table", block_table),
                               ("seq_lens", seq_lens),
                               ("cu_seqlens", cu_seqlens)])
-    d = q.shape[2]
-    if k_cache.shape[3] != d or v_cache.shape != k_cache.shape:
-        raise ValueError(f"tessel.ops.{fn}: k_cache and v_cache must both be "
-                         f"[blocks, block_size, Hkv, D] with q's D = {d}, "
-                         f"got {list(k_cache.shape)} and "
-                         f"{list(v_cache.shape)}")
     B = seq_lens.shape[0]
     if block_table.shape[0] != B or cu_seqlens.shape[0] != B + 1:
         raise ValueError(f"tessel.ops.{fn}: block_table [B, max_blocks], "
