@@ -5,15 +5,10 @@
 # and split-KV), prefill, extend (prefill + context chunks + merge) and MLA
 # decode, and the benchmarks beside SDPA and the copy ceiling.
 #
-# The bundles are compiled on the development machine (no LLVM here):
+# The bundles are compiled on the development machine (no LLVM here), with
+# the sm80 templates' baselines that are timed beside the sm90a kernels:
 #
-#   for s in attention paged_decode prefill extend mla_decode; do
-#     tessel-aot bench/${s}_kernels.mlir --targets=sm80,sm90,sm90a -o .carry/$s.tsb
-#   done
-#   # optional: the sm80 templates, timed beside the sm90a kernels
-#   for s in prefill mla_decode; do
-#     tessel-aot bench/${s}_kernels.mlir --targets=sm80,sm90 -o .carry/${s}_sm80.tsb
-#   done
+#   bash scripts/prepare-gpu-bundles.sh .carry   # every bench/ bundle
 #
 #   bash bench/attention_gpu_check.sh .carry     # from the repository root
 #
