@@ -21,7 +21,6 @@ import sys
 import torch
 
 import tessel
-from grouped_matmul_bench import time_ms
 from paged_batch import PagedBatch
 
 HEADS = (32, 8, 128, 16)  # llama3_8b in bench/dispatch_kernels.mlir
@@ -37,15 +36,11 @@ def run_case(bundle, requests, context, new_tokens, gen):
     for routing, units in WAYS:
         att = batch.attention(bundle, routing=routing, compute_units=units)
         if not outs:
-            # unified reads the new tokens from the cache.
-            att.write_cache(batch.k, batch.v, batch.k_cache, batch.v_cache,
-                            batch.slot_mapping)
-        plan = att.plan(batch.ql, batch.cl, batch.max_blocks)
-        out = torch.empty_like(batch.q)
-        bufs = batch.buffers(out)
-        times.append(time_ms(lambda: plan.run(**bufs), 20, warmup=3))
+            batch.write_cache(att)
+        ms, out, info = batch.timed_run(att, 20)
+        times.append(ms)
         outs.append(out)
-        infos.append(plan.info)
+        infos.append(info)
     ref = outs[1].float()
     err = max(((o.float() - ref).abs().max() / ref.abs().max()).item()
               for o in outs)

@@ -19,7 +19,6 @@ import sys
 import torch
 
 import tessel
-from grouped_matmul_bench import time_ms
 from paged_batch import PagedBatch
 
 HEADS = (32, 8, 128, 16)  # llama3_8b in bench/dispatch_kernels.mlir
@@ -42,13 +41,8 @@ def main():
     for mode in MODES:
         att = batch.attention(bundle, routing=mode)
         if mode == MODES[0]:
-            att.write_cache(batch.k, batch.v, batch.k_cache, batch.v_cache,
-                            batch.slot_mapping)
-        plan = att.plan(batch.ql, batch.cl, batch.max_blocks)
-        out = torch.empty_like(batch.q)
-        bufs = batch.buffers(out)
-        times[mode] = time_ms(lambda: plan.run(**bufs), args.reps, warmup=3)
-        outs[mode] = out
+            batch.write_cache(att)
+        times[mode], outs[mode], _ = batch.timed_run(att, args.reps)
     ok = True
     print("| mode | ms | KV TB/s | tokens/s | vs triple | max diff to triple |")
     print("|---|---:|---:|---:|---:|---:|")

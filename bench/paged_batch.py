@@ -6,6 +6,7 @@ the step's q/k/v, seq_lens and the new tokens' cache slots.
 import torch
 
 import tessel
+from grouped_matmul_bench import time_ms
 
 
 class PagedBatch:
@@ -52,6 +53,21 @@ class PagedBatch:
         return dict(q=self.q, k=self.k, v=self.v, k_cache=self.k_cache,
                     v_cache=self.v_cache, block_table=self.table,
                     seq_lens=self.seq_lens, out=out)
+
+    def write_cache(self, att):
+        """The new tokens' keys and values into their slots (the unified
+        mode reads them from the cache)."""
+        att.write_cache(self.k, self.v, self.k_cache, self.v_cache,
+                        self.slot_mapping)
+
+    def timed_run(self, att, reps):
+        """Plans this batch on `att` and times its run: (median ms of
+        `reps`, out, plan info)."""
+        plan = att.plan(self.ql, self.cl, self.max_blocks)
+        out = torch.empty_like(self.q)
+        bufs = self.buffers(out)
+        return time_ms(lambda: plan.run(**bufs), reps, warmup=3), out, \
+            plan.info
 
     def context_kv_bytes(self):
         """Bytes of cached K and V (before this step) the step reads once."""

@@ -18,12 +18,18 @@ def tensor(where: str, name: str, t, rank: int, layout: str) -> None:
                          f"got shape {shape(t)}")
 
 
+def same_device(where: str, ref_name: str, ref, named) -> None:
+    """Every (name, tensor) of `named` is on the device of `ref`."""
+    for name, t in named:
+        if t.device != ref.device:
+            raise ValueError(f"{where}: '{name}' is on {t.device} but "
+                             f"'{ref_name}' is on {ref.device}")
+
+
 def like(where: str, ref_name: str, ref, named) -> None:
     """Every (name, tensor) of `named` has the dtype and device of `ref`."""
     for name, t in named:
         if t.dtype != ref.dtype:
             raise TypeError(f"{where}: '{name}' is {t.dtype} but "
                             f"'{ref_name}' is {ref.dtype}; they must match")
-        if t.device != ref.device:
-            raise ValueError(f"{where}: '{name}' is on {t.device} but "
-                             f"'{ref_name}' is on {ref.device}")
+    same_device(where, ref_name, ref, named)

@@ -278,10 +278,8 @@ def _check_weights(fn: str, x: torch.Tensor, named):
 
 
 def _check_devices(fn: str, bundle, x, topk_ids, topk_weights):
-    for name, t in (("topk_ids", topk_ids), ("topk_weights", topk_weights)):
-        if t.device != x.device:
-            raise ValueError(f"tessel.torch.{fn}: '{name}' is on {t.device} "
-                             f"but 'x' is on {x.device}")
+    _checks.same_device(f"tessel.torch.{fn}", "x", x,
+                        (("topk_ids", topk_ids), ("topk_weights", topk_weights)))
     if not isinstance(bundle, Bundle):
         return  # kernels compiled for x's device
     device = bundle.device

@@ -245,9 +245,9 @@ def unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, *,
     d = _check_paged(fn, q, "[T, Hq, D]", k_cache, v_cache, block_table,
                      seq_lens)
     _check(fn, "cu_seqlens", cu_seqlens, 1, "[B + 1]", torch.int32)
-    _same_device(fn, "q", q, [("block_table", block_table),
-                              ("seq_lens", seq_lens),
-                              ("cu_seqlens", cu_seqlens)])
+    _checks.same_device(f"tessel.ops.{fn}", "q", q,
+                        [("block_table", block_table), ("seq_lens", seq_lens),
+                         ("cu_seqlens", cu_seqlens)])
     B = seq_lens.shape[0]
     if block_table.shape[0] != B or cu_seqlens.shape[0] != B + 1:
         raise ValueError(f"tessel.ops.{fn}: block_table [B, max_blocks], "
@@ -360,13 +360,6 @@ def _run_reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, cache):
 # The MoE routing glue: sort (token, slot) rows by expert, gather, combine
 #===----------------------------------------------------------------------===#
 
-def _same_device(fn: str, ref_name: str, ref, named) -> None:
-    for name, t in named:
-        if t.device != ref.device:
-            raise ValueError(f"tessel.ops.{fn}: '{name}' is on {t.device} "
-                             f"but '{ref_name}' is on {ref.device}")
-
-
 def _glue_kernel(device, op, groups, cache, dtype=None, **params):
     """The kernel of `op` (on rows of `dtype`, if it moves any) for
     `groups` experts."""
@@ -418,7 +411,8 @@ def moe_permute(x, sorted_rows, topk: int, *,
     if x.dtype not in _DTYPES:
         raise TypeError(f"tessel.ops.{fn}: 'x' is {x.dtype}; the kernels "
                         f"take bfloat16, float16 or float32")
-    _same_device(fn, "x", x, [("sorted_rows", sorted_rows)])
+    _checks.same_device(f"tessel.ops.{fn}", "x", x,
+                        [("sorted_rows", sorted_rows)])
     args = (x.contiguous(), sorted_rows.contiguous(), topk)
     if cache or not _OPS:
         return _run_moe_permute(*args, cache)
@@ -445,8 +439,9 @@ def moe_unpermute(y, row_positions, weights, *,
     if y.dtype not in _DTYPES:
         raise TypeError(f"tessel.ops.{fn}: 'y' is {y.dtype}; the kernels "
                         f"take bfloat16, float16 or float32")
-    _same_device(fn, "y", y, [("row_positions", row_positions),
-                              ("weights", weights)])
+    _checks.same_device(f"tessel.ops.{fn}", "y", y,
+                        [("row_positions", row_positions),
+                         ("weights", weights)])
     if weights.shape != row_positions.shape:
         raise ValueError(f"tessel.ops.{fn}: row_positions and weights must "
                          f"both be [T, k], got {list(row_positions.shape)} "
