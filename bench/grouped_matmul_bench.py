@@ -9,7 +9,9 @@ torch.mm and of a dense bf16 matmul of the same M, N, K (the ceiling):
   * the reference MoE: E=128, H=2048, I=512, top-8 of 4096 tokens (32768
     rows) and of 32768 tokens (262144 rows);
   * DeepSeek-V3's experts: 32 local experts (of 256, top-8) of 8192 tokens
-    (about 8192 rows), H=7168, I=2048 (gate and up fused, N=4096).
+    (about 8192 rows), H=7168, I=2048 (gate and up fused, N=4096); and the
+    same 32 experts with 1024 rows each, the gate projection alone too
+    (K=7168 -> N=2048).
 
 Bundles as for grouped_matmul_check.py (which checks every kernel in full;
 here each timed kernel's output is checked once against an fp32 reference):
@@ -52,22 +54,28 @@ def local_routed_sizes(tokens, topk, experts, local, gen):
 # H and expert size I. Ragged M: a [rows, K] . W [E, N, K]^T (forward,
 # trans_b) or a [rows, K] . W [E, K, N] (dgrad: the gradient times the same
 # weights). Wgrad: dW [E, M, N] = dY[rows]^T . X[rows].
-def gemms(H, I):
-    return [("gate/up fwd", False, 2 * I, H),
-            ("down fwd", False, H, I),
-            ("down dgrad", False, I, H),
-            ("gate/up dgrad", False, H, 2 * I),
-            ("gate/up wgrad", True, H, 2 * I),
-            ("down wgrad", True, I, H)]
+def gemms(H, I, gate_apart=False):
+    """With gate_apart, also the gate (or up) projection alone: N = I."""
+    fused = [("gate/up fwd", False, 2 * I, H),
+             ("down fwd", False, H, I),
+             ("down dgrad", False, I, H),
+             ("gate/up dgrad", False, H, 2 * I),
+             ("gate/up wgrad", True, H, 2 * I),
+             ("down wgrad", True, I, H)]
+    return ([("gate fwd", False, I, H)] if gate_apart else []) + fused
 
 
 def shapes(gen):
-    """(title, E, H, I, group sizes) of the benchmarked MoE layers."""
+    """(title, E, H, I, group sizes, gate apart) of the benchmarked MoE
+    layers."""
     return [
-        ("MoE 4k tok", 128, 2048, 512, routed_sizes(4096, 8, 128, gen)),
-        ("MoE 32k tok", 128, 2048, 512, routed_sizes(32768, 8, 128, gen)),
+        ("MoE 4k tok", 128, 2048, 512, routed_sizes(4096, 8, 128, gen),
+         False),
+        ("MoE 32k tok", 128, 2048, 512, routed_sizes(32768, 8, 128, gen),
+         False),
         ("DSv3 32 exp", 32, 7168, 2048,
-         local_routed_sizes(8192, 8, 256, 32, gen)),
+         local_routed_sizes(8192, 8, 256, 32, gen), False),
+        ("DSv3 32x1024", 32, 7168, 2048, [1024] * 32, True),
     ]
 
 
@@ -237,8 +245,8 @@ accumulate; median of {args.reps} calls between CUDA events, after 5 warm-ups.
           f"{'gr_mm':>7s} {'loop':>7s} {'/gr_mm':>7s} {'/loop':>7s} "
           f"{'dense':>7s}  check")
     ok = True
-    for title, E, H, I, sizes in shapes(gen):
-        for label, wgrad, N, KM in gemms(H, I):
+    for title, E, H, I, sizes, gate_apart in shapes(gen):
+        for label, wgrad, N, KM in gemms(H, I, gate_apart):
             L = layout_of(label, wgrad, E, N, KM)
             ok &= bench_gemm(title, label, L, sizes, kernels, args.reps, gen)
             torch.cuda.empty_cache()

@@ -82,6 +82,13 @@ func.func @gmpd_e128_n2048_k1024(%a: memref<?x1024xbf16>, %b: memref<128xi64>,
 
 // --- DeepSeek-V3 expert shapes, E=32 (stacked weights).
 
+func.func @gm_e32_n2048_k7168(%a: memref<?x7168xbf16>, %b: memref<32x2048x7168xbf16>,
+    %g: memref<32xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<32x2048x7168xbf16>)
+      group_offsets(%g : memref<32xi32>) c(%c : memref<?x2048xbf16>) {trans_b}
+  return
+}
+
 func.func @gm_e32_n4096_k7168(%a: memref<?x7168xbf16>, %b: memref<32x4096x7168xbf16>,
     %g: memref<32xi32>, %c: memref<?x4096xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<32x4096x7168xbf16>)

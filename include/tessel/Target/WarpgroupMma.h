@@ -46,11 +46,23 @@ public:
   /// two consumer warpgroups. The block keeps the registers it was launched
   /// with (384 threads x 168, ptxas's cap for .maxntid 384): the consumers'
   /// increase waits until the producer's decrease has freed enough, forever
-  /// if it cannot (a producer at 48 hung every consumer on the H200).
-  static constexpr int64_t kProducerRegisters = 40;
-  static constexpr int64_t kConsumerRegisters = 232;
-  static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 3 * 168,
-                "setmaxnreg cannot hand out more than the block has");
+  /// if it cannot (a producer at 48 beside consumers at 232 hung every
+  /// consumer on the H200).
+  struct RegisterSplit {
+    int64_t producer, consumer;
+    /// setmaxnreg takes multiples of 8.
+    constexpr bool fits() const {
+      return producer % 8 == 0 && consumer % 8 == 0 &&
+             producer + 2 * consumer <= 3 * 168;
+    }
+  };
+  /// Attention: the consumers hold O and S.
+  static constexpr RegisterSplit kAttentionRegisters{40, 232};
+  /// The grouped matmuls: the producer walks a persistent grid's tiles (a
+  /// group scan each) and may copy B from a pointer table; a consumer
+  /// holds one m64n256 accumulator. (56 and 224 left 4-16 bytes spilled
+  /// in two pointer-table kernels of bench/.)
+  static constexpr RegisterSplit kGemmRegisters{72, 216};
   /// SMs of an H100 SXM or H200: the blocks of a persistent grid, one per
   /// SM. A part with fewer SMs (an H100 PCIe has 114) runs the surplus
   /// blocks, each with a whole share of the work, after the first wave.
@@ -169,7 +181,16 @@ public:
                             bool increase) const = 0;
   /// i1: true in one elected lane of the warp.
   virtual Value electOne(OpBuilder &b, Location loc) const = 0;
+  /// `value` (i32) copied by an instruction the compiler must keep where it
+  /// is: what is computed from it stays inside the loop that computes it
+  /// rather than being hoisted out, holding registers across the loops
+  /// around it.
+  virtual Value opaque(OpBuilder &b, Location loc, Value value) const = 0;
 };
+
+static_assert(WarpgroupMma::kAttentionRegisters.fits() &&
+                  WarpgroupMma::kGemmRegisters.fits(),
+              "setmaxnreg cannot hand out more than the block has");
 
 /// Hopper's (sm_90a).
 std::unique_ptr<WarpgroupMma> createNVIDIAWarpgroupMma();

@@ -8,8 +8,9 @@
 // decomposition: ragged-M group tiles found on the device from
 // group_offsets (KernelBuilder::findRowTile), the zero tail past the last
 // group, rows of a neighbouring group masked at the store; ragged K one
-// tile per (N-tile, M-tile, group), an empty group storing zeros, walked by
-// a persistent grid (one block an SM) whose ring runs on across tiles.
+// tile per (N-tile, M-tile, group), an empty group storing zeros. Both walk
+// their tiles on a persistent grid (one block an SM) whose ring runs on
+// across tiles, so the producer loads the next tile while C is stored.
 //
 // Block: 3 warpgroups. Warpgroup 0 is the producer: one elected lane of its
 // first warp issues, per K-tile, the TMA copies of the A and B tiles into a
@@ -20,7 +21,7 @@
 // tile: they wait on `full`, issue 4 wgmma m64n<tileN>k16 from shared
 // memory (accumulators in registers), keep one group of MMAs in flight and
 // release the previous stage. setmaxnreg moves registers from the producer
-// (40) to the consumers (232).
+// (72) to the consumers (216): WarpgroupMma::kGemmRegisters.
 //
 // Operand tiles. Ragged M: A is 128 rows of a from the tile's first row,
 // K-major. B with trans_b is tileN rows of b[group] seen as [G * N, K],
@@ -34,13 +35,13 @@
 // of 64 columns; the group's last K-tile reads the next group's rows, which
 // the consumers zero in shared memory before their MMAs read them.
 //
-// Epilogue. Ragged M: each consumer thread stores its accumulator pairs
-// from registers, predicated on the rows and columns C has. Ragged K (C a
-// dense [G, M, N]): each consumer writes its 64 x tileN part into its own
-// 128-byte-swizzled buffer after the ring and one thread issues TMA stores
-// of it (whole lines, clipped at M and N), which drain while the next
-// tile's MMAs run (an f32 C in two passes of 128 columns, so that the
-// ring keeps 3 stages).
+// Epilogue. Each consumer writes its 64 x tileN part of C into its own
+// 128-byte-swizzled buffer after the ring, in passes of 256 bytes of
+// columns, and one thread issues TMA stores of each pass (whole lines,
+// clipped at C's edges), which drain while the next tile's MMAs run. Ragged
+// M: a part whose 64 rows are not all its group's (a group's last tile) is
+// copied out by its 128 threads instead, 16 bytes each, predicated on the
+// rows and columns C has: a TMA store would write the next group's rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,14 +89,30 @@ struct Sm90Config {
   int64_t scratchOffset(int64_t elemBytes) const {
     return stages * stageBytes(elemBytes) + 16 * stages;
   }
-  /// Bytes of shared memory the epilogue stages C in (0: none, C is stored
-  /// from registers).
+  /// Bytes of shared memory the epilogue stages C in.
   int64_t epilogueBytes = 0;
   /// Bytes from the ring's start to the epilogue's buffer: after the
   /// scratch line, at a swizzle atom.
   int64_t epilogueOffset(int64_t elemBytes) const {
     return llvm::alignTo(scratchOffset(elemBytes) + 16,
                          WarpgroupMma::kSwizzleAlignment);
+  }
+  /// C is staged in 128-byte-swizzled boxes of 64 rows x 128 bytes, each
+  /// consumer's 64 x tileN part in its own buffer of kBoxesPerPass boxes,
+  /// in passes (128 bf16 or 64 f32 columns each), so that the ring keeps 4
+  /// stages. Measured on the H200: 4 stages and passes of 2 boxes beat 3
+  /// stages and a whole bf16 part at once (4 boxes) by 3-15%, the wgrads'
+  /// too (docs/sm90a.md).
+  static constexpr int64_t kBoxesPerPass = 2;
+  static int64_t boxColumns(Type cElem) {
+    return WarpgroupMma::kSwizzleBytes / (cElem.getIntOrFloatBitWidth() / 8);
+  }
+  int64_t passColumns(Type cElem) const {
+    return std::min(tileN, kBoxesPerPass * boxColumns(cElem));
+  }
+  int64_t stagedBytes(Type cElem) const {
+    return consumers * tilesOf(passColumns(cElem), boxColumns(cElem)) *
+           WarpgroupMma::kRows * WarpgroupMma::kSwizzleBytes;
   }
   /// The ring, its barriers, the scratch line, the epilogue's buffer and
   /// the slack that lets the kernel align the ring to the swizzle atom.
@@ -122,15 +139,11 @@ public:
   virtual ~WarpgroupGemm() = default;
 
 protected:
-  /// Sets up the ring and its barriers, then runs `findTile` (which sets
-  /// the block's tile and numK and returns an i1: whether it has one) and,
-  /// where it has, the producer and consumer roles.
-  void run(function_ref<Value()> findTile);
-  /// Like run, but the block walks tiles blockIdx.x, + gridDim.x, ... below
-  /// `tiles`, `selectTile` setting each one's fields and numK in every
-  /// role. The ring runs on across tiles: the producer loads the next
-  /// tile's K-tiles while the consumers store this one's C.
-  void runPersistent(int64_t tiles, function_ref<void(Value tile)> selectTile);
+  /// Sets up the ring and its barriers; then every role walks tiles
+  /// blockIdx.x, + gridDim.x, ... below `tiles`, `selectTile` setting each
+  /// one's fields and numK. The ring runs on across tiles: the producer
+  /// loads the next tile's K-tiles while the consumers store this one's C.
+  void runPersistent(Value tiles, function_ref<void(Value tile)> selectTile);
   /// Issues the TMA copies of K-tile `kt` into the stage at byte `slot` of
   /// the ring, completing on `full`.
   virtual void loadStage(Value slot, Value kt, Value full) = 0;
@@ -141,13 +154,23 @@ protected:
   virtual void prepareStage(Value slot, Value kt) {}
   /// Stores consumer `consumer`'s (0 or 1) accumulators of the tile.
   virtual void epilogue(Value consumer, Value acc) = 0;
-  /// Runs in the consumers after their last tile.
-  virtual void finishTiles() {}
-  /// Calls store(row, col, first, second) for each pair of the consumer's
-  /// accumulators, at (row, col) of its 64 x tileN part of C (index values,
-  /// col even).
-  void forEachPair(Value acc,
-                   function_ref<void(Value, Value, Value, Value)> store);
+
+  /// Writes the consumer's accumulators, as cElem, into its swizzled
+  /// buffer pass by pass; after each pass, once the buffer is written and
+  /// fenced for the async proxy, all 128 threads of the consumer call
+  /// store(firstColumn, buffer, boxes): the pass's first column in the
+  /// tile, the buffer's byte offset in the ring, its boxes of 64 rows x
+  /// 128 bytes. Named barrier 2 + consumer orders the buffer's uses: the
+  /// previous pass's TMA stores (committed by storeLeader) and copies have
+  /// read it before it is written again.
+  void stageC(Value consumer, Value acc,
+              function_ref<void(int64_t, Value, int64_t)> store);
+  /// The consumer's first thread, which issues its TMA stores.
+  Value storeLeader();
+  /// Issues TMA stores of `boxes` boxes at `buffer` to `map` at `coords`,
+  /// the first advanced one box of columns per box, and commits them.
+  void storeBoxes(Value map, Value buffer, int64_t boxes,
+                  SmallVector<Value> coords);
 
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
@@ -164,6 +187,8 @@ protected:
   bool bByCopies = false;
   /// K-tiles of the block's tile.
   Value numK;
+  /// C's element type.
+  Type cElem;
 
 private:
   /// Barrier `index` (index): full barriers first, then empty ones.
@@ -183,7 +208,7 @@ private:
   Value consume(Value consumer, Value base);
   /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x) with the
   /// ring's count of K-tiles carried: body(tile, base) returns base + numK.
-  void forEachTile(int64_t tiles, function_ref<Value(Value, Value)> body);
+  void forEachTile(Value tiles, function_ref<Value(Value, Value)> body);
 
   /// The ring's base as a shared pointer and as a 32-bit shared address.
   Value ringBase, ringAddress;
@@ -292,16 +317,6 @@ Value WarpgroupGemm::consume(Value consumer, Value base) {
   return loop.getResult(0);
 }
 
-void WarpgroupGemm::forEachPair(
-    Value acc, function_ref<void(Value, Value, Value, Value)> store) {
-  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
-  for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
-    auto [row, col] = wg.accumulatorPosition(b, loc, thread, i);
-    store(row, col, wg.accumulator(b, loc, acc, i),
-          wg.accumulator(b, loc, acc, i + 1));
-  }
-}
-
 SmallVector<std::pair<Value, int64_t>> WarpgroupGemm::ringBarriers() {
   std::tie(ringBase, ringAddress) =
       alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
@@ -316,19 +331,10 @@ SmallVector<std::pair<Value, int64_t>> WarpgroupGemm::ringBarriers() {
   return barriers;
 }
 
-void WarpgroupGemm::run(function_ref<Value()> findTile) {
-  warpgroupRoles(
-      wg, ringBarriers(), [&] { produce(idx(0)); },
-      [&](Value consumer) {
-        epilogue(consumer, consume(consumer, idx(0)));
-      },
-      findTile);
-}
-
-void WarpgroupGemm::forEachTile(int64_t tiles,
+void WarpgroupGemm::forEachTile(Value tiles,
                                 function_ref<Value(Value, Value)> body) {
   auto loop = scf::ForOp::create(
-      b, loc, blockId(gpu::Dimension::x), idx(tiles),
+      b, loc, blockId(gpu::Dimension::x), tiles,
       gpu::GridDimOp::create(b, loc, gpu::Dimension::x), ValueRange{idx(0)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
@@ -336,7 +342,7 @@ void WarpgroupGemm::forEachTile(int64_t tiles,
       b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()[0]));
 }
 
-void WarpgroupGemm::runPersistent(int64_t tiles,
+void WarpgroupGemm::runPersistent(Value tiles,
                                   function_ref<void(Value)> selectTile) {
   warpgroupRoles(
       wg, ringBarriers(),
@@ -353,12 +359,89 @@ void WarpgroupGemm::runPersistent(int64_t tiles,
           epilogue(consumer, consume(consumer, base));
           return add(base, numK);
         });
-        finishTiles();
-      });
+        // The buffer must outlive the last TMA stores' reads of it.
+        ifThen(storeLeader(),
+               [&] { wg.bulkWait(b, loc, 0, /*read=*/false); });
+      },
+      /*active=*/nullptr, WarpgroupMma::kGemmRegisters);
 }
 
-/// Ragged M: c[rows_g] = a[rows_g] . op(b[g]), one block per (N-tile,
-/// M-tile).
+Value WarpgroupGemm::storeLeader() {
+  return arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      remu(threadId(), WarpgroupMma::kWarpgroupThreads), idx(0));
+}
+
+void WarpgroupGemm::stageC(
+    Value consumer, Value acc,
+    function_ref<void(int64_t, Value, int64_t)> store) {
+  int64_t cBytes = cElem.getIntOrFloatBitWidth() / 8;
+  int64_t columns = Sm90Config::boxColumns(cElem);
+  int64_t passCols = cfg.passColumns(cElem);
+  int64_t boxBytes = WarpgroupMma::kRows * WarpgroupMma::kSwizzleBytes;
+  // The buffer's addresses (one per accumulator pair) are the same for
+  // every tile; computed once outside the tile loop they would hold 64
+  // registers through the MMAs.
+  Value buffer = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(),
+      wg.opaque(b, loc,
+                toI32(add(idx(cfg.epilogueOffset(elemBytes)),
+                          mul(consumer,
+                              tilesOf(passCols, columns) * boxBytes)))));
+  Value id = toI32(add(consumer, 2));
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  auto pairType = VectorType::get({2}, cElem);
+  auto narrow = [&](Value v) -> Value {
+    return cElem == v.getType() ? v : arith::TruncFOp::create(b, loc, cElem, v);
+  };
+  // The last pass, and the last box, may hold fewer columns than the
+  // others (an f32 tile of 192 columns: 128 + 64; a tile of 200 columns:
+  // its last box's 8 columns lie past C and are clipped or masked).
+  for (int64_t pass = 0; pass < tilesOf(cfg.tileN, passCols); ++pass) {
+    int64_t boxes =
+        tilesOf(std::min(passCols, cfg.tileN - pass * passCols), columns);
+    ifThen(storeLeader(), [&] { wg.bulkWait(b, loc, 0, /*read=*/true); });
+    wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
+    for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
+      if (WarpgroupMma::accumulatorColumnBlock(i) / passCols != pass)
+        continue;
+      auto [row, tileCol] = wg.accumulatorPosition(b, loc, thread, i);
+      Value col = sub(tileCol, idx(pass * passCols));
+      Value byte = mul(remu(col, columns), cBytes);
+      // The 16-byte piece `byte / 16` of a 128-byte line sits at piece
+      // (byte / 16) ^ (row % 8): the 128-byte swizzle TMA reads back.
+      Value piece =
+          arith::XOrIOp::create(b, loc, divu(byte, 16), remu(row, 8));
+      Value offset = add(add(buffer, mul(divu(col, columns), boxBytes)),
+                         add(mul(row, WarpgroupMma::kSwizzleBytes),
+                             add(mul(piece, 16), remu(byte, 16))));
+      Value pair = vector::FromElementsOp::create(
+          b, loc, pairType,
+          ValueRange{narrow(wg.accumulator(b, loc, acc, i)),
+                     narrow(wg.accumulator(b, loc, acc, i + 1))});
+      LLVM::StoreOp::create(b, loc, pair, sharedPointer(offset), 2 * cBytes);
+    }
+    wg.fenceSharedForAsync(b, loc);
+    wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
+    store(pass * passCols, buffer, boxes);
+  }
+}
+
+void WarpgroupGemm::storeBoxes(Value map, Value buffer, int64_t boxes,
+                               SmallVector<Value> coords) {
+  int64_t boxBytes = WarpgroupMma::kRows * WarpgroupMma::kSwizzleBytes;
+  Value column = coords.front();
+  for (int64_t j = 0; j < boxes; ++j) {
+    coords.front() =
+        toI32(add(column, j * Sm90Config::boxColumns(cElem)));
+    wg.tmaStore(b, loc, map, sharedPointer(add(buffer, j * boxBytes)),
+                coords);
+  }
+  wg.bulkCommit(b, loc);
+}
+
+/// Ragged M: c[rows_g] = a[rows_g] . op(b[g]), tiles (M-tile, N-tile), N
+/// fastest: the blocks running at once share the rows of a in L2.
 class RaggedMGemm : public WarpgroupGemm {
 public:
   RaggedMGemm(OpBuilder &b, Location loc, const TargetInfo &target,
@@ -372,24 +455,26 @@ public:
   }
 
   /// `bArg`: the stacked b (read through `mapB`) or the pointer table.
-  void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
-             Value bArg, int64_t groups, int64_t n, int64_t k);
+  /// The grid has `mTiles` M-tiles (findRowTile's count for the largest
+  /// T); `mapC` is c [T, N] as {N, T}.
+  void build(Value offsets, Value c, Value T, Value mTiles, Value mapA,
+             Value mapB, Value mapC, Value bArg, int64_t groups, int64_t n,
+             int64_t k);
 
 private:
   void loadStage(Value slot, Value kt, Value full) override;
   void copyStageB(Value slot, Value kt) override;
-  /// Each pair from registers, predicated on the rows and columns C has.
-  void epilogue(Value consumer, Value acc) override {
-    forEachPair(acc, [&](Value row, Value col, Value first, Value second) {
-      storePair(row, col, first, second);
-    });
-  }
-  void storePair(Value row, Value col, Value first, Value second);
+  void epilogue(Value consumer, Value acc) override;
+  /// 16-byte copies of the staged part's rows below rowEnd and columns
+  /// below N, from `buffer` to c at (row, firstColumn) of C.
+  void copyOut(Value buffer, int64_t boxes, Value row, Value firstColumn);
 
   bool transB;
   int64_t n = 0, k = 0;
-  Value c, mapA, mapB;
-  Value rowStart, rowEnd, group, colStart, consumerRow;
+  Value c, mapA, mapB, mapC;
+  /// Whether the walk's tile exists (the grid's last M-tiles need not).
+  Value found;
+  Value rowStart, rowEnd, group, colStart;
   /// With a pointer table: the group's matrix (!llvm.ptr<1>).
   Value bMatrix;
 };
@@ -450,62 +535,108 @@ void RaggedMGemm::copyStageB(Value slot, Value kt) {
           add(add(colStart, mul(chunk, Sm90Config::chunk)), mul(piece, 8));
       valid = andi(lt(matrixRow, idx(k)), lt(column, idx(n)));
     }
+    // With whole tiles every piece exists: no select to keep (the
+    // producer has 40 registers).
+    bool whole = n % cfg.tileN == 0 && k % cfg.tileK == 0;
     Value element = add(mul(matrixRow, transB ? k : n), column);
+    if (!whole)
+      element = select(valid, element, idx(0));
     Value src = LLVM::GEPOp::create(
         b, loc, bMatrix.getType(), elem, bMatrix,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                              select(valid, element, idx(0)))
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), element)
                        .getResult()});
     Value dst = sharedPointer(
         add(add(bSlot, mul(chunk, Sm90Config::chunkBytes(elemBytes))),
             add(mul(row, WarpgroupMma::kSwizzleBytes),
                 mul(arith::XOrIOp::create(b, loc, piece, remu(row, 8)), 16))));
-    wg.asyncCopy16(b, loc, dst, src, select(valid, i32(16), i32(0)));
+    wg.asyncCopy16(b, loc, dst, src,
+                   whole ? i32(16) : select(valid, i32(16), i32(0)));
   }
 }
 
-void RaggedMGemm::storePair(Value r, Value col, Value first, Value second) {
-  Value row = add(consumerRow, r), column = add(colStart, col);
-  Value inside = lt(row, rowEnd);
-  // N is a multiple of 8 and a pair never crosses an 8-column boundary.
-  if (n % cfg.tileN)
-    inside = andi(inside, lt(column, idx(n)));
-  ifThen(inside, [&] {
-    Value pair = vector::FromElementsOp::create(
-        b, loc, VectorType::get({2}, elem),
-        ValueRange{arith::TruncFOp::create(b, loc, elem, first),
-                   arith::TruncFOp::create(b, loc, elem, second)});
-    vector::StoreOp::create(b, loc, pair, c, ValueRange{row, column},
-                            /*nontemporal=*/false,
-                            llvm::MaybeAlign(2 * elemBytes));
+void RaggedMGemm::epilogue(Value consumer, Value acc) {
+  Value row = add(rowStart, mul(consumer, WarpgroupMma::kRows));
+  // Consumer 1 of a tile of at most 64 rows has nothing to store.
+  ifThen(andi(found, lt(row, rowEnd)), [&] {
+    Value whole = uniform(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                              add(row, WarpgroupMma::kRows), rowEnd));
+    stageC(consumer, acc, [&](int64_t firstColumn, Value buffer,
+                              int64_t boxes) {
+      Value column = add(colStart, firstColumn);
+      ifThen(andi(whole, storeLeader()), [&] {
+        storeBoxes(mapC, buffer, boxes, {column, toI32(row)});
+      });
+      ifThen(arith::XOrIOp::create(b, loc, whole,
+                                   arith::ConstantIntOp::create(
+                                       b, loc, b.getI1Type(), 1)),
+             [&] { copyOut(buffer, boxes, row, column); });
+    });
   });
 }
 
-void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
-                        Value mapBArg, Value bArg, int64_t groups,
-                        int64_t nCols, int64_t kDepth) {
+void RaggedMGemm::copyOut(Value buffer, int64_t boxes, Value partRow,
+                          Value firstColumn) {
+  int64_t cBytes = cElem.getIntOrFloatBitWidth() / 8;
+  int64_t piecesPerLine = WarpgroupMma::kSwizzleBytes / 16;
+  int64_t piecesPerBox = WarpgroupMma::kRows * piecesPerLine;
+  int64_t threads = WarpgroupMma::kWarpgroupThreads;
+  auto pieceType = VectorType::get({16 / cBytes}, cElem);
+  Value thread = remu(threadId(), threads);
+  for (int64_t first = 0; first < boxes * piecesPerBox; first += threads) {
+    Value q = add(thread, first);
+    Value box = divu(q, piecesPerBox), line = remu(divu(q, piecesPerLine),
+                                                   WarpgroupMma::kRows);
+    Value piece = remu(q, piecesPerLine);
+    Value row = add(partRow, line);
+    Value column =
+        add(firstColumn, add(mul(box, Sm90Config::boxColumns(cElem)),
+                             mul(piece, 16 / cBytes)));
+    // Columns past N: those of the last N-tile, or of a tile's last box
+    // (a 200-column tile stages 256).
+    Value inside = lt(row, rowEnd);
+    if (n % cfg.tileN || cfg.tileN % Sm90Config::boxColumns(cElem))
+      inside = andi(inside, lt(column, idx(n)));
+    ifThen(inside, [&] {
+      Value offset = add(
+          add(buffer, mul(box, WarpgroupMma::kRows *
+                                   WarpgroupMma::kSwizzleBytes)),
+          add(mul(line, WarpgroupMma::kSwizzleBytes),
+              mul(arith::XOrIOp::create(b, loc, piece, remu(line, 8)), 16)));
+      Value values = LLVM::LoadOp::create(b, loc, pieceType,
+                                          sharedPointer(offset), 16);
+      vector::StoreOp::create(b, loc, values, c, ValueRange{row, column},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+  }
+}
+
+void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mTiles,
+                        Value mapAArg, Value mapBArg, Value mapCArg,
+                        Value bArg, int64_t groups, int64_t nCols,
+                        int64_t kDepth) {
   c = cArg;
+  cElem = cast<MemRefType>(c.getType()).getElementType();
   mapA = mapAArg;
   mapB = mapBArg;
+  mapC = mapCArg;
   n = nCols;
   k = kDepth;
-  colStart = mul(blockId(gpu::Dimension::x), cfg.tileN);
-  run([&] {
+  int64_t nTiles = tilesOf(n, cfg.tileN);
+  runPersistent(mul(mTiles, nTiles), [&](Value tile) {
+    colStart = mul(remu(tile, nTiles), cfg.tileN);
     // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G); every warp
     // finds the same tile.
-    RowTile tile = findRowTile(
+    RowTile rows = findRowTile(
         [&](Value g) { return memref::LoadOp::create(b, loc, offsets, g); },
-        idx(groups), T, blockId(gpu::Dimension::y), cfg.tileM,
-        /*tail=*/true);
-    rowStart = uniform(tile.rowStart);
-    rowEnd = uniform(tile.rowEnd);
-    group = uniform(tile.group);
+        idx(groups), T, divu(tile, nTiles), cfg.tileM, /*tail=*/true);
+    found = uniform(rows.found);
+    rowStart = uniform(rows.rowStart);
+    rowEnd = uniform(rows.rowEnd);
+    group = uniform(rows.group);
     // The tail group runs no K-tile: its accumulators stay zero.
-    numK = select(lt(group, idx(groups)),
+    numK = select(andi(found, lt(group, idx(groups))),
                   idx((kDepth + cfg.tileK - 1) / cfg.tileK), idx(0));
-    Value consumer = divu(threadId(), WarpgroupMma::kWarpgroupThreads);
-    consumerRow = add(rowStart, mul(sub(consumer, idx(1)),
-                                    WarpgroupMma::kRows));
     if (bByCopies) {
       // The tail (group == G) reads no B: any entry will do.
       Value address = memref::LoadOp::create(
@@ -513,7 +644,6 @@ void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
       bMatrix = LLVM::IntToPtrOp::create(
           b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
     }
-    return tile.found;
   });
 }
 
@@ -534,36 +664,24 @@ public:
   void build(Value offsets, Value c, Value T, Value mapA, Value mapB,
              Value mapC, int64_t groups, int64_t m, int64_t n);
 
-  /// C is staged in 128-byte-swizzled boxes of 64 rows x 128 bytes, each
-  /// consumer's 64 x tileN part in its own buffer of at most 4 boxes (a 64
-  /// x 256 bf16 part at once, an f32 one in two passes of 128 columns), so
-  /// that the ring keeps 3 stages.
-  static int64_t boxColumns(Type cElem) {
-    return WarpgroupMma::kSwizzleBytes / (cElem.getIntOrFloatBitWidth() / 8);
-  }
-  static int64_t passColumns(const Sm90Config &cfg, Type cElem) {
-    return std::min(cfg.tileN, kBoxesPerPass * boxColumns(cElem));
-  }
-  static int64_t epilogueBytes(const Sm90Config &cfg, Type cElem) {
-    return cfg.consumers * WarpgroupMma::kRows * passColumns(cfg, cElem) *
-           (cElem.getIntOrFloatBitWidth() / 8);
-  }
-
 private:
-  static constexpr int64_t kBoxesPerPass = 4;
-
   void loadStage(Value slot, Value kt, Value full) override;
   void prepareStage(Value slot, Value kt) override;
-  void epilogue(Value consumer, Value acc) override;
-  void finishTiles() override;
+  /// Stores the consumer's part by TMA: c [G, M, N] is dense, and TMA
+  /// clips the boxes at M and N.
+  void epilogue(Value consumer, Value acc) override {
+    stageC(consumer, acc, [&](int64_t firstColumn, Value buffer,
+                              int64_t boxes) {
+      ifThen(storeLeader(), [&] {
+        storeBoxes(mapC, buffer, boxes,
+                   {add(colStart, firstColumn),
+                    toI32(add(mStart, mul(consumer, WarpgroupMma::kRows))),
+                    toI32(group)});
+      });
+    });
+  }
 
   int64_t scratchOffset() const { return cfg.scratchOffset(elemBytes); }
-  /// The consumer's first thread, which issues its TMA stores.
-  Value storeLeader() {
-    return arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq,
-        remu(threadId(), WarpgroupMma::kWarpgroupThreads), idx(0));
-  }
 
   int64_t m = 0, n = 0;
   Value c, mapA, mapB, mapC;
@@ -624,71 +742,11 @@ void RaggedKGemm::prepareStage(Value slot, Value kt) {
   });
 }
 
-void RaggedKGemm::epilogue(Value consumer, Value acc) {
-  // The consumer's tile goes registers -> its shared buffer -> TMA stores,
-  // which write whole lines and run on while the next tile's MMAs do. Named
-  // barrier 2 + consumer (128 threads) orders the buffer's uses: the
-  // previous pass's stores have read it, then this pass's writes are done.
-  Type cElem = cast<MemRefType>(c.getType()).getElementType();
-  int64_t cBytes = cElem.getIntOrFloatBitWidth() / 8;
-  int64_t columns = boxColumns(cElem), passCols = passColumns(cfg, cElem);
-  int64_t boxBytes = WarpgroupMma::kRows * WarpgroupMma::kSwizzleBytes;
-  Value buffer = add(idx(cfg.epilogueOffset(elemBytes)),
-                     mul(consumer, passCols / columns * boxBytes));
-  Value id = toI32(add(consumer, 2));
-  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
-  Value leader = storeLeader();
-  auto pairType = VectorType::get({2}, cElem);
-  auto narrow = [&](Value v) -> Value {
-    return cElem == v.getType() ? v : arith::TruncFOp::create(b, loc, cElem, v);
-  };
-  // tileN is whole boxes (a multiple of 64 columns); the last pass may
-  // hold fewer than the others (an f32 tile of 192 columns: 128 + 64).
-  for (int64_t pass = 0; pass < tilesOf(cfg.tileN, passCols); ++pass) {
-    int64_t boxes = std::min(passCols, cfg.tileN - pass * passCols) / columns;
-    ifThen(leader, [&] { wg.bulkWait(b, loc, 0, /*read=*/true); });
-    wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
-    for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
-      if (WarpgroupMma::accumulatorColumnBlock(i) / passCols != pass)
-        continue;
-      auto [row, tileCol] = wg.accumulatorPosition(b, loc, thread, i);
-      Value col = sub(tileCol, idx(pass * passCols));
-      Value byte = mul(remu(col, columns), cBytes);
-      // The 16-byte piece `byte / 16` of a 128-byte line sits at piece
-      // (byte / 16) ^ (row % 8): the 128-byte swizzle TMA reads back.
-      Value piece =
-          arith::XOrIOp::create(b, loc, divu(byte, 16), remu(row, 8));
-      Value offset = add(add(buffer, mul(divu(col, columns), boxBytes)),
-                         add(mul(row, WarpgroupMma::kSwizzleBytes),
-                             add(mul(piece, 16), remu(byte, 16))));
-      Value pair = vector::FromElementsOp::create(
-          b, loc, pairType,
-          ValueRange{narrow(wg.accumulator(b, loc, acc, i)),
-                     narrow(wg.accumulator(b, loc, acc, i + 1))});
-      LLVM::StoreOp::create(b, loc, pair, sharedPointer(offset), 2 * cBytes);
-    }
-    wg.fenceSharedForAsync(b, loc);
-    wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
-    // TMA clips the boxes at M and N.
-    ifThen(leader, [&] {
-      Value row = toI32(add(mStart, mul(consumer, WarpgroupMma::kRows)));
-      for (int64_t j = 0; j < boxes; ++j)
-        wg.tmaStore(b, loc, mapC, sharedPointer(add(buffer, j * boxBytes)),
-                    {toI32(add(colStart, pass * passCols + j * columns)), row,
-                     toI32(group)});
-      wg.bulkCommit(b, loc);
-    });
-  }
-}
-
-void RaggedKGemm::finishTiles() {
-  ifThen(storeLeader(), [&] { wg.bulkWait(b, loc, 0, /*read=*/false); });
-}
-
 void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
                         Value mapBArg, Value mapCArg, int64_t groups,
                         int64_t mRows, int64_t nCols) {
   c = cArg;
+  cElem = cast<MemRefType>(c.getType()).getElementType();
   mapA = mapAArg;
   mapB = mapBArg;
   mapC = mapCArg;
@@ -697,7 +755,7 @@ void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
   // Tiles in the order (N-tile, M-tile, group), N fastest: the blocks
   // running at once share a group's rows of a in L2.
   int64_t nTiles = tilesOf(n, cfg.tileN), mTiles = tilesOf(m, cfg.tileM);
-  runPersistent(nTiles * mTiles * groups, [&](Value tile) {
+  runPersistent(idx(nTiles * mTiles * groups), [&](Value tile) {
     colStart = mul(remu(tile, nTiles), cfg.tileN);
     mStart = mul(remu(divu(tile, nTiles), mTiles), cfg.tileM);
     group = divu(tile, nTiles * mTiles);
@@ -770,14 +828,18 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
   // whole 16-byte chunks (TMA's row strides too), G static.
   int64_t n = op.getN(), k = op.getK();
   int64_t groups = cast<MemRefType>(op.getB().getType()).getDimSize(0);
+  Type cElem = cast<MemRefType>(op.getC().getType()).getElementType();
+  Sm90Config sized;
+  sized.tileN = std::min<int64_t>(256, n);
   FailureOr<Sm90Config> cfg =
-      configure(op, ctx, std::min<int64_t>(256, n));
+      configure(op, ctx, sized.tileN, sized.stagedBytes(cElem));
   if (failed(cfg))
     return failure();
 
   Location loc = op.getLoc();
   // a [T, K] as {K, T}; b [G, N, K] as {K, G * N} in boxes of 64 x tileN,
-  // or b [G, K, N] as {N, G * K} in boxes of 64 x 64; 128-byte swizzled.
+  // or b [G, K, N] as {N, G * K} in boxes of 64 x 64; c [T, N] as {N, T}
+  // in boxes of 128 bytes x 64 rows; 128-byte swizzled.
   bool transB = op.getTransB();
   Value mapA = ctx.addTensorMap(
       {0, {{1, 2}, {0, 1}}, {Sm90Config::tileK, Sm90Config::tileM},
@@ -792,17 +854,34 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
          {transB ? Sm90Config::tileK : Sm90Config::chunk,
           transB ? cfg->tileN : Sm90Config::tileK},
          kSwizzle128});
+  Value mapC = ctx.addTensorMap(
+      {3,
+       {{1, 2}, {0, 1}},
+       {Sm90Config::boxColumns(cElem), WarpgroupMma::kRows},
+       kSwizzle128});
+  // findRowTile's M-tiles: each group's, and the tail's, last one may be
+  // partial, so T rows take at most (T + (G + 1) * (tileM - 1)) / tileM.
+  int64_t slack = (groups + 1) * (Sm90Config::tileM - 1);
+  Value T = ctx.dimValue(b, op.getA(), 0);
+  Value mTiles = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, T, arith::ConstantIndexOp::create(b, loc, slack)),
+      arith::ConstantIndexOp::create(b, loc, Sm90Config::tileM));
   RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB, pointerTable)
-      .build(ctx.args[2], ctx.args[3], ctx.dimValue(b, op.getA(), 0), mapA,
-             mapB, ctx.args[1], groups, n, k);
+      .build(ctx.args[2], ctx.args[3], T, mTiles, mapA, mapB, mapC,
+             ctx.args[1], groups, n, k);
 
+  // One block an SM, fewer when T is a constant with fewer tiles.
   const KernelDim &rows = ctx.dim(op.getA(), 0);
+  int64_t blocks = Sm90Config::persistentBlocks;
+  if (rows.symbol < 0)
+    blocks = std::min(blocks, tilesOf(n, cfg->tileN) *
+                                  ((rows.constant + slack) /
+                                   Sm90Config::tileM));
   LaunchGeometry geometry;
-  geometry.grid[0] = GridDim{-1, 1, n, cfg->tileN};
-  geometry.grid[1] = GridDim{rows.symbol, 1,
-                             (rows.symbol >= 0 ? 0 : rows.constant) +
-                                 (groups + 1) * (Sm90Config::tileM - 1),
-                             Sm90Config::tileM};
+  geometry.grid[0] = GridDim{-1, 1, std::max<int64_t>(blocks, 1), 1};
+  geometry.grid[1] = GridDim{-1, 1, 1, 1};
   geometry.grid[2] = GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(Sm90Config::threads), 1, 1};
   geometry.sharedBytes = cfg->sharedBytes(kElemBytes);
@@ -833,9 +912,8 @@ mlir::tessel::buildGroupedMatmulWgradSm90(OpBuilder &b,
   int64_t tileN = std::min<int64_t>(256, n);
   Sm90Config sized;
   sized.tileN = tileN;
-  FailureOr<Sm90Config> cfg = configure(
-      op, ctx, tileN,
-      RaggedKGemm::epilogueBytes(sized, cType.getElementType()));
+  FailureOr<Sm90Config> cfg =
+      configure(op, ctx, tileN, sized.stagedBytes(cType.getElementType()));
   if (failed(cfg))
     return failure();
 
@@ -854,7 +932,7 @@ mlir::tessel::buildGroupedMatmulWgradSm90(OpBuilder &b,
   Value mapC = ctx.addTensorMap(
       {3,
        {{2, 3}, {1, 2}, {0, 1}},
-       {RaggedKGemm::boxColumns(cType.getElementType()), WarpgroupMma::kRows,
+       {Sm90Config::boxColumns(cType.getElementType()), WarpgroupMma::kRows,
         1},
        kSwizzle128});
   RaggedKGemm(b, op.getLoc(), ctx.target, wg, *cfg, elem)

@@ -171,7 +171,7 @@ Value KernelBuilder::dynamicSharedBytes() {
 void KernelBuilder::warpgroupRoles(
     const WarpgroupMma &wg, ArrayRef<std::pair<Value, int64_t>> barriers,
     function_ref<void()> producer, function_ref<void(Value)> consumer,
-    function_ref<Value()> active) {
+    function_ref<Value()> active, WarpgroupMma::RegisterSplit registers) {
   Value thread = threadId();
   ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
                                idx(0)),
@@ -189,11 +189,11 @@ void KernelBuilder::warpgroupRoles(
         /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    wg.setRegisters(b, loc, WarpgroupMma::kProducerRegisters,
+    wg.setRegisters(b, loc, registers.producer,
                     /*increase=*/false);
     producer();
     b.setInsertionPointToStart(ifOp.elseBlock());
-    wg.setRegisters(b, loc, WarpgroupMma::kConsumerRegisters,
+    wg.setRegisters(b, loc, registers.consumer,
                     /*increase=*/true);
     consumer(sub(role, idx(1)));
   };

@@ -11,6 +11,8 @@
 
 #include "Templates.h"
 
+#include "tessel/Target/WarpgroupMma.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -208,13 +210,6 @@ protected:
                   bool partial);
 
   // --- warp-specialised Hopper blocks -------------------------------------
-  /// The skeleton of a block of one producer and several consumer
-  /// warpgroups: thread 0 initialises the mbarriers `barriers` (pointer,
-  /// arrival count) and makes them visible to TMA, and the block meets;
-  /// then, where `active` (if given) says the block has work, warpgroup 0
-  /// gives registers to the others (setmaxnreg) and runs `producer`, and
-  /// the others claim them and run `consumer` with their index (0, 1, ...,
-  /// warp-uniform).
   /// The parity (i32) the `use`-th wait on an mbarrier waits for, flipped
   /// for a wait on a release barrier (a fresh barrier passes parity 1: the
   /// first round does not wait).
@@ -224,11 +219,20 @@ protected:
       p = arith::XOrIOp::create(b, loc, p, idx(1));
     return toI32(p);
   }
+  /// The skeleton of a block of one producer and several consumer
+  /// warpgroups: thread 0 initialises the mbarriers `barriers` (pointer,
+  /// arrival count) and makes them visible to TMA, and the block meets;
+  /// then, where `active` (if given) says the block has work, warpgroup 0
+  /// gives registers to the others (setmaxnreg, to `registers`) and runs
+  /// `producer`, and the others claim them and run `consumer` with their
+  /// index (0, 1, ..., warp-uniform).
   void warpgroupRoles(const WarpgroupMma &wg,
                       ArrayRef<std::pair<Value, int64_t>> barriers,
                       function_ref<void()> producer,
                       function_ref<void(Value consumer)> consumer,
-                      function_ref<Value()> active = nullptr);
+                      function_ref<Value()> active = nullptr,
+                      WarpgroupMma::RegisterSplit registers =
+                          WarpgroupMma::kAttentionRegisters);
 
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.

@@ -263,6 +263,17 @@ public:
                                      /*membermask=*/Value());
   }
 
+  Value opaque(OpBuilder &b, Location loc, Value value) const override {
+    return LLVM::InlineAsmOp::create(
+               b, loc, b.getI32Type(), ValueRange{value}, "mov.b32 $0, $1;",
+               "=r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::tailcallkind::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(b.getContext(),
+                                         LLVM::AsmDialect::AD_ATT),
+               /*operand_attrs=*/ArrayAttr())
+        .getResult(0);
+  }
+
 private:
   static Value constant(OpBuilder &b, Location loc, int64_t v) {
     return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);

@@ -6,7 +6,9 @@
 // parameters after the pointers and the shape symbol T; the producer
 // releases registers and issues TMA copies completing on mbarriers; the
 // consumers claim registers, wait on the stage's barrier and issue
-// m64n256k16 wgmmas, keeping one group in flight. The dgrad (b [G, K, N])
+// m64n256k16 wgmmas, keeping one group in flight; they stage C in shared
+// memory and store it by TMA (c a third map), or, for a part holding
+// another group's rows, by 16-byte copies. The dgrad (b [G, K, N])
 // runs it too, b's tile copied as 4 MN-major boxes of 64 columns and read
 // transposed (imm-trans-b 1); with N not a multiple of 64 it keeps the sm80
 // main loop: mma.sync, no wgmma. The wgrad (ragged K) reads both operands
@@ -22,11 +24,12 @@
 // CHECK-SAME:  .target sm_90a
 // CHECK-SAME:  .param .u64 gate_up_param_4,
 // CHECK-SAME:  .param .align 64 .b8 gate_up_param_5[128],
-// CHECK-SAME:  .param .align 64 .b8 gate_up_param_6[128]
+// CHECK-SAME:  .param .align 64 .b8 gate_up_param_6[128],
+// CHECK-SAME:  .param .align 64 .b8 gate_up_param_7[128]
 // CHECK-SAME:  .maxntid 384, 1, 1
 // CHECK-SAME:  mbarrier.init.shared.b64
 // CHECK-SAME:  fence.mbarrier_init.release.cluster
-// CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09232;
+// CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09216;
 // CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
 // CHECK-SAME:  wgmma.fence.sync.aligned
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  0;
@@ -34,17 +37,24 @@
 // CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
 // CHECK-SAME:  mbarrier.arrive.shared.b64
 // CHECK-SAME:  wgmma.wait_group.sync.aligned \090;
+// CHECK-SAME:  cp.async.bulk.wait_group.read \090;
 // CHECK-SAME:  cvt.rn.bf16x2.f32
-// CHECK-SAME:  st.global.b32
-// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0940;
+// CHECK-SAME:  st.shared.b32
+// CHECK-SAME:  fence.proxy.async.shared::cta;
+// CHECK-SAME:  cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+// CHECK-SAME:  cp.async.bulk.commit_group;
+// CHECK-SAME:  ld.shared.v4.b32
+// CHECK-SAME:  st.global.v4.b32
+// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0972;
 // CHECK-SAME:  elect.sync
 // CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
 // CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK-SAME:  cp.async.bulk.wait_group \090;
 // CHECK-NOT:   mma.sync
 
 // CHECK-LABEL: gpu.binary @dgrad
 // CHECK-SAME:  .target sm_90a
-// CHECK-SAME:  .param .align 64 .b8 dgrad_param_6[128]
+// CHECK-SAME:  .param .align 64 .b8 dgrad_param_7[128]
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  1;
 // CHECK-NOT:   mma.sync
 // CHECK-SAME:  cp.async.bulk.tensor.2d
@@ -60,18 +70,19 @@
 
 // With b a pointer table the same main loop runs: A by TMA (the only
 // tensor map parameter), B copied by the 128 producer threads with
-// cp.async.cg in TMA's swizzled layout (src-size zero-fills past N or K),
+// cp.async.cg in TMA's swizzled layout (whole 16 bytes: N and K are whole tiles here;
 // each thread's copies completing on the stage's barrier (arrive.noinc);
 // the elected lane waits for the stage and named barrier 4 releases the
 // producer warpgroup; consumers fence the generic proxy's writes before
 // their wgmmas.
 // CHECK-LABEL: gpu.binary @gate_ptrs
 // CHECK-SAME:  .param .u64 gate_ptrs_param_4,
-// CHECK-SAME:  .param .align 64 .b8 gate_ptrs_param_5[128]\0A)
+// CHECK-SAME:  .param .align 64 .b8 gate_ptrs_param_5[128],
+// CHECK-SAME:  .param .align 64 .b8 gate_ptrs_param_6[128]\0A)
 // CHECK-SAME:  fence.proxy.async.shared::cta;
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // CHECK-SAME:  bar.sync \094, 128;
-// CHECK-SAME:  cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, %r{{[0-9]+}};
+// CHECK-SAME:  cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, 16;
 // CHECK-SAME:  cp.async.mbarrier.arrive.noinc.shared.b64
 // CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
 // CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
