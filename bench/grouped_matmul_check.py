@@ -26,7 +26,8 @@ headers say more): gm / gmd / gmp / gmpd_e<E>_n<N>_k<K> are ragged-M
 (tessel.grouped_matmul) with b stacked [E, N, K] (trans_b), stacked
 [E, K, N], or a pointer table of [N, K] / [K, N] matrices; a `_f16` after
 the family means f16 instead of bf16; gmw_e<E>_m<M>_n<N> is the weight
-gradient (tessel.grouped_matmul_wgrad, c [E, M, N] f32). Other families
+gradient (tessel.grouped_matmul_wgrad, c [E, M, N] f32), gmwb_... the same
+with a bf16 c. Other families
 (say cfg_* from bench/grouped_matmul_configs.mlir: other tiles) are
 gm-like. Every kernel runs on random top-k routings and on explicit group
 sizes with groups of 0, 1, 7 and over 10000 rows, T odd (no multiple of
@@ -119,7 +120,15 @@ class Layout(NamedTuple):
     K: int          # ragged M: a [T, K]; 0 for wgrad
     trans_b: bool   # ragged M: b [E, N, K] (or table of [N, K])
     table: bool     # ragged M: b is a pointer table
-    dtype: torch.dtype  # of a and b (and c, except wgrad's f32)
+    dtype: torch.dtype  # of a and b (and c, except wgrad's)
+
+    @property
+    def c_dtype(self):
+        """Wgrad's c is f32, or bf16 for the gmwb family."""
+        if not self.wgrad:
+            return self.dtype
+        return torch.bfloat16 if self.prefix.startswith("gmwb") else \
+            torch.float32
 
     @property
     def tolerance(self):
@@ -127,7 +136,7 @@ class Layout(NamedTuple):
         up to 2e-3 (5e-4). Wgrad's f32 c differs from the reference only in
         the order of summation (measured < 1e-4), and a row of a large group
         left out of it shows as about 1e-2: 1e-3 tells them apart."""
-        return 1e-3 if self.wgrad else 1e-2
+        return 1e-3 if self.c_dtype == torch.float32 else 1e-2
 
 
 NAME = re.compile(r"(\w+?)(_f16)?_e(\d+)(?:_m(\d+)_n(\d+)|_n(\d+)_k(\d+))",
@@ -381,7 +390,7 @@ class Problem:
         if L.wgrad:
             self.a = randn((T, L.M), gen, L.dtype)
             self.b = randn((T, L.N), gen, L.dtype)
-            shape, dtype = (L.E, L.M, L.N), torch.float32
+            shape, dtype = (L.E, L.M, L.N), L.c_dtype
         else:
             self.a = randn((T, L.K), gen, L.dtype)
             # Scaled so that c is about N(0, 1) whatever K is.

@@ -10,8 +10,12 @@
 // N=2048, down M=2048 N=512; DeepSeek-V3 (32 local experts, H=7168, I=2048)
 // gate/up fused M=4096 N=7168, down M=7168 N=2048. Small ones for E in
 // {1, 8, 256}; M=200, N=72 are no tile multiples; M=136, N=192 runs the
-// Hopper kernel with a 192-column tile (f32 C stored in passes of 128 and
-// 64 columns).
+// Hopper kernel with a 192-column tile (f32 C stored in passes of 64
+// columns).
+//
+// gmwb_*: the same with a bf16 c, what torch._grouped_mm writes (and the
+// MoE layer's DeepSeek-V3 gate/up wgrad): the benchmark's like-for-like
+// row.
 
 func.func @gmw_e128_m1024_n2048(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
     %g: memref<128xi32>, %c: memref<128x1024x2048xf32>) {
@@ -72,5 +76,40 @@ func.func @gmw_e8_m136_n192(%a: memref<?x136xbf16>, %b: memref<?x192xbf16>,
     %g: memref<8xi32>, %c: memref<8x136x192xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x136xbf16>) b(%b : memref<?x192xbf16>)
       group_offsets(%g : memref<8xi32>) c(%c : memref<8x136x192xf32>)
+  return
+}
+
+func.func @gmwb_e128_m1024_n2048(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
+    %g: memref<128xi32>, %c: memref<128x1024x2048xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>) b(%b : memref<?x2048xbf16>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<128x1024x2048xbf16>)
+  return
+}
+
+func.func @gmwb_e128_m2048_n512(%a: memref<?x2048xbf16>, %b: memref<?x512xbf16>,
+    %g: memref<128xi32>, %c: memref<128x2048x512xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x512xbf16>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<128x2048x512xbf16>)
+  return
+}
+
+func.func @gmwb_e32_m4096_n7168(%a: memref<?x4096xbf16>, %b: memref<?x7168xbf16>,
+    %g: memref<32xi32>, %c: memref<32x4096x7168xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x4096xbf16>) b(%b : memref<?x7168xbf16>)
+      group_offsets(%g : memref<32xi32>) c(%c : memref<32x4096x7168xbf16>)
+  return
+}
+
+func.func @gmwb_e32_m7168_n2048(%a: memref<?x7168xbf16>, %b: memref<?x2048xbf16>,
+    %g: memref<32xi32>, %c: memref<32x7168x2048xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x7168xbf16>) b(%b : memref<?x2048xbf16>)
+      group_offsets(%g : memref<32xi32>) c(%c : memref<32x7168x2048xbf16>)
+  return
+}
+
+func.func @gmwb_e8_m136_n192(%a: memref<?x136xbf16>, %b: memref<?x192xbf16>,
+    %g: memref<8xi32>, %c: memref<8x136x192xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x136xbf16>) b(%b : memref<?x192xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<8x136x192xbf16>)
   return
 }
