@@ -3,10 +3,12 @@
 filled on the development machine (the GPU machine has no compiler):
 prefill and paged decode at head dim 192 (in no bundle; decode at 192 is
 the case that once crashed the compiler), the 2-way LSE merge, MLA decode
-(128 heads) and reshape-and-cache (head dim 192, padding slots), on fresh
-random data, against float64 references on the GPU; then prefill inside a
-torch.compile(fullgraph=True) block and decode replayed from a CUDA graph,
-each against the same computation run eagerly.
+(128 heads), reshape-and-cache (head dim 192, padding slots) and the
+grouped matmul with both gradients, on fresh random data, against float64
+references on the GPU; then prefill inside a torch.compile(fullgraph=True)
+block, a grouped-matmul step compiled with its backward, and decode
+replayed from a CUDA graph, each against the same computation run
+eagerly.
 
 On the development machine (runs each case on the host backend too, as a
 check, and compiles the same specs for sm90a into DIR):
@@ -137,7 +139,38 @@ def cache_write_case(device, gen):
         torch.cat([expected.flatten(), torch.zeros_like(rest).double()])
 
 
-CASES = [prefill_case, decode_case, merge_case, mla_case, cache_write_case]
+def grouped_mm_inputs(device, gen):
+    """a [T, K], b [G, N, K] bf16 with requires_grad, int32 ends (an empty
+    group, rows past the last end) and a weighting of c for the loss."""
+    ends = [100, 100, 357, 600, 611, 900, 1000, 1200]
+    a = torch.randn(1234, 128, generator=gen, device=device).bfloat16()
+    b = (torch.randn(8, 256, 128, generator=gen, device=device) *
+         0.1).bfloat16()
+    w = torch.randn(1234, 256, generator=gen, device=device)
+    offsets = torch.tensor(ends, dtype=torch.int32, device=device)
+    return a.requires_grad_(), b.requires_grad_(), offsets, w
+
+
+def grouped_mm_case(device, gen):
+    """tessel.ops.grouped_mm forward and both gradients against float64
+    autograd of the per-group loop."""
+    a, b, offsets, w = grouped_mm_inputs(device, gen)
+    c = tessel.ops.grouped_mm(a, b, offsets)
+    da, db = torch.autograd.grad((c.float() * w).sum(), (a, b))
+    a64, b64 = (t.detach().double().requires_grad_() for t in (a, b))
+    rows, start = [], 0
+    for g, end in enumerate(offsets.tolist()):
+        rows.append(a64[start:end] @ b64[g].T)
+        start = end
+    ref = torch.cat(rows + [a64.new_zeros(a.shape[0] - start, 256)])
+    rda, rdb = torch.autograd.grad((ref * w.double()).sum(), (a64, b64))
+    return [(f"grouped_mm {name} (G=8, an empty group, a zero tail)", got,
+             want) for name, got, want in (("forward", c, ref.detach()),
+                                           ("da", da, rda), ("db", db, rdb))]
+
+
+CASES = [prefill_case, decode_case, merge_case, mla_case, cache_write_case,
+         grouped_mm_case]
 
 
 def compiled_case(device, gen):
@@ -161,6 +194,25 @@ def compiled_case(device, gen):
     compiled = torch.compile(block, fullgraph=True)(q, k, v, cu, w)
     return (f"torch.compile(fullgraph=True) of prefill in a block "
             f"({len(lens)} seqs)", compiled, eager.double())
+
+
+def compiled_grouped_mm_case(device, gen):
+    """An MoE-like step under torch.compile(fullgraph=True): the
+    torch.ops.tessel.grouped_mm operator and its backward operator traced
+    with torch ops around them, db against the same step run eagerly."""
+    a, b, offsets, w = grouped_mm_inputs(device, gen)
+
+    def step(a, b):
+        c = tessel.ops.grouped_mm(torch.nn.functional.silu(a), b, offsets)
+        return (c.float() * w).sum()
+
+    eager = torch.autograd.grad(step(a, b), b)[0]
+    if device == "cpu":
+        return None
+    compiled = torch.compile(step, fullgraph=True)
+    return ("torch.compile(fullgraph=True) of grouped_mm, forward and "
+            "backward", torch.autograd.grad(compiled(a, b), b)[0],
+            eager.double())
 
 
 def graph_case(device, gen):
@@ -211,16 +263,19 @@ def main():
               f"{torch.__version__}")
     gen = torch.Generator(device=device).manual_seed(11)
     ok = True
-    for case in CASES + [compiled_case, graph_case]:
+    for case in CASES + [compiled_case, compiled_grouped_mm_case,
+                         graph_case]:
         result = case(device, gen)
         if result is None:  # prepared only
             continue
-        title, out, ref = result
-        err = ((out.double() - ref).abs().max() / ref.abs().max()).item()
-        good = bool(torch.isfinite(out).all()) and err <= TOLERANCE
-        ok &= good
-        print(f"{'PASS' if good else 'FAIL'}  {title} on {device}: max "
-              f"error {err:.2e}")
+        for title, out, ref in (result if isinstance(result, list)
+                                else [result]):
+            err = ((out.double() - ref).abs().max() /
+                   ref.abs().max()).item()
+            good = bool(torch.isfinite(out).all()) and err <= TOLERANCE
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'}  {title} on {device}: max "
+                  f"error {err:.2e}")
     print("ALL PASS" if ok else "SOME FAILED")
     return 0 if ok else 1
 

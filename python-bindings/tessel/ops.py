@@ -12,6 +12,7 @@
     offsets, sorted_rows, row_positions = tessel.ops.expert_sort(topk_ids, E)
     xs = tessel.ops.moe_permute(x, sorted_rows, topk)
     y = tessel.ops.moe_unpermute(ys, row_positions, topk_weights)
+    c = tessel.ops.grouped_mm(a, b, group_offsets)   # differentiable
 
 Each call writes the spec of the kernel its inputs need (tessel.specs) and
 gets it from the kernel cache (tessel.cache: compiled by tessel-aot for the
@@ -460,6 +461,25 @@ def _run_moe_unpermute(y, row_positions, weights, cache):
     return out
 
 
+def grouped_mm(a, b, group_offsets, *, trans_b: bool = True,
+               cache: Optional[KernelCache] = None):
+    """c [T, N] = the rows of a [T, K] that the int32 cumulative ends
+    `group_offsets` [G] give group g, times b[g].T (b [G, N, K], trans_b)
+    or b[g] (b [G, K, N]); rows past the last end are zero.
+    Differentiable in a and b: the backward pass runs the dgrad and wgrad
+    kernels of the same spec (tessel.specs.grouped_mm), all three compiled
+    together on the first miss. tessel.torch.grouped_mm takes an AOT
+    bundle instead."""
+    from .torch import check_grouped_mm, grouped_mm as eager
+    check_grouped_mm("tessel.ops.grouped_mm", a, b, group_offsets)
+    _checks.same_device("tessel.ops.grouped_mm", "a", a,
+                        (("b", b), ("group_offsets", group_offsets)))
+    if _OPS and cache is None:
+        return torch.ops.tessel.grouped_mm(a.contiguous(), b.contiguous(),
+                                           group_offsets, trans_b)
+    return eager(a, b, group_offsets, cache, trans_b)
+
+
 #===----------------------------------------------------------------------===#
 # torch.library operators (torch >= 2.4): torch.ops.tessel.*, with fake
 # kernels for torch.compile's tracing; torch 1.13 runs the functions above
@@ -574,11 +594,55 @@ def _register() -> bool:
                              v_cache: Tensor, slot_mapping: Tensor) -> None:
         _run_reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, None)
 
+    # The grouped matmul and its backward: the backward is an operator of
+    # its own, so that torch.compile traces both passes. (tessel.torch,
+    # which launches them, imports this module.)
+    @custom_op("tessel::grouped_mm", mutates_args=())
+    def grouped_mm_op(a: Tensor, b: Tensor, group_offsets: Tensor,
+                      trans_b: bool) -> Tensor:
+        from .torch import grouped_mm_forward
+        return grouped_mm_forward(None, a, b, group_offsets, trans_b)
+
+    @grouped_mm_op.register_fake
+    def _(a, b, group_offsets, trans_b):
+        return a.new_empty(a.shape[0], b.shape[1] if trans_b else b.shape[2])
+
+    @custom_op("tessel::grouped_mm_backward", mutates_args=())
+    def grouped_mm_backward_op(dc: Tensor, a: Tensor, b: Tensor,
+                               group_offsets: Tensor, trans_b: bool,
+                               need_a: bool,
+                               need_b: bool) -> Tuple[Tensor, Tensor]:
+        from .torch import grouped_mm_backward
+        da, db = grouped_mm_backward(None, dc, a, b, group_offsets, trans_b,
+                                     need_a, need_b)
+        # An operator returns tensors: an empty one for a gradient not
+        # asked for.
+        return (a.new_empty(0) if da is None else da,
+                b.new_empty(0) if db is None else db)
+
+    @grouped_mm_backward_op.register_fake
+    def _(dc, a, b, group_offsets, trans_b, need_a, need_b):
+        return (a.new_empty(a.shape if need_a else (0,)),
+                b.new_empty(b.shape if need_b else (0,)))
+
+    def setup_context(ctx, inputs, output):
+        a, b, group_offsets, trans_b = inputs
+        ctx.save_for_backward(a, b, group_offsets)
+        ctx.trans_b = trans_b
+
+    def backward(ctx, dc):
+        a, b, group_offsets = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad[:2]
+        da, db = torch.ops.tessel.grouped_mm_backward(
+            dc.contiguous(), a, b, group_offsets, ctx.trans_b, need_a, need_b)
+        return (da if need_a else None, db if need_b else None, None, None)
+
+    grouped_mm_op.register_autograd(backward, setup_context=setup_context)
     return True
 
 
 _OPS = _register()
 
-__all__ = ["decode", "expert_sort", "lse_merge", "lse_merge_n", "mla_decode",
-           "moe_permute", "moe_unpermute", "prefill", "reshape_and_cache",
-           "unified"]
+__all__ = ["decode", "expert_sort", "grouped_mm", "lse_merge", "lse_merge_n",
+           "mla_decode", "moe_permute", "moe_unpermute", "prefill",
+           "reshape_and_cache", "unified"]

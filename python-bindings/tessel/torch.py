@@ -69,35 +69,69 @@ def _kernel(role: str, source, device, dtype: torch.dtype, groups: int,
         specs.grouped_mm(groups, n, k, e, trans_b, name))
 
 
+def _sizes(b: torch.Tensor, trans_b: bool):
+    """(n, k) of the grouped matmul with b [G, N, K] (trans_b) or
+    [G, K, N]."""
+    return (b.shape[1], b.shape[2]) if trans_b else (b.shape[2], b.shape[1])
+
+
+def grouped_mm_forward(source, a, b, offsets, trans_b):
+    """c = a grouped by `offsets` times op(b[g]), by the forward kernel of
+    `source` (a Bundle, a KernelCache or None: the default cache)."""
+    n, k = _sizes(b, trans_b)
+    c = torch.empty(a.shape[0], n, dtype=a.dtype, device=a.device)
+    _kernel("fwd", source, device_of(a), a.dtype, b.shape[0], n, k,
+            trans_b)(a, b, offsets, c)
+    return c
+
+
+def grouped_mm_backward(source, dc, a, b, offsets, trans_b, need_a, need_b):
+    """(da, db) of grouped_mm_forward, each None unless asked for: the
+    dgrad reads the same b, the wgrad the rows of a and dc."""
+    n, k = _sizes(b, trans_b)
+    lookup = (source, device_of(a), a.dtype, b.shape[0], n, k, trans_b)
+    dc = dc.contiguous()
+    da = db = None
+    if need_a:
+        da = torch.empty_like(a)
+        _kernel("dgrad", *lookup)(dc, b, offsets, da)
+    if need_b:
+        db = torch.empty_like(b)
+        wgrad = _kernel("wgrad", *lookup)
+        if trans_b:
+            wgrad(dc, a, offsets, db)
+        else:
+            wgrad(a, dc, offsets, db)
+    return da, db
+
+
+def check_grouped_mm(fn: str, a, b, group_offsets):
+    """Raises what is wrong with grouped_mm's inputs, naming `fn`."""
+    for name, t, rank in (("a", a, 2), ("b", b, 3),
+                          ("group_offsets", group_offsets, 1)):
+        if not isinstance(t, torch.Tensor) or t.dim() != rank:
+            raise ValueError(f"{fn}: '{name}' must be a {rank}-D torch "
+                             f"tensor")
+    if group_offsets.dtype != torch.int32:
+        raise TypeError(f"{fn}: 'group_offsets' must be int32, got "
+                        f"{group_offsets.dtype}")
+    if b.dtype != a.dtype:
+        raise TypeError(f"{fn}: 'a' is {a.dtype} but 'b' is {b.dtype}")
+
+
 class _GroupedMM(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, offsets, bundle, trans_b):
-        n, k = (b.shape[1], b.shape[2]) if trans_b else (b.shape[2],
-                                                          b.shape[1])
-        lookup = (bundle, device_of(a), a.dtype, b.shape[0], n, k, trans_b)
-        c = torch.empty(a.shape[0], n, dtype=a.dtype, device=a.device)
-        _kernel("fwd", *lookup)(a, b, offsets, c)
         ctx.save_for_backward(a, b, offsets)
-        ctx.lookup = lookup
-        ctx.trans_b = trans_b
-        return c
+        ctx.bundle, ctx.trans_b = bundle, trans_b
+        return grouped_mm_forward(bundle, a, b, offsets, trans_b)
 
     @staticmethod
     def backward(ctx, dc):
         a, b, offsets = ctx.saved_tensors
-        dc = dc.contiguous()
-        da = db = None
-        if ctx.needs_input_grad[0]:
-            da = torch.empty_like(a)
-            _kernel("dgrad", *ctx.lookup)(dc, b, offsets, da)
-        if ctx.needs_input_grad[1]:
-            db = torch.empty_like(b)
-            wgrad = _kernel("wgrad", *ctx.lookup)
-            if ctx.trans_b:
-                wgrad(dc, a, offsets, db)
-            else:
-                wgrad(a, dc, offsets, db)
+        da, db = grouped_mm_backward(ctx.bundle, dc, a, b, offsets,
+                                     ctx.trans_b, *ctx.needs_input_grad[:2])
         return da, db, None, None, None
 
 
@@ -108,17 +142,7 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, group_offsets: torch.Tensor,
     a and b (see the module's description). The kernels come from
     `bundle`, or are compiled on the first miss into a KernelCache
     (`bundle`, or the default cache when it is None)."""
-    for name, t, rank in (("a", a, 2), ("b", b, 3),
-                          ("group_offsets", group_offsets, 1)):
-        if not isinstance(t, torch.Tensor) or t.dim() != rank:
-            raise ValueError(f"tessel.torch.grouped_mm: '{name}' must be a "
-                             f"{rank}-D torch tensor")
-    if group_offsets.dtype != torch.int32:
-        raise TypeError("tessel.torch.grouped_mm: 'group_offsets' must be "
-                        f"int32, got {group_offsets.dtype}")
-    if b.dtype != a.dtype:
-        raise TypeError(f"tessel.torch.grouped_mm: 'a' is {a.dtype} but 'b' "
-                        f"is {b.dtype}")
+    check_grouped_mm("tessel.torch.grouped_mm", a, b, group_offsets)
     return _GroupedMM.apply(a.contiguous(), b.contiguous(), group_offsets,
                             bundle, trans_b)
 

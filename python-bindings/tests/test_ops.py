@@ -325,3 +325,51 @@ def test_reshape_and_cache_writes_in_place(tmp_path):
                                          "agree"):
         tessel.ops.reshape_and_cache(k, v, k_cache[:, :, :1], v_cache, slots,
                                      cache=tessel.KernelCache(tmp_path))
+
+
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_grouped_mm_forward_and_gradients(tmp_path, trans_b):
+    """A shape no bundle has (G=3, N=20, K=12, an empty group, rows past
+    the last end): c, da and db against float64 autograd of the loop."""
+    gen = torch.Generator().manual_seed(11)
+    ends = [4, 4, 9]
+    T = 11
+    a = torch.randn(T, 12, generator=gen)
+    b = torch.randn(*((3, 20, 12) if trans_b else (3, 12, 20)),
+                    generator=gen) * 0.3
+    w = torch.randn(T, 20, generator=gen)
+    a1, b1 = a.clone().requires_grad_(), b.clone().requires_grad_()
+    c = tessel.ops.grouped_mm(a1, b1, torch.tensor(ends, dtype=torch.int32),
+                              trans_b=trans_b,
+                              cache=tessel.KernelCache(tmp_path))
+    (c * w).sum().backward()
+    a2, b2 = a.double().requires_grad_(), b.double().requires_grad_()
+    rows, start = [], 0
+    for g, end in enumerate(ends):
+        rows.append(a2[start:end] @ (b2[g].T if trans_b else b2[g]))
+        start = end
+    ref = torch.cat(rows + [a2.new_zeros(T - start, 20)])
+    (ref * w.double()).sum().backward()
+    assert c.shape == (T, 20) and not c[ends[-1]:].any()
+    for got, want in ((c.detach(), ref.detach()), (a1.grad, a2.grad),
+                      (b1.grad, b2.grad)):
+        assert rel(got, want) < 1e-5
+
+
+@pytest.mark.parametrize("change, error, message", [
+    ("offsets_i64", TypeError, "'group_offsets' must be int32"),
+    ("b_rank", ValueError, "'b' must be a 3-D torch tensor"),
+    ("b_dtype", TypeError, "'a' is torch.float32 but 'b' is torch.float64"),
+])
+def test_grouped_mm_argument_errors(tmp_path, change, error, message):
+    a, b = torch.zeros(4, 8), torch.zeros(2, 16, 8)
+    offsets = torch.tensor([1, 4], dtype=torch.int32)
+    if change == "offsets_i64":
+        offsets = offsets.long()
+    elif change == "b_rank":
+        b = b[0]
+    else:
+        b = b.double()
+    with pytest.raises(error, match="tessel.ops.grouped_mm: " + message):
+        tessel.ops.grouped_mm(a, b, offsets,
+                              cache=tessel.KernelCache(tmp_path))

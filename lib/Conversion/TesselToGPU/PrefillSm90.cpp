@@ -791,9 +791,20 @@ void FlashSm90Builder::build() {
 } // namespace
 
 /// The K/V tile rows for head dims D and Dv: 128 where S (n / 2) and O
-/// (Dv / 2) accumulators leave the consumers' 232 registers room, else 64.
-static int64_t flashSm90TileKeys(int64_t headDim, int64_t valueDim) {
-  return headDim + valueDim <= 384 ? 128 : 64;
+/// (Dv / 2) accumulators leave the consumers' 232 registers room and two
+/// stages fit in `target`'s shared memory, else 64 (D = Dv = 192: 128-key
+/// stages need 246848 bytes).
+static int64_t flashSm90TileKeys(const TargetInfo &target, int64_t headDim,
+                                 int64_t valueDim) {
+  FlashSm90Config wide;
+  wide.headDim = headDim;
+  wide.valueDim = valueDim;
+  wide.tileKeys = 128;
+  wide.stages = 2;
+  return headDim + valueDim <= 384 &&
+                 wide.sharedBytes() <= target.getSharedMemoryBytes()
+             ? 128
+             : 64;
 }
 
 /// Whether the kernel takes q [.., D] and out [.., Dv] of `elem`.
@@ -804,7 +815,7 @@ static bool flashSm90Serves(const TargetInfo &target, Type elem, int64_t d,
     return dim % FlashSm90Config::chunk == 0 && dim <= 256;
   };
   return wg && fits(d) && fits(dv) && wg->supports(elem, dv) &&
-         wg->supports(elem, flashSm90TileKeys(d, dv));
+         wg->supports(elem, flashSm90TileKeys(target, d, dv));
 }
 
 /// TMA box rows of a paged cache of `blockSize`-token blocks: a divisor of
@@ -834,7 +845,7 @@ bool mlir::tessel::hasPagedQueriesSm90(PagedAttentionOp op,
   return op.getCuSeqlens() && !op.getWindowStart() &&
          op.getLayout() == KVLayout::NHD &&
          flashSm90Serves(target, qType.getElementType(), d, dv) &&
-         flashSm90BoxRows(blockSize, flashSm90TileKeys(d, dv)) > 0;
+         flashSm90BoxRows(blockSize, flashSm90TileKeys(target, d, dv)) > 0;
 }
 
 /// The configuration, the kernel body and the launch geometry of both
@@ -851,7 +862,7 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
   FlashSm90Config cfg;
   cfg.headDim = d;
   cfg.valueDim = dv;
-  cfg.tileKeys = flashSm90TileKeys(d, dv);
+  cfg.tileKeys = flashSm90TileKeys(target, d, dv);
   // As many stages as fit, up to 4; the overlapped loop holds two (one
   // tile's V, the next one's K) and needs a third to prefetch into.
   if (ctx.stages > 0) {
