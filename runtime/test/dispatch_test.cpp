@@ -118,6 +118,14 @@ TEST(DispatchSchedule, SplitKvFillsTheDevice) {
   EXPECT_EQ(chooseKvSplits(capped), 4);
   SplitInputs none{0, 8, 0, 0, 16, 132, 32};
   EXPECT_EQ(chooseKvSplits(none), 1);
+  // MLA on sm90a: 8 decodes of 64K tokens, 2 head groups, one block an
+  // SM. Whole waves: 8 splits (128 blocks), not 9 (144: a wave and a bit);
+  // at two blocks a unit, rounding up, 17.
+  SplitInputs mla{8, 2, 65536, 1024, 64, 132, 32, 1, true};
+  EXPECT_EQ(chooseKvSplits(mla), 8);
+  mla.blocksPerUnit = 2;
+  mla.wholeWaves = false;
+  EXPECT_EQ(chooseKvSplits(mla), 17);
 }
 
 //===----------------------------------------------------------------------===//
@@ -541,10 +549,20 @@ tessel_attention_config mlaConfig() {
 TEST_F(DispatchOnFakeCuda, MlaSplitsFollowTheKernelsHeadsPerBlock) {
   // 40 decodes of 9000 tokens, 32 heads, 132 SMs at 2 blocks each: the
   // sm80 template's 16 heads a block make 80 blocks a split (4 splits);
-  // sm90a's 64 make 40 (7 splits).
-  for (auto [headsPerBlock, splits] : {std::pair<uint32_t, int32_t>{16, 4},
-                                       {64, 7}}) {
-    load(mlaKernels(headsPerBlock));
+  // sm90a's 64 make 40 (7 splits); and with sm90a's shared memory (more
+  // than half an SM's: one block an SM) whole waves of 132, 3 splits.
+  struct Case {
+    uint32_t headsPerBlock, sharedBytes;
+    int32_t splits;
+  };
+  for (Case kernel :
+       {Case{16, 0, 4}, Case{64, 0, 7}, Case{64, 200 * 1024, 3}}) {
+    auto [headsPerBlock, sharedBytes, splits] = kernel;
+    std::vector<bundle::Kernel> set = mlaKernels(headsPerBlock);
+    for (bundle::Kernel &k : set)
+      if (k.name == "mla_split")
+        k.sharedBytes = sharedBytes;
+    load(set);
     tessel_attention_config config = mlaConfig();
     config.compute_units = 132;
     tessel_attention attention = create(config);

@@ -67,6 +67,10 @@ constexpr int64_t kQueryRowsPerWorkgroup = 64;
 /// windows for 8 per SM, 0.73 ms for 2 (bench/extend_turn_bench.py).
 constexpr int32_t kWindowBlocksPerUnit = 8;
 
+/// Half the shared memory of an H100/H200 SM (228 KB): a block that takes
+/// more leaves no room for a second one on its SM.
+constexpr uint32_t kHalfSmSharedBytes = 114 * 1024;
+
 /// The most workspace the parallel windows of an extend may take.
 constexpr size_t kParallelChunksBytes = size_t{256} << 20;
 
@@ -249,16 +253,22 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
   if (!plan.decodeRange.empty()) {
     // MLA: a block takes the heads of its split kernel's grid x divisor
     // (16 on the sm80 template, 64 on sm90a's wgmma tiles).
-    int64_t groups = config.num_kv_heads;
+    SplitInputs in{plan.decodeRange.requests, config.num_kv_heads,
+                   longestDecode, maxBlocks, blockSize, config.compute_units,
+                   config.max_kv_splits};
     if (config.kind == TESSEL_ATTENTION_MLA) {
       const tessel_kernel split = plan.attention->kernels.decodeSplit;
       int64_t rows = split ? std::max<uint32_t>(1, split->meta.gridDiv[0]) : 16;
-      groups = (config.num_q_heads + rows - 1) / rows;
+      in.blocksPerSplit1 = (config.num_q_heads + rows - 1) / rows;
+      // A block taking more than half of an H100/H200 SM's shared memory
+      // (sm90a's split kernel) runs one an SM: whole waves of one a unit
+      // (H200, 8 decodes of 64K tokens: 8 splits 2.40 TB/s, 17 1.88).
+      if (split && split->meta.sharedBytes > kHalfSmSharedBytes) {
+        in.blocksPerUnit = 1;
+        in.wholeWaves = true;
+      }
     }
-    plan.kvSplits = chooseKvSplits({plan.decodeRange.requests, groups,
-                                    longestDecode, maxBlocks, blockSize,
-                                    config.compute_units,
-                                    config.max_kv_splits});
+    plan.kvSplits = chooseKvSplits(in);
   }
 
   // The context schedule of the extend range: windows of one launch when

@@ -65,8 +65,8 @@ int32_t dispatch::chooseKvSplits(const SplitInputs &in) {
   if (in.requests == 0 || in.maxContext <= 0 || in.maxBlocks <= 0)
     return 1;
   int64_t work = static_cast<int64_t>(in.requests) * in.blocksPerSplit1;
-  int64_t desired =
-      (int64_t{in.blocksPerUnit} * in.computeUnits + work - 1) / work;
+  int64_t slots = int64_t{in.blocksPerUnit} * in.computeUnits;
+  int64_t desired = in.wholeWaves ? slots / work : (slots + work - 1) / work;
   desired = std::min(desired,
                      (in.maxContext + kMinSplitTokens - 1) / kMinSplitTokens);
   desired = std::min<int64_t>(desired, in.maxSplits);

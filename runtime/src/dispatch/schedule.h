@@ -50,6 +50,10 @@ struct SplitInputs {
   int32_t maxSplits;
   /// Blocks of work per compute unit the splits aim at.
   int32_t blocksPerUnit = 2;
+  /// Aim at the most whole waves of blocksPerUnit blocks a unit (rounding
+  /// down) rather than at least one (rounding up): for a kernel that runs
+  /// one block a unit, a wave and a bit costs two.
+  bool wholeWaves = false;
 };
 
 /// The split count P of the split-form decode kernel, whose partial p covers
