@@ -535,8 +535,8 @@ void RaggedMGemm::copyStageB(Value slot, Value kt) {
           add(add(colStart, mul(chunk, Sm90Config::chunk)), mul(piece, 8));
       valid = andi(lt(matrixRow, idx(k)), lt(column, idx(n)));
     }
-    // With whole tiles every piece exists: no select to keep (the
-    // producer has 40 registers).
+    // With whole tiles every piece exists: no select to keep live (the
+    // producer's registers are few).
     bool whole = n % cfg.tileN == 0 && k % cfg.tileK == 0;
     Value element = add(mul(matrixRow, transB ? k : n), column);
     if (!whole)
