@@ -3,18 +3,20 @@
 would do per iteration of its main loop, from its AMDGCN alone.
 
   scripts/amd-loop-report.py [SPEC] --tessel-opt build/bin/tessel-opt \\
-      [--chips gfx942,gfx950] [--check]
+      [--chips gfx942,gfx950] [--check] [--explain KERNEL]
 
 SPEC defaults to the embedded default set (tools/tessel-aot/
 DefaultKernels.mlir); kernels with no GPU form (extend_attention) are left
 out. Per kernel it prints registers (arch VGPR / AGPR / SGPR), LDS bytes,
 waves per SIMD, and for the main loop (the loop with the most MFMAs, else
-the largest) the issue cycles per iteration of each unit as llvm-mca's
-scheduling model of the chip counts them (MFMA, VALU, SALU, LDS + scalar
-memory, vector memory), the MFMA share of their sum, and the patterns that
+the largest; a kernel whose MFMAs are in no loop is measured whole) the
+issue cycles per iteration of each unit as llvm-mca's scheduling model of
+the chip counts them (MFMA, VALU, SALU, LDS + scalar memory, vector
+memory), the MFMA share of their sum, and the patterns that
 waste a CDNA main loop: `s_waitcnt vmcnt(0)` (a load waited for before the
 next is issued), `lgkmcnt(0)`, flat loads, and 2-byte LDS reads/writes.
-Scratch anywhere in a kernel is reported too.
+Scratch anywhere in a kernel is reported too. --explain KERNEL lists that
+kernel's main-loop instructions by mnemonic.
 
 With --check it exits 1 when a kernel family breaks a threshold of
 THRESHOLDS (no scratch anywhere; per family a floor on the MFMA share and
@@ -35,6 +37,7 @@ Hardware facts used (per chip):
   * 4 SIMDs per CU; waves of 64 lanes.
 """
 import argparse
+import collections
 import importlib.util
 import json
 import os
@@ -227,7 +230,8 @@ def analyse(llvm_mca, chip, asm, lds):
         vmcnt0=len(re.findall(r"s_waitcnt[^\n]*vmcnt\(0\)", text)),
         lgkmcnt0=len(re.findall(r"s_waitcnt[^\n]*lgkmcnt\(0\)", text)),
         flat=len(re.findall(r"\bflat_(?:load|store)", text)),
-        lds16=len(re.findall(r"\bds_(?:read_u16|read_i16|write_b16)", text)))
+        lds16=len(re.findall(r"\bds_(?:read_u16|read_i16|write_b16)", text)),
+        mix=collections.Counter(l.split()[0] for l in instructions))
 
 
 def violations(op, r, thresholds):
@@ -260,6 +264,9 @@ def main():
                         help="JSON of family -> limits replacing THRESHOLDS")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when a threshold is broken")
+    parser.add_argument("--explain", metavar="KERNEL", action="append",
+                        default=[], help="also print KERNEL's main-loop "
+                        "instructions by mnemonic (what to cut)")
     parser.add_argument("--suggest", action="store_true",
                         help="print each family's worst values (new "
                         "THRESHOLDS after an improvement)")
@@ -281,8 +288,11 @@ def main():
                   "vmcnt(0) | lgkmcnt(0) | flat | 2-byte LDS |")
             print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
                   "---:|---:|---:|---:|")
+            explained = []
             for name in sorted(asm):
                 r = analyse(args.llvm_mca, chip, asm[name], lds.get(name, 0))
+                if name in args.explain:
+                    explained.append((name, r["mix"]))
                 print(f"| {name} | {r['vgpr']}/{r['agpr']}/{r['sgpr']} | "
                       f"{r['lds']} | {r['waves']:g} | {r['loop']} | "
                       f"{r['mfma']:.0f} | {r['valu']:.0f} | {r['salu']:.0f} "
@@ -298,6 +308,10 @@ def main():
                 worst["waves"] = min(worst["waves"], r["waves"])
                 for key in ("vmcnt0", "flat", "lds16"):
                     worst[key] = max(worst[key], r[key])
+            for name, mix in explained:
+                print(f"\n{chip} {name}: main-loop instructions by mnemonic")
+                for mnemonic, count in mix.most_common():
+                    print(f"  {count:5d} {mnemonic}")
     finally:
         os.unlink(spec_path)
     if args.suggest:

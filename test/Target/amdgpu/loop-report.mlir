@@ -2,6 +2,8 @@
 // RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=DEFAULT
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
 // RUN:   --tessel-opt tessel-opt | FileCheck %s
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --chips gfx942 \
+// RUN:   --explain gmm --tessel-opt tessel-opt | FileCheck %s --check-prefix=EXPLAIN
 // RUN: not %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
 // RUN:   --tessel-opt tessel-opt --chips gfx942 --thresholds \
 // RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "flat": 0, "lds16": 0}}' \
@@ -31,6 +33,12 @@
 // CHECK:       ### gfx950
 // CHECK:       | gmm |
 // CHECK:       PASS
+
+// --explain lists the main loop's instructions by mnemonic: the K loop's
+// 16 MFMAs (32x32x8) and what it spends beside them.
+// EXPLAIN:     gfx942 gmm: main-loop instructions by mnemonic
+// EXPLAIN:     {{^ +}}16 v_mfma_f32_32x32x8_bf16
+// EXPLAIN:     ds_read_b64
 
 // STRICT:      thresholds broken:
 // STRICT-NEXT: gfx942 gmm: MFMA share {{[0-9]+}}% < 99%
