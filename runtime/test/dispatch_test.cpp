@@ -382,6 +382,36 @@ TEST_F(DispatchOnFakeCuda, TripleRunLaunchesEachPhaseInOrder) {
   tessel_attention_release(attention);
 }
 
+TEST_F(DispatchOnFakeCuda, UnifiedSplitsOfALargeBlockFillWholeWaves) {
+  // 64 new tokens on a 131072-token context: 2 tiles x 8 KV heads a split.
+  // At two blocks an SM, 17 splits (272 blocks); a unified_split kernel
+  // whose block takes more than half an SM's shared memory (sm90a's) runs
+  // one an SM, and takes 8 (128 blocks, one wave of 132).
+  for (auto [sharedBytes, splits] :
+       {std::pair<uint32_t, int32_t>{0, 17}, {200 * 1024, 8}}) {
+    std::vector<bundle::Kernel> set = mhaKernels(true);
+    for (bundle::Kernel &k : set)
+      if (k.name == "unified_split")
+        k.sharedBytes = sharedBytes;
+    load(set);
+    tessel_attention_config config = mhaConfig();
+    config.routing = TESSEL_ROUTING_UNIFIED;
+    config.compute_units = 132;
+    tessel_attention attention = create(config);
+    ASSERT_NE(attention, nullptr);
+    tessel_attention_plan plan = nullptr;
+    ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 1, &plan)));
+    std::vector<int32_t> q = {64}, c = {131072};
+    ASSERT_TRUE(succeeds(
+        tessel_attention_plan_build(plan, q.data(), c.data(), 1, 8197)));
+    tessel_attention_plan_info info;
+    tessel_attention_plan_get_info(plan, &info);
+    EXPECT_EQ(info.kv_splits, splits) << sharedBytes << " bytes a block";
+    tessel_attention_plan_release(plan);
+    tessel_attention_release(attention);
+  }
+}
+
 TEST_F(DispatchOnFakeCuda, UnifiedRunsTheBatchInOneKernel) {
   load(mhaKernels(true));
   tessel_attention_config config = mhaConfig();

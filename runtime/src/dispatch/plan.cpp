@@ -71,6 +71,17 @@ constexpr int32_t kWindowBlocksPerUnit = 8;
 /// more leaves no room for a second one on its SM.
 constexpr uint32_t kHalfSmSharedBytes = 114 * 1024;
 
+/// Splits of `kernel` aim at whole waves of one block a unit when a block
+/// of it takes more than half an SM's shared memory (sm90a's warp-
+/// specialised kernels): a wave and a bit costs two. H200, MLA decode of
+/// 8 x 64K tokens: 8 splits (one wave) 2.40 TB/s, 17 (2.06 waves) 1.88.
+void fitWaves(SplitInputs &in, const tessel_kernel kernel) {
+  if (kernel && kernel->meta.sharedBytes > kHalfSmSharedBytes) {
+    in.blocksPerUnit = 1;
+    in.wholeWaves = true;
+  }
+}
+
 /// The most workspace the parallel windows of an extend may take.
 constexpr size_t kParallelChunksBytes = size_t{256} << 20;
 
@@ -128,9 +139,10 @@ int32_t unifiedSplits(const tessel_attention_t &attention, const Range &u,
   // grid's constant y), else one per query head.
   const bundle::Dim &heads = k.unified->meta.grid[1];
   int64_t headBlocks = heads.isConstant() ? heads.add : c.num_q_heads;
-  int32_t splits = chooseKvSplits({tiles, headBlocks, longest, maxBlocks,
-                                   c.block_size, c.compute_units,
-                                   c.max_kv_splits});
+  SplitInputs in{tiles,        headBlocks,      longest,        maxBlocks,
+                 c.block_size, c.compute_units, c.max_kv_splits};
+  fitWaves(in, k.unifiedSplit);
+  int32_t splits = chooseKvSplits(in);
   size_t bytes = static_cast<size_t>(splits) * u.tokens * c.num_q_heads *
                  (c.v_head_dim + 1) * 4;
   return bytes > kParallelChunksBytes ? 1 : splits;
@@ -260,13 +272,7 @@ tessel_status dispatch::buildPlan(tessel_attention_plan_t &plan,
       const tessel_kernel split = plan.attention->kernels.decodeSplit;
       int64_t rows = split ? std::max<uint32_t>(1, split->meta.gridDiv[0]) : 16;
       in.blocksPerSplit1 = (config.num_q_heads + rows - 1) / rows;
-      // A block taking more than half of an H100/H200 SM's shared memory
-      // (sm90a's split kernel) runs one an SM: whole waves of one a unit
-      // (H200, 8 decodes of 64K tokens: 8 splits 2.40 TB/s, 17 1.88).
-      if (split && split->meta.sharedBytes > kHalfSmSharedBytes) {
-        in.blocksPerUnit = 1;
-        in.wholeWaves = true;
-      }
+      fitWaves(in, split);
     }
     plan.kvSplits = chooseKvSplits(in);
   }
