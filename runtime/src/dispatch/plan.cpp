@@ -74,7 +74,8 @@ constexpr uint32_t kHalfSmSharedBytes = 114 * 1024;
 /// Splits of `kernel` aim at whole waves of one block a unit when a block
 /// of it takes more than half an SM's shared memory (sm90a's warp-
 /// specialised kernels): a wave and a bit costs two. H200, MLA decode of
-/// 8 x 64K tokens: 8 splits (one wave) 2.40 TB/s, 17 (2.06 waves) 1.88.
+/// 8 x 64K tokens: 8 splits (one wave) 2.40 TB/s; 17 (2.06 waves) 1.88 in
+/// an earlier run.
 void fitWaves(SplitInputs &in, const tessel_kernel kernel) {
   if (kernel && kernel->meta.sharedBytes > kHalfSmSharedBytes) {
     in.blocksPerUnit = 1;
