@@ -37,6 +37,12 @@
 // CHECK:     Compiling entry function 'dgrad_ptrs' for 'sm_90a'
 // CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: Potential Performance Loss
+// CHECK:     Compiling entry function 'down_dsv3' for 'sm_90a'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: Potential Performance Loss
+// CHECK:     Compiling entry function 'ptrs_partial' for 'sm_90a'
+// CHECK:     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: Potential Performance Loss
 // CHECK:     gpu.binary @gate_up  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">,
 // CHECK-SAME:  assembly = "
 // CHECK-SAME:  #gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">,
@@ -88,5 +94,25 @@ func.func @dgrad_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
       group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
       {b_shape = array<i64: 2048, 512>}
+  return
+}
+// 28 N-tiles (a division by 28 in every role's tile walk): spilled 8 bytes
+// while the epilogue's shared addresses were hoisted out of the tile loop
+// (WarpgroupMma::opaque keeps them in the epilogue).
+func.func @down_dsv3(%a: memref<?x2048xbf16>, %b: memref<32x7168x2048xbf16>,
+                     %g: memref<32xi32>, %c: memref<?x7168xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      b(%b : memref<32x7168x2048xbf16>) group_offsets(%g : memref<32xi32>)
+      c(%c : memref<?x7168xbf16>) {trans_b}
+  return
+}
+// A pointer table with N and K no tile multiples: the producer's copies
+// keep a select per piece; it spilled with 40 and 56 registers
+// (WarpgroupMma::kGemmRegisters).
+func.func @ptrs_partial(%a: memref<?x72xbf16>, %b: memref<8xi64>,
+                        %g: memref<8xi32>, %c: memref<?x200xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x72xbf16>) b(%b : memref<8xi64>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x200xbf16>)
+      {trans_b, b_shape = array<i64: 200, 72>}
   return
 }
