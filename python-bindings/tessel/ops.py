@@ -147,14 +147,21 @@ def decode(q, k_cache, v_cache, block_table, seq_lens, *,
     return torch.ops.tessel.decode(*args)
 
 
-def _run_decode(q, k_cache, v_cache, block_table, seq_lens, scale, cache):
+def _paged_kernel(role: str, writer, q, k_cache, cache):
+    """The kernel of the paged op `role` for q [.., Hq, D] and an NHD
+    k_cache [NB, BS, Hkv, D], its spec by writer(name, hq, hkv, d, bs,
+    dtype=...) (tessel.specs.decode or unified)."""
     e = _DTYPES[q.dtype]
-    B, hq, d = q.shape
+    hq, d = q.shape[-2:]
     _, bs, hkv, _ = k_cache.shape
-    name = f"decode_{e}_q{hq}_kv{hkv}_d{d}_bs{bs}_nhd"
-    kernel = (cache or default_cache()).kernel(
-        device_of(q), name, specs.decode(name, hq, hkv, d, bs, dtype=e))
-    out = q.new_empty(B, hq, d)
+    name = f"{role}_{e}_q{hq}_kv{hkv}_d{d}_bs{bs}_nhd"
+    return (cache or default_cache()).kernel(
+        device_of(q), name, writer(name, hq, hkv, d, bs, dtype=e))
+
+
+def _run_decode(q, k_cache, v_cache, block_table, seq_lens, scale, cache):
+    kernel = _paged_kernel("decode", specs.decode, q, k_cache, cache)
+    out = torch.empty_like(q)
     kernel(q, k_cache, v_cache, block_table, seq_lens, out, scale)
     return out
 
@@ -265,12 +272,7 @@ def unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens, *,
 
 def _run_unified(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens,
                  scale, cache):
-    e = _DTYPES[q.dtype]
-    _, hq, d = q.shape
-    _, bs, hkv, _ = k_cache.shape
-    name = f"unified_{e}_q{hq}_kv{hkv}_d{d}_bs{bs}_nhd"
-    kernel = (cache or default_cache()).kernel(
-        device_of(q), name, specs.unified(name, hq, hkv, d, bs, dtype=e))
+    kernel = _paged_kernel("unified", specs.unified, q, k_cache, cache)
     out = torch.empty_like(q)
     kernel(q, k_cache, v_cache, block_table, cu_seqlens, seq_lens, out, scale)
     return out

@@ -283,6 +283,30 @@ protected:
     return a;
   }
 
+  /// The kv_splits of a plan for requests of these query and context
+  /// lengths (-1 where the plan could not be built).
+  int32_t plannedSplits(const tessel_attention_config &config,
+                        std::vector<int32_t> queryLens,
+                        std::vector<int32_t> contextLens,
+                        int64_t maxBlocks) {
+    tessel_attention attention = create(config);
+    tessel_attention_plan plan = nullptr;
+    int32_t splits = -1;
+    size_t n = queryLens.size();
+    if (attention &&
+        succeeds(tessel_attention_plan_create(attention, n, &plan)) &&
+        succeeds(tessel_attention_plan_build(plan, queryLens.data(),
+                                             contextLens.data(), n,
+                                             maxBlocks))) {
+      tessel_attention_plan_info info;
+      tessel_attention_plan_get_info(plan, &info);
+      splits = info.kv_splits;
+    }
+    tessel_attention_plan_release(plan);
+    tessel_attention_release(attention);
+    return splits;
+  }
+
   ScopedEnv library{"TESSEL_CUDA_LIBRARY", TESSEL_TEST_FAKE_CUDA};
   fake_driver_state *state = nullptr;
   DevicePtr device;
@@ -397,18 +421,8 @@ TEST_F(DispatchOnFakeCuda, UnifiedSplitsOfALargeBlockFillWholeWaves) {
     tessel_attention_config config = mhaConfig();
     config.routing = TESSEL_ROUTING_UNIFIED;
     config.compute_units = 132;
-    tessel_attention attention = create(config);
-    ASSERT_NE(attention, nullptr);
-    tessel_attention_plan plan = nullptr;
-    ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 1, &plan)));
-    std::vector<int32_t> q = {64}, c = {131072};
-    ASSERT_TRUE(succeeds(
-        tessel_attention_plan_build(plan, q.data(), c.data(), 1, 8197)));
-    tessel_attention_plan_info info;
-    tessel_attention_plan_get_info(plan, &info);
-    EXPECT_EQ(info.kv_splits, splits) << sharedBytes << " bytes a block";
-    tessel_attention_plan_release(plan);
-    tessel_attention_release(attention);
+    EXPECT_EQ(plannedSplits(config, {64}, {131072}, 8197), splits)
+        << sharedBytes << " bytes a block";
   }
 }
 
@@ -595,18 +609,10 @@ TEST_F(DispatchOnFakeCuda, MlaSplitsFollowTheKernelsHeadsPerBlock) {
     load(set);
     tessel_attention_config config = mlaConfig();
     config.compute_units = 132;
-    tessel_attention attention = create(config);
-    ASSERT_NE(attention, nullptr);
-    tessel_attention_plan plan = nullptr;
-    ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 40, &plan)));
-    std::vector<int32_t> q(40, 1), c(40, 9000);
-    ASSERT_TRUE(succeeds(
-        tessel_attention_plan_build(plan, q.data(), c.data(), 40, 150)));
-    tessel_attention_plan_info info;
-    tessel_attention_plan_get_info(plan, &info);
-    EXPECT_EQ(info.kv_splits, splits) << headsPerBlock << " heads a block";
-    tessel_attention_plan_release(plan);
-    tessel_attention_release(attention);
+    EXPECT_EQ(plannedSplits(config, std::vector<int32_t>(40, 1),
+                            std::vector<int32_t>(40, 9000), 150),
+              splits)
+        << headsPerBlock << " heads a block";
   }
 }
 

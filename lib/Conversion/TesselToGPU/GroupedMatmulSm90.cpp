@@ -89,7 +89,7 @@ struct Sm90Config {
   int64_t scratchOffset(int64_t elemBytes) const {
     return stages * stageBytes(elemBytes) + 16 * stages;
   }
-  /// Bytes of shared memory the epilogue stages C in.
+  /// Bytes of shared memory the epilogue stages C in (stagedBytes).
   int64_t epilogueBytes = 0;
   /// Bytes from the ring's start to the epilogue's buffer: after the
   /// scratch line, at a swizzle atom.
@@ -117,9 +117,8 @@ struct Sm90Config {
   /// The ring, its barriers, the scratch line, the epilogue's buffer and
   /// the slack that lets the kernel align the ring to the swizzle atom.
   int64_t sharedBytes(int64_t elemBytes) const {
-    int64_t end = epilogueBytes ? epilogueOffset(elemBytes) + epilogueBytes
-                                : scratchOffset(elemBytes) + 16;
-    return end + WarpgroupMma::kSwizzleAlignment;
+    return epilogueOffset(elemBytes) + epilogueBytes +
+           WarpgroupMma::kSwizzleAlignment;
   }
 };
 
@@ -777,7 +776,7 @@ constexpr int64_t kElemBytes = 2;
 /// tessel.gpu_stages says); an error on `op` naming the shared-memory limit
 /// when it does not fit.
 FailureOr<Sm90Config> configure(Operation *op, const KernelContext &ctx,
-                                int64_t tileN, int64_t epilogueBytes = 0) {
+                                int64_t tileN, int64_t epilogueBytes) {
   Sm90Config cfg;
   cfg.tileN = tileN;
   cfg.epilogueBytes = epilogueBytes;
@@ -789,16 +788,13 @@ FailureOr<Sm90Config> configure(Operation *op, const KernelContext &ctx,
       --cfg.stages;
   if (cfg.stages >= 2 && cfg.sharedBytes(kElemBytes) <= limit)
     return cfg;
-  // Two stages always fit: at most 2 x 48 KB and a 64 KB epilogue buffer.
+  // Two stages always fit: at most 2 x 48 KB and a 32 KB epilogue buffer.
   Sm90Config most = cfg;
   for (most.stages = 2; most.sharedBytes(kElemBytes) <= limit;)
     ++most.stages;
-  InFlightDiagnostic error = op->emitOpError();
-  error << "GPU template: " << cfg.stages << " stages of 128x" << cfg.tileN
-        << "x64 tiles";
-  if (cfg.epilogueBytes)
-    error << " and a " << cfg.epilogueBytes << "-byte epilogue buffer";
-  return error << " need " << cfg.sharedBytes(kElemBytes)
+  return op->emitOpError() << "GPU template: " << cfg.stages << " stages of 128x"
+               << cfg.tileN << "x64 tiles and a " << cfg.epilogueBytes
+               << "-byte epilogue buffer need " << cfg.sharedBytes(kElemBytes)
                << " bytes of shared memory; " << ctx.target.getChip()
                << " takes 2 to " << most.stages - 1 << " stages";
 }
