@@ -56,14 +56,20 @@ def _check(fn: str, name: str, t, rank: int, layout: str, dtype=None):
                         f"{t.dtype}")
 
 
+def _supported(fn: str, name: str, t: torch.Tensor) -> str:
+    """The element type of `t`, one the kernels take."""
+    if t.dtype not in _DTYPES:
+        raise TypeError(f"tessel.ops.{fn}: '{name}' is {t.dtype}; the "
+                        f"kernels take bfloat16, float16 or float32")
+    return _DTYPES[t.dtype]
+
+
 def _element(fn: str, q: torch.Tensor, *others) -> str:
     """The element type of q, which `others` (name, tensor) share, as are
     they on its device."""
-    if q.dtype not in _DTYPES:
-        raise TypeError(f"tessel.ops.{fn}: 'q' is {q.dtype}; the kernels "
-                        f"take bfloat16, float16 or float32")
+    e = _supported(fn, "q", q)
     _checks.like(f"tessel.ops.{fn}", "q", q, others)
-    return _DTYPES[q.dtype]
+    return e
 
 
 def _scale(softmax_scale: Optional[float], head_dim: int) -> float:
@@ -331,9 +337,7 @@ def reshape_and_cache(k, v, k_cache, v_cache, slot_mapping, *,
     _check(fn, "k_cache", k_cache, 4, "[blocks, block_size, Hkv, D]")
     _check(fn, "v_cache", v_cache, 4, "[blocks, block_size, Hkv, D]")
     _check(fn, "slot_mapping", slot_mapping, 1, "[T]", torch.int32)
-    if k.dtype not in _DTYPES:
-        raise TypeError(f"tessel.ops.{fn}: 'k' is {k.dtype}; the kernels "
-                        f"take bfloat16, float16 or float32")
+    _supported(fn, "k", k)
     _checks.like(f"tessel.ops.{fn}", "k", k,
                  [("v", v), ("k_cache", k_cache), ("v_cache", v_cache)])
     if v.shape != k.shape or k_cache.shape != v_cache.shape or \
@@ -411,9 +415,7 @@ def moe_permute(x, sorted_rows, topk: int, *,
     fn = "moe_permute"
     _check(fn, "x", x, 2, "[T, H]")
     _check(fn, "sorted_rows", sorted_rows, 1, "[R]", torch.int32)
-    if x.dtype not in _DTYPES:
-        raise TypeError(f"tessel.ops.{fn}: 'x' is {x.dtype}; the kernels "
-                        f"take bfloat16, float16 or float32")
+    _supported(fn, "x", x)
     _checks.same_device(f"tessel.ops.{fn}", "x", x,
                         [("sorted_rows", sorted_rows)])
     args = (x.contiguous(), sorted_rows.contiguous(), topk)
@@ -439,9 +441,7 @@ def moe_unpermute(y, row_positions, weights, *,
     _check(fn, "y", y, 2, "[R, H]")
     _check(fn, "row_positions", row_positions, 2, "[T, k]", torch.int32)
     _check(fn, "weights", weights, 2, "[T, k]", torch.float32)
-    if y.dtype not in _DTYPES:
-        raise TypeError(f"tessel.ops.{fn}: 'y' is {y.dtype}; the kernels "
-                        f"take bfloat16, float16 or float32")
+    _supported(fn, "y", y)
     _checks.same_device(f"tessel.ops.{fn}", "y", y,
                         [("row_positions", row_positions),
                          ("weights", weights)])
