@@ -11,7 +11,8 @@ runtime, and (with --bench) time them beside SDPA.
 Kernel names (bench/gen_attention_kernels.py) spell heads, qk and v head
 dims, dtype, causal and LSE. Every kernel runs on ragged batches of fresh
 random data (query lengths 1, 5, 129, 1000+, an empty request, lengths not
-multiples of any tile; rows of no request past the last, NaN), outputs
+multiples of any tile; rows of no request past the last, NaN; one batch
+at a negative scale), outputs
 poisoned with NaN; the reference is fp32 torch per request (GQA heads
 expanded, causal mask). out within 1e-2 of the largest reference
 magnitude, LSE within 1e-3 (natural log). Exits 1 unless every check
@@ -70,7 +71,7 @@ def inputs(c, lens, gen, pad=0):
     return q, k, v, cu
 
 
-def reference(c, q, k, v, lens):
+def reference(c, q, k, v, lens, scale):
     """fp32 out [T, Hq, Dv] and lse [Hq, T]."""
     T = q.shape[0]
     out = torch.zeros(T, c.hq, c.dv, device="cuda")
@@ -82,7 +83,7 @@ def reference(c, q, k, v, lens):
             qs = q[s0:s0 + n].float().transpose(0, 1)          # [H, n, D]
             ks = k[s0:s0 + n].float().repeat_interleave(g, 1).transpose(0, 1)
             vs = v[s0:s0 + n].float().repeat_interleave(g, 1).transpose(0, 1)
-            s = qs @ ks.transpose(1, 2) * c.scale
+            s = qs @ ks.transpose(1, 2) * scale
             if c.causal:
                 mask = torch.ones(n, n, device="cuda", dtype=torch.bool).tril()
                 s = s.masked_fill(~mask, -math.inf)
@@ -92,21 +93,25 @@ def reference(c, q, k, v, lens):
     return out, lse
 
 
-def run(rt, kernel, c, q, k, v, cu):
+def run(rt, kernel, c, q, k, v, cu, scale):
     T = q.shape[0]
     out = torch.full((T, c.hq, c.dv), math.nan, device="cuda", dtype=c.dtype)
     lse = torch.full((c.hq, T), math.nan, device="cuda")
-    rt.launch(kernel, [q, k, v, cu, out] + ([lse] if c.lse else []) + [c.scale])
+    rt.launch(kernel, [q, k, v, cu, out] + ([lse] if c.lse else []) + [scale])
     return out, lse
 
 
-def check(rt, kernel, c, lens, gen, pad=0):
+def check(rt, kernel, c, lens, gen, pad=0, scale=None):
+    """One batch against the reference; `scale` (default the model's)
+    may be any float: the sm_90a kernel takes another path where it is not
+    positive."""
+    scale = c.scale if scale is None else scale
     q, k, v, cu = inputs(c, lens, gen, pad)
-    out, lse = run(rt, kernel, c, q, k, v, cu)
+    out, lse = run(rt, kernel, c, q, k, v, cu, scale)
     torch.cuda.synchronize()
     rows = sum(lens)  # padding rows stay unwritten
     out, lse = out[:rows], lse[:, :rows]
-    ref, ref_lse = reference(c, q[:rows], k[:rows], v[:rows], lens)
+    ref, ref_lse = reference(c, q[:rows], k[:rows], v[:rows], lens, scale)
     problems = []
     if torch.isnan(out).any():
         problems.append("NaN in out (unwritten or computed)")
@@ -120,6 +125,8 @@ def check(rt, kernel, c, lens, gen, pad=0):
         if not lse_err <= 1e-3:
             problems.append(f"LSE error {lse_err:.2e} > 1e-3")
     shown = ",".join(map(str, lens)) + (f"+{pad} NaN" if pad else "")
+    if scale != c.scale:
+        shown += f" scale {scale:g}"
     print(f"  {'ok  ' if not problems else 'FAIL'} {c.name:34s} "
           f"lens={shown:34s} err {err:.1e} lse "
           f"{lse_err:.1e}" + "".join(f"\n       {p}" for p in problems))
@@ -210,6 +217,7 @@ def main():
             ok &= check(rt, kernel, c, [64, 63, 65, 1, 2], gen)
             ok &= check(rt, kernel, c, [3000], gen)
             ok &= check(rt, kernel, c, [200, 70], gen, pad=50)
+            ok &= check(rt, kernel, c, [300, 129], gen, scale=-c.scale)
         except Exception as e:  # report, keep going
             print(f"  FAIL {name}: {type(e).__name__}: {e}")
             ok = False

@@ -86,6 +86,11 @@ public:
   /// `address` (i32).
   virtual Value sharedDescriptor(OpBuilder &b, Location loc, Value address,
                                  SharedOperand operand) const = 0;
+  /// The descriptor of the tile `bytes` (a multiple of 16) past the one of
+  /// `descriptor`: one 32-bit add, where a descriptor made anew from the
+  /// address costs a chain of 64-bit shifts and masks before every MMA.
+  virtual Value advanceDescriptor(OpBuilder &b, Location loc, Value descriptor,
+                                  int64_t bytes) const = 0;
   /// Bytes from one MMA's K slice (16 elements) of a tile to the next:
   /// 32 along a K-major row, 16 rows of an MN-major chunk.
   static int64_t kStepBytes(SharedOperand operand) {

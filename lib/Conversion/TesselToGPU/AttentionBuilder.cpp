@@ -51,9 +51,8 @@ SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
 
 SmallVector<Value> AttentionBuilder::softmaxStep(
     SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
-    int64_t outAtoms,
-    function_ref<Value(int64_t slot, Value localMax)> tileMax,
-    int64_t chains) {
+    int64_t outAtoms, function_ref<Value(int64_t slot, Value localMax)> tileMax,
+    int64_t chains, Value multiplier) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
   SmallVector<Value> alpha(nSlots);
   // `chains` interleaved chains of maxes and adds: one chain per row is a
@@ -81,14 +80,22 @@ SmallVector<Value> AttentionBuilder::softmaxStep(
     Value localMax =
         reduce(row, [&](Value x, Value y) { return fmax(x, y); });
     Value mOld = state[sl];
-    Value mNew = fmax(mOld, tileMax(sl, localMax));
+    Value mTile = tileMax(sl, localMax);
+    if (multiplier)
+      mTile = fmul(mTile, multiplier);
+    Value mNew = fmax(mOld, mTile);
     Value mSafe = finiteOrZero(mNew);
     alpha[sl] = exp2(fsub(mOld, mSafe));
+    Value negM =
+        multiplier ? arith::NegFOp::create(b, loc, mSafe).getResult() : Value();
     row.clear();
     for (int64_t j = 0; j < atoms; ++j)
       for (int64_t e = sl * r; e < (sl + 1) * r; ++e) {
         Value &v = s[j * acc + e];
-        v = exp2(fsub(v, mSafe));
+        v = exp2(
+            multiplier
+                ? LLVM::FMAOp::create(b, loc, v, multiplier, negM).getResult()
+                : fsub(v, mSafe));
         row.push_back(v);
       }
     Value sum = reduce(row, [&](Value x, Value y) { return fadd(x, y); });
@@ -102,7 +109,6 @@ SmallVector<Value> AttentionBuilder::softmaxStep(
     }
   return alpha;
 }
-
 
 std::pair<SmallVector<Value>, SmallVector<Value>>
 AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {

@@ -59,18 +59,21 @@ protected:
   SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig);
 
   /// One online-softmax step over the scores `s` (`atoms` atoms along N,
-  /// already scaled and masked): m := max(m, tile max), l := l 2^(m_old -
-  /// m) + sum 2^(s - m), the `outAtoms` O accumulators rescaled by 2^(m_old
-  /// - m); `s` becomes P = 2^(s - m). `tileMax(slot, localMax)` turns this
-  /// lane's maximum of a slot over its elements into the tile's row
-  /// maximum (a row reduction, or one across warps). Row maxima and sums
-  /// of a lane's elements run as `chains` interleaved chains. Returns the
-  /// factors 2^(m_old - m) per slot, for O accumulators kept elsewhere.
+  /// masked, and scaled unless `multiplier` is given): m := max(m, tile
+  /// max), l := l 2^(m_old - m) + sum 2^(s - m), the `outAtoms` O
+  /// accumulators rescaled by 2^(m_old - m); `s` becomes P = 2^(s - m).
+  /// `tileMax(slot, localMax)` turns this lane's maximum of a slot over its
+  /// elements into the tile's row maximum (a row reduction, or one across
+  /// warps). Row maxima and sums of a lane's elements run as `chains`
+  /// interleaved chains. A `multiplier` (positive: it must keep the maximum
+  /// where it is) scales the raw scores inside exp2's argument, one FFMA
+  /// each instead of a multiply and a subtraction. Returns the factors
+  /// 2^(m_old - m) per slot, for O accumulators kept elsewhere.
   SmallVector<Value>
   softmaxStep(SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
               int64_t outAtoms,
               function_ref<Value(int64_t slot, Value localMax)> tileMax,
-              int64_t chains = 1);
+              int64_t chains = 1, Value multiplier = {});
 
   /// Per slot of the online-softmax state [m (slots), l (slots), ...]: 1 /
   /// l and the row's LSE (natural log, (m + log2 l) ln 2), l summed over

@@ -283,14 +283,11 @@ Value WarpgroupGemm::consume(Value consumer, Value base) {
         b, loc, add(address, i32(cfg.aBytes(elemBytes))), bOperand);
     Value acc = loop.getRegionIterArgs().front();
     wg.fence(b, loc);
-    // Each MMA's 16-element K slice is kStepBytes further into the tile:
-    // bytes >> 4 in the descriptor's address field.
+    // Each MMA's 16-element K slice is kStepBytes further into the tile.
     auto step = [&](Value desc, WarpgroupMma::SharedOperand operand,
-                    int64_t s) -> Value {
-      int64_t bytes = s * WarpgroupMma::kStepBytes(operand);
-      return arith::AddIOp::create(
-          b, loc, desc,
-          arith::ConstantIntOp::create(b, loc, b.getI64Type(), bytes >> 4));
+                    int64_t s) {
+      return wg.advanceDescriptor(b, loc, desc,
+                                  s * WarpgroupMma::kStepBytes(operand));
     };
     for (int64_t s = 0; s < cfg.tileK / WarpgroupMma::kDepth; ++s)
       acc = wg.mma(b, loc, elem, cfg.tileN, step(descA, aOperand, s),

@@ -225,16 +225,18 @@ Value MlaSm90Builder::issueValues(Value slot, ValueRange words, Value acc) {
   Value vBase = words.empty()
                     ? add(slot, half / cfg.chunk * cfg.chunkBytes)
                     : slot;
+  Value vFirst = descriptor(vBase, vLayout);
+  Value pFirst = descriptor(idx(cfg.pOffset()), pLayout);
   for (int64_t t = 0; t < cfg.tileTokens / WarpgroupMma::kDepth; ++t) {
-    Value descV = descriptor(
-        add(vBase, t * WarpgroupMma::kStepBytes(vLayout)), vLayout);
+    Value descV = wg.advanceDescriptor(b, loc, vFirst,
+                                       t * WarpgroupMma::kStepBytes(vLayout));
     if (!words.empty()) {
       acc = wg.mmaRegisterA(b, loc, elem, half, words.slice(4 * t, 4), descV,
                             vLayout, acc);
       continue;
     }
-    Value descP = descriptor(
-        idx(cfg.pOffset() + t * WarpgroupMma::kStepBytes(pLayout)), pLayout);
+    Value descP = wg.advanceDescriptor(b, loc, pFirst,
+                                       t * WarpgroupMma::kStepBytes(pLayout));
     acc = wg.mma(b, loc, elem, half, descP, pLayout, descV, vLayout, acc);
   }
   return acc;
@@ -265,12 +267,18 @@ void MlaSm90Builder::scoreConsumer() {
     // bytes along their rows per k16 step.
     Value sAcc = wg.zeroAccumulators(b, loc, n);
     wg.fence(b, loc);
+    // (Q's descriptors from an opaque address stay in the loop: hoisted,
+    // its 36 would hold 72 registers.)
+    Value qFirst =
+        wg.sharedDescriptor(b, loc, wg.opaque(b, loc, address), kMajor);
+    Value kFirst = descriptor(slot, kMajor);
     for (int64_t t = 0; t < cfg.headDim / WarpgroupMma::kDepth; ++t) {
       int64_t offset = t / (cfg.chunk / WarpgroupMma::kDepth) * cfg.chunkBytes +
                        t % (cfg.chunk / WarpgroupMma::kDepth) *
                            WarpgroupMma::kStepBytes(kMajor);
-      sAcc = wg.mma(b, loc, elem, n, descriptor(idx(offset), kMajor), kMajor,
-                    descriptor(add(slot, offset), kMajor), kMajor, sAcc);
+      sAcc = wg.mma(b, loc, elem, n,
+                    wg.advanceDescriptor(b, loc, qFirst, offset), kMajor,
+                    wg.advanceDescriptor(b, loc, kFirst, offset), kMajor, sAcc);
     }
     wg.commit(b, loc);
     wg.wait(b, loc, 0);

@@ -195,6 +195,17 @@ private:
   Value barrier(Value index) {
     return ptr(add(mul(index, 8), cfg.barrierOffset()));
   }
+  /// The stage of the ring's `use`-th use and the parity its wait takes
+  /// (flipped for the empty barriers), divided in 32 bits: by a stage
+  /// count of 3 in 64, a dozen instructions on every K/V tile.
+  std::pair<Value, Value> ringUse(Value use, bool flip) {
+    Value u = toI32(use), count = i32(cfg.stages);
+    Value round = arith::DivUIOp::create(b, loc, u, count);
+    Value parity = arith::AndIOp::create(b, loc, round, i32(1));
+    if (flip)
+      parity = arith::XOrIOp::create(b, loc, parity, i32(1));
+    return {toIndex(arith::RemUIOp::create(b, loc, u, count)), parity};
+  }
   /// The descriptor of `operand` at byte `offset` of the aligned base.
   Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
     return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
@@ -318,10 +329,9 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
     Value use = add(tile.kvBefore, kt);
-    Value stage = remu(use, cfg.stages);
+    auto [stage, parity] = ringUse(use, /*flip=*/true);
     Value full = barrier(stage);
-    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)),
-                  barrierParity(divu(use, cfg.stages), true));
+    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity);
     wg.arriveExpectBytes(b, loc, full, cfg.stageBytes());
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, cfg.tileKeys));
@@ -426,8 +436,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // the stage, its byte offset and the tile's first key.
   auto arrived = [&](Value kt) {
     Value use = add(tile.kvBefore, kt);
-    Value stage = remu(use, cfg.stages);
-    wg.waitParity(b, loc, barrier(stage), barrierParity(divu(use, cfg.stages), false));
+    auto [stage, parity] = ringUse(use, /*flip=*/false);
+    wg.waitParity(b, loc, barrier(stage), parity);
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, n));
     Value valid = sub(tile.keyEnd, tileStart);
@@ -438,20 +448,27 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   };
   // Issues S = Q K^T from the stage at `slot` (uncommitted). Q's rows of
   // this consumer in each 64-column chunk start 64 rows (8 KB) in; each
-  // k16 step is 32 bytes along the rows. Descriptors are computed where
-  // they are used: a whole tile's of them live at once cost 64 registers
-  // at head dim 256.
+  // k16 step is 32 bytes along the rows. Q's descriptors are made anew per
+  // tile from an opaque address: hoisted out of the loop as invariants,
+  // they would hold 2 registers each (16 at head dim 128) for good.
+  Value qAddress = add(
+      address,
+      toI32(mul(consumer, FlashSm90Config::chunkBytes(WarpgroupMma::kRows))));
   auto issueScores = [&](Value slot, Value acc) {
+    Value descQ =
+        wg.sharedDescriptor(b, loc, wg.opaque(b, loc, qAddress), kMajor);
+    Value descK = descriptor(slot, kMajor);
     for (int64_t t = 0; t < cfg.headDim / WarpgroupMma::kDepth; ++t) {
       int64_t c = t / (chunk / WarpgroupMma::kDepth);
       int64_t inChunk = (t % (chunk / WarpgroupMma::kDepth)) *
                         WarpgroupMma::kStepBytes(kMajor);
-      Value descQ = descriptor(
-          add(mul(consumer, FlashSm90Config::chunkBytes(WarpgroupMma::kRows)),
-              c * FlashSm90Config::chunkBytes(cfg.tileRows) + inChunk),
-          kMajor);
-      Value descK = descriptor(add(slot, c * kvChunk + inChunk), kMajor);
-      acc = wg.mma(b, loc, elem, n, descQ, kMajor, descK, kMajor, acc);
+      acc = wg.mma(b, loc, elem, n,
+                   wg.advanceDescriptor(
+                       b, loc, descQ,
+                       c * FlashSm90Config::chunkBytes(cfg.tileRows) + inChunk),
+                   kMajor,
+                   wg.advanceDescriptor(b, loc, descK, c * kvChunk + inChunk),
+                   kMajor, acc);
     }
     return acc;
   };
@@ -459,34 +476,58 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // P's members 8t .. 8t + 7 packed in pairs are the A words of k16 step
   // t; V's step is 16 rows (2 KB) into each chunk.
   auto issueValues = [&](ValueRange words, Value slot, Value acc) {
-    Value vSlot = add(slot, cfg.kBytes());
-    for (int64_t t = 0; t < n / WarpgroupMma::kDepth; ++t) {
-      Value descV = descriptor(
-          add(vSlot, t * WarpgroupMma::kStepBytes(vLayout)), vLayout);
-      acc = wg.mmaRegisterA(b, loc, elem, dv, words.slice(4 * t, 4), descV,
-                            vLayout, acc);
-    }
+    Value descV = descriptor(add(slot, cfg.kBytes()), vLayout);
+    for (int64_t t = 0; t < n / WarpgroupMma::kDepth; ++t)
+      acc = wg.mmaRegisterA(
+          b, loc, elem, dv, words.slice(4 * t, 4),
+          wg.advanceDescriptor(b, loc, descV,
+                               t * WarpgroupMma::kStepBytes(vLayout)),
+          vLayout, acc);
     return acc;
   };
   // The online softmax of the scores `sAcc` of the tile from key
   // `tileStart`: updates m and l in `state`, returns P (f32) and the
   // factors O must be rescaled by.
+  // Tiles that need no mask keep the raw scores, and the softmax folds the
+  // scale into exp2's argument (one FFMA a score); that needs a positive
+  // scale (the maximum must stay the maximum), so any other takes the
+  // masked path, which scales first.
+  // The branch holds the whole softmax, each side a copy: where its sides
+  // met before the softmax, ptxas waited there for the P V in flight (and
+  // then reused P's registers), which undid the overlap.
+  Value scaleFirst = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ULE,
+                                           pb.scaleLog2, f32(0));
   auto softmax = [&](Value sAcc, Value tileStart, SmallVector<Value> &state) {
-    // Scale, and mask keys past the keys the rows may see (with causal,
-    // past each row) on the tiles that reach them.
     SmallVector<Value> s;
     for (int64_t i = 0; i < n / 2; ++i)
-      s.push_back(fmul(wg.accumulator(b, loc, sAcc, i), pb.scaleLog2));
+      s.push_back(wg.accumulator(b, loc, sAcc, i));
+    // The accumulator layout is the m16n8 atom's, repeated along N. Yields
+    // P, the factors, then the state.
+    auto step = [&](SmallVector<Value> p, Value multiplier) {
+      SmallVector<Value> st(state);
+      SmallVector<Value> yielded = softmaxStep(
+          p, n / atom.n, st, /*outAtoms=*/0,
+          [&](int64_t, Value localMax) {
+            return rowReduce(localMax, /*isMax=*/true);
+          },
+          /*chains=*/4, multiplier);
+      yielded.insert(yielded.begin(), p.begin(), p.end());
+      yielded.append(st);
+      scf::YieldOp::create(b, loc, yielded);
+    };
+    // Mask keys past the keys the rows may see (with causal, past each row)
+    // on the tiles that reach them.
     Value needMask = lt(tile.keyEnd, add(tileStart, n));
     if (pb.causal)
       needMask = arith::OrIOp::create(
           b, loc, needMask, lt(position(idx(0)), add(tileStart, n - 1)));
-    auto masked = scf::IfOp::create(b, loc, TypeRange(ValueRange(s)),
-                                    uniform(needMask), true);
+    needMask = arith::OrIOp::create(b, loc, needMask, scaleFirst);
+    SmallVector<Type> types(n / 2 + slots() + state.size(), b.getF32Type());
+    auto masked = scf::IfOp::create(b, loc, types, uniform(needMask), true);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(masked.thenBlock());
-      SmallVector<Value> out(s);
+      SmallVector<Value> out;
       for (int64_t i = 0; i < n / 2; ++i) {
         Value col = wg.accumulatorPosition(b, loc, thread, i).second;
         Value key = add(tileStart, col);
@@ -495,21 +536,17 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
           ok = andi(ok, arith::CmpIOp::create(b, loc,
                                               arith::CmpIPredicate::sle, key,
                                               rowPositions[(i % 4) / 2]));
-        out[i] = select(ok, out[i], f32(-INFINITY));
+        out.push_back(select(ok, fmul(s[i], pb.scaleLog2), f32(-INFINITY)));
       }
-      scf::YieldOp::create(b, loc, out);
+      step(out, Value());
       b.setInsertionPointToStart(masked.elseBlock());
-      scf::YieldOp::create(b, loc, s);
+      step(s, pb.scaleLog2);
     }
-    s.assign(masked.getResults().begin(), masked.getResults().end());
-    // The accumulator layout is the m16n8 atom's, repeated along N.
-    SmallVector<Value> alpha =
-        softmaxStep(s, n / atom.n, state, /*outAtoms=*/0,
-                    [&](int64_t, Value localMax) {
-                      return rowReduce(localMax, /*isMax=*/true);
-                    },
-                    /*chains=*/4);
-    return std::make_pair(s, alpha);
+    ValueRange results = masked.getResults();
+    SmallVector<Value> p(results.take_front(n / 2));
+    SmallVector<Value> alpha(results.slice(n / 2, slots()));
+    state.assign(results.begin() + n / 2 + slots(), results.end());
+    return std::make_pair(p, alpha);
   };
   // P (f32) packed into A words, in pairs of 16-bit values.
   auto pack = [&](ArrayRef<Value> p) {

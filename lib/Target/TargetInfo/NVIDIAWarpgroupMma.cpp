@@ -36,19 +36,32 @@ public:
   // K-major (1, as CUTLASS sets it), MN-major the stride between 64-element
   // MN chunks; 32-45 the stride between 8-row atoms >> 4 (1024 bytes, along
   // M/N K-major, along K MN-major); 62-63 the swizzle mode (1: 128 bytes).
+  // The low word is computed in 32 bits (shared addresses are below 2^18),
+  // the high one is a constant.
   Value sharedDescriptor(OpBuilder &b, Location loc, Value address,
                          SharedOperand operand) const override {
-    uint64_t leading = operand.kMajor ? 1 : operand.chunkBytes >> 4;
-    uint64_t kHigh = (leading << 16) |
-                     (uint64_t{kSwizzleAlignment >> 4} << 32) |
-                     (uint64_t{1} << 62);
-    Type i64 = b.getI64Type();
-    Value wide = arith::ExtUIOp::create(b, loc, i64, address);
+    int64_t leading = operand.kMajor ? 1 : operand.chunkBytes >> 4;
+    uint64_t high =
+        (uint64_t{kSwizzleAlignment >> 4} << 32) | (uint64_t{1} << 62);
     Value field = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, wide, constant(b, loc, 4)),
-        constant(b, loc, 0x3FFF));
-    return arith::OrIOp::create(b, loc, field,
-                                constant(b, loc, static_cast<int64_t>(kHigh)));
+        b, loc, arith::ShRUIOp::create(b, loc, address, i32(b, loc, 4)),
+        i32(b, loc, 0x3FFF));
+    Value low = arith::OrIOp::create(b, loc, field, i32(b, loc, leading << 16));
+    return join(b, loc, low, constant(b, loc, static_cast<int64_t>(high)));
+  }
+
+  Value advanceDescriptor(OpBuilder &b, Location loc, Value descriptor,
+                          int64_t bytes) const override {
+    assert(bytes % 16 == 0 && "descriptors address 16-byte units");
+    if (bytes == 0)
+      return descriptor;
+    Value low = arith::AddIOp::create(
+        b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), descriptor),
+        i32(b, loc, bytes >> 4));
+    Value high = arith::AndIOp::create(
+        b, loc, descriptor,
+        constant(b, loc, static_cast<int64_t>(0xFFFFFFFF00000000ull)));
+    return join(b, loc, low, high);
   }
 
   Value mma(OpBuilder &b, Location loc, Type elem, int64_t n, Value descA,
@@ -275,6 +288,11 @@ public:
   }
 
 private:
+  /// The i64 of `low` (i32) in bits 0-31 and `high`'s bits 32-63.
+  static Value join(OpBuilder &b, Location loc, Value low, Value high) {
+    return arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), low), high);
+  }
   static Value constant(OpBuilder &b, Location loc, int64_t v) {
     return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
   }

@@ -11,7 +11,8 @@
 // the ring has 3 stages, and the consumers overlap P V with the next
 // softmax (two groups in flight, wait_group 1) and take turns through
 // named barriers (bar.sync / bar.arrive with the consumer's barrier id).
-// No mma.sync anywhere.
+// A tile that needs no mask folds the scale into exp2's argument (fma,
+// then ex2). No mma.sync anywhere.
 
 // CHECK-LABEL: gpu.binary @causal_gqa
 // CHECK-SAME:  .target sm_90a
@@ -30,7 +31,8 @@
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  0;
 // CHECK-SAME:  wgmma.commit_group.sync.aligned
 // CHECK-SAME:  bar.arrive %r{{[0-9]+}}, 256;
-// CHECK-SAME:  ex2.approx
+// CHECK-SAME:  fma.rn.f32
+// CHECK-SAME:  ex2.approx.ftz.f32
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[{][^}]*[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
 // CHECK-SAME:  mbarrier.arrive.shared.b64
