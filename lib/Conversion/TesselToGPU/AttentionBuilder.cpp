@@ -52,7 +52,7 @@ SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
 SmallVector<Value> AttentionBuilder::softmaxStep(
     SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
     int64_t outAtoms, function_ref<Value(int64_t slot, Value localMax)> tileMax,
-    int64_t chains, Value multiplier) {
+    int64_t chains, Value multiplier, double rescaleSlack) {
   int64_t nSlots = slots(), acc = accCount(), r = run();
   SmallVector<Value> alpha(nSlots);
   // `chains` interleaved chains of maxes and adds: one chain per row is a
@@ -84,6 +84,10 @@ SmallVector<Value> AttentionBuilder::softmaxStep(
     if (multiplier)
       mTile = fmul(mTile, multiplier);
     Value mNew = fmax(mOld, mTile);
+    if (rescaleSlack > 0)
+      mNew = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                          mTile, fadd(mOld, f32(rescaleSlack))),
+                    mNew, mOld);
     Value mSafe = finiteOrZero(mNew);
     alpha[sl] = exp2(fsub(mOld, mSafe));
     Value negM =
@@ -108,6 +112,32 @@ SmallVector<Value> AttentionBuilder::softmaxStep(
       o = fmul(o, alpha[e / r]);
     }
   return alpha;
+}
+
+Value AttentionBuilder::rescaleRows(const WarpgroupMma &wg, Value acc,
+                                    int64_t members, ArrayRef<Value> factors) {
+  Value changed;
+  for (Value f : factors) {
+    Value c =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, f, f32(1));
+    changed = changed ? arith::OrIOp::create(b, loc, changed, c) : c;
+  }
+  Value anyLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                            target.ballot(b, loc, changed), i32(0));
+  auto branch = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, anyLane,
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  Value scaled = acc;
+  for (int64_t i = 0; i < members; ++i)
+    scaled = LLVM::InsertValueOp::create(
+        b, loc, scaled,
+        fmul(wg.accumulator(b, loc, scaled, i), factors[(i % 4) / 2]), i);
+  scf::YieldOp::create(b, loc, scaled);
+  b.setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(b, loc, acc);
+  return branch.getResult(0);
 }
 
 std::pair<SmallVector<Value>, SmallVector<Value>>

@@ -17,6 +17,8 @@
 
 #include "KernelBuilder.h"
 
+#include "tessel/Target/WarpgroupMma.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir::tessel {
@@ -25,6 +27,11 @@ namespace mlir::tessel {
 /// multiples of 64 and the runtime checks buffer alignment), so every chunk
 /// of 8 elements at a multiple of 8 is.
 inline const llvm::MaybeAlign kChunkAlign(16);
+
+/// How far (log2 units) the Hopper kernels let a row's running maximum fall
+/// behind before they rescale O (softmaxStep's rescaleSlack): P stays
+/// below 2^8, well inside bf16 and fp16.
+inline constexpr double kRescaleSlack = 8;
 
 /// The MMA atom of attention on `target` for `elem` operands with f32
 /// accumulation: the one with the fewest rows (query heads or tokens are
@@ -67,13 +74,25 @@ protected:
   /// warps). Row maxima and sums of a lane's elements run as `chains`
   /// interleaved chains. A `multiplier` (positive: it must keep the maximum
   /// where it is) scales the raw scores inside exp2's argument, one FFMA
-  /// each instead of a multiply and a subtraction. Returns the factors
-  /// 2^(m_old - m) per slot, for O accumulators kept elsewhere.
+  /// each instead of a multiply and a subtraction. With a `rescaleSlack`
+  /// (log2 units), m stays where it is until a tile's maximum passes it by
+  /// more than that: P may reach 2^slack, and the factors are 1 on most
+  /// tiles, where O needs no rescale (FlashAttention-4's lazy rescaling;
+  /// exact, since l and O share the stale m). Returns the factors 2^(m_old
+  /// - m) per slot, for O accumulators kept elsewhere.
   SmallVector<Value>
   softmaxStep(SmallVector<Value> &s, int64_t atoms, SmallVector<Value> &state,
               int64_t outAtoms,
               function_ref<Value(int64_t slot, Value localMax)> tileMax,
-              int64_t chains = 1, Value multiplier = {});
+              int64_t chains = 1, Value multiplier = {},
+              double rescaleSlack = 0);
+
+  /// The wgmma accumulator struct `acc` of `members` f32 with member i
+  /// times its row's factor, factors[(i % 4) / 2]; skipped, by a branch
+  /// uniform over the warp, where every factor of the warp is 1 (the usual
+  /// tile under softmaxStep's rescaleSlack).
+  Value rescaleRows(const WarpgroupMma &wg, Value acc, int64_t members,
+                    ArrayRef<Value> factors);
 
   /// Per slot of the online-softmax state [m (slots), l (slots), ...]: 1 /
   /// l and the row's LSE (natural log, (m + log2 l) ln 2), l summed over

@@ -207,12 +207,7 @@ std::pair<Value, Value> MlaSm90Builder::arrived(Value kt) {
 }
 
 Value MlaSm90Builder::rescale(Value acc, ArrayRef<Value> rowFactors) {
-  int64_t members = cfg.latentDim / 2 / 2;
-  for (int64_t i = 0; i < members; ++i)
-    acc = LLVM::InsertValueOp::create(
-        b, loc, acc,
-        fmul(wg.accumulator(b, loc, acc, i), rowFactors[(i % 4) / 2]), i);
-  return acc;
+  return rescaleRows(wg, acc, cfg.latentDim / 2 / 2, rowFactors);
 }
 
 Value MlaSm90Builder::issueValues(Value slot, ValueRange words, Value acc) {
@@ -297,7 +292,7 @@ void MlaSm90Builder::scoreConsumer() {
                     [&](int64_t, Value localMax) {
                       return rowReduce(localMax, /*isMax=*/true);
                     },
-                    /*chains=*/4);
+                    /*chains=*/4, /*multiplier=*/{}, kRescaleSlack);
     auto pairType = VectorType::get({2}, elem);
     SmallVector<Value> words;
     for (int64_t i = 0; i < n / 2; i += 2)

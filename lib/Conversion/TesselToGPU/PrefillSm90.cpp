@@ -510,7 +510,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
           [&](int64_t, Value localMax) {
             return rowReduce(localMax, /*isMax=*/true);
           },
-          /*chains=*/4, multiplier);
+          /*chains=*/4, multiplier, kRescaleSlack);
       yielded.insert(yielded.begin(), p.begin(), p.end());
       yielded.append(st);
       scf::YieldOp::create(b, loc, yielded);
@@ -565,11 +565,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     wg.arrive(b, loc, barrier(add(stage, cfg.stages)));
   };
   auto rescale = [&](Value acc, ArrayRef<Value> alpha) {
-    for (int64_t i = 0; i < dv / 2; ++i)
-      acc = LLVM::InsertValueOp::create(
-          b, loc, acc,
-          fmul(wg.accumulator(b, loc, acc, i), alpha[(i % 4) / 2]), i);
-    return acc;
+    return rescaleRows(wg, acc, dv / 2, alpha);
   };
   auto finish = [&](ValueRange state, Value acc) {
     // Every MMA that read Q is done.
