@@ -449,108 +449,144 @@ def _gate_up_operand(h: torch.Tensor) -> torch.Tensor:
     return h[0] if h.shape[0] == 1 else h
 
 
+def forward(plan: _Plan, x: torch.Tensor, topk_ids: torch.Tensor,
+            topk_weights: torch.Tensor, weights: Sequence[torch.Tensor]
+            ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, ...]]:
+    """The layer's output and what the backward keeps: (sorted_rows,
+    row_positions, offsets, h), all new tensors."""
+    k, form, dims = plan.kernels, plan.form, plan.dims
+    ids = topk_ids.to(torch.int32).contiguous()
+    x = x.contiguous()
+    rows = dims.tokens * dims.topk
+    offsets = ids.new_empty(dims.experts)
+    k["histogram"](ids, ids.new_empty(dims.experts), offsets)
+    sorted_rows = ids.new_empty(rows)
+    row_positions = torch.empty_like(ids)
+    k["sort"](ids, offsets, sorted_rows, row_positions)
+
+    up_bs, down_b = form.operands(weights)
+    xs = _permute(plan, x, sorted_rows)
+    # h (gate | up) is what the backward keeps of the activations:
+    # recomputing it would cost a grouped matmul, while act comes back
+    # from it elementwise (keeping act too would add R x I) and xs from
+    # x by one more permute (keeping xs would add R x H).
+    h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
+    for part, b in enumerate(up_bs):
+        k["up"](xs, b, offsets, h[part])
+    del xs
+    act = x.new_empty(rows, dims.intermediate)
+    k["act"](_gate_up_operand(h), act)
+    y = x.new_empty(rows, dims.hidden)
+    k["down"](act, down_b, offsets, y)
+    del act
+    w32 = topk_weights.to(torch.float32).contiguous()
+    out = _unpermute(plan, y, row_positions, w32)
+    return out, (sorted_rows, row_positions, offsets, h)
+
+
+def backward(plan: _Plan, dout: torch.Tensor, x: torch.Tensor,
+             topk_weights: torch.Tensor, kept: Sequence[torch.Tensor],
+             weights: Sequence[torch.Tensor], need_x: bool,
+             need_weights: Sequence[bool]) -> Tuple:
+    """(dx, d topk_weights (fp32), *weight gradients) from forward's kept
+    tensors; dx and weight gradients not needed are None."""
+    sorted_rows, row_positions, offsets, h = kept
+    x = x.contiguous()
+    w32 = topk_weights.to(torch.float32).contiguous()
+    k, form, dims = plan.kernels, plan.form, plan.dims
+    need_up, need_down = form.needs(need_weights)
+    # Rebuilt, not kept from the forward: under FSDP the weights are
+    # gathered again for the backward, perhaps at other addresses.
+    up_bs, down_b = form.operands(weights)
+
+    dout_s = _permute(plan, dout.contiguous(), sorted_rows)
+    g = x.new_empty(dout_s.shape[0], dims.intermediate)
+    k["down_dgrad"](dout_s, down_b, offsets, g)
+    # The SwiGLU backward with the routing weights in one pass: dh, the
+    # down weight gradient's operand w_s * act, and d topk_weights.
+    dh = torch.empty_like(h)
+    act_w = x.new_empty(g.shape)
+    d_w32 = torch.empty_like(w32)
+    k["act_backward"](g, _gate_up_operand(h), w32, sorted_rows,
+                      row_positions, _gate_up_operand(dh), act_w, d_w32)
+    del g, h
+    d_down = None
+    if need_down:
+        # dy[p] = w_s[p] dout_s[p]: the weight moved onto act, the
+        # smaller operand (I <= H in these models).
+        d_down = x.new_empty(dims.experts, dims.hidden, dims.intermediate)
+        k["down_wgrad"](dout_s, act_w, offsets, d_down)
+    del dout_s, act_w
+
+    # One dgrad output buffer at a time: dxs ([parts, R, H]) is
+    # combined into dx before xs is permuted again for the gate/up
+    # weight gradient.
+    dx = d_up_w = None
+    if need_x:
+        rows = dh.shape[1]
+        dxs = x.new_empty(form.parts, rows, dims.hidden)
+        for part in range(form.parts):
+            k["up_dgrad"](dh[part], up_bs[part], offsets, dxs[part])
+        positions = row_positions
+        if form.parts == 2:
+            # Gate and up apart: a token's rows in both halves of dxs,
+            # summed by one combine (2k rows a token) rather than an
+            # [R, H] add first.
+            positions = torch.cat(
+                [row_positions,
+                 torch.where(row_positions < 0, row_positions,
+                             row_positions + rows)], dim=1)
+        dx = _unpermute(plan, dxs.view(-1, dims.hidden), positions,
+                        w32.new_ones(positions.shape), "dx")
+        del dxs
+    if need_up:
+        xs = _permute(plan, x, sorted_rows)
+        d_up_w = x.new_empty(form.parts, dims.experts, dh.shape[2],
+                             dims.hidden)
+        for part in range(form.parts):
+            k["up_wgrad"](dh[part], xs, offsets, d_up_w[part])
+    return (dx, d_w32, *form.weight_grads(d_up_w, d_down, need_weights))
+
+
 class _MoEMLP(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, topk_ids, topk_weights, plan, *weights):
-        k, form, dims = plan.kernels, plan.form, plan.dims
-        ids = topk_ids.to(torch.int32).contiguous()
-        x = x.contiguous()
-        rows = dims.tokens * dims.topk
-        offsets = ids.new_empty(dims.experts)
-        k["histogram"](ids, ids.new_empty(dims.experts), offsets)
-        sorted_rows = ids.new_empty(rows)
-        row_positions = torch.empty_like(ids)
-        k["sort"](ids, offsets, sorted_rows, row_positions)
-
-        up_bs, down_b = form.operands(weights)
-        xs = _permute(plan, x, sorted_rows)
-        # h (gate | up) is what the backward keeps of the activations:
-        # recomputing it would cost a grouped matmul, while act comes back
-        # from it elementwise (keeping act too would add R x I) and xs from
-        # x by one more permute (keeping xs would add R x H).
-        h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
-        for part, b in enumerate(up_bs):
-            k["up"](xs, b, offsets, h[part])
-        del xs
-        act = x.new_empty(rows, dims.intermediate)
-        k["act"](_gate_up_operand(h), act)
-        y = x.new_empty(rows, dims.hidden)
-        k["down"](act, down_b, offsets, y)
-        del act
-        w32 = topk_weights.to(torch.float32).contiguous()
-        out = _unpermute(plan, y, row_positions, w32)
-
-        ctx.save_for_backward(x, w32, sorted_rows, row_positions, offsets, h,
-                              *weights)
+        out, kept = forward(plan, x, topk_ids, topk_weights, weights)
+        ctx.save_for_backward(x, topk_weights, *kept, *weights)
         ctx.plan = plan
-        ctx.weights_dtype = topk_weights.dtype
         return out
 
     @staticmethod
     @once_differentiable  # the backward's kernels are not differentiable
     def backward(ctx, dout):
-        x, w32, sorted_rows, row_positions, offsets, h, *weights = \
-            ctx.saved_tensors
-        plan = ctx.plan
-        k, form, dims = plan.kernels, plan.form, plan.dims
+        x, topk_weights, *saved = ctx.saved_tensors
+        kept, weights = saved[:4], saved[4:]
         need_x, _, need_topk_weights = ctx.needs_input_grad[:3]
-        need_weights = ctx.needs_input_grad[4:]
-        need_up, need_down = form.needs(need_weights)
-        # Rebuilt, not kept from the forward: under FSDP the weights are
-        # gathered again for the backward, perhaps at other addresses.
-        up_bs, down_b = form.operands(weights)
+        dx, d_w32, *d_weights = backward(
+            ctx.plan, dout, x, topk_weights, kept, weights, need_x,
+            ctx.needs_input_grad[4:])
+        return (dx, None,
+                d_w32.to(topk_weights.dtype) if need_topk_weights else None,
+                None, *d_weights)
 
-        dout_s = _permute(plan, dout.contiguous(), sorted_rows)
-        g = x.new_empty(dout_s.shape[0], dims.intermediate)
-        k["down_dgrad"](dout_s, down_b, offsets, g)
-        # The SwiGLU backward with the routing weights in one pass: dh, the
-        # down weight gradient's operand w_s * act, and d topk_weights.
-        dh = torch.empty_like(h)
-        act_w = x.new_empty(g.shape)
-        d_w32 = torch.empty_like(w32)
-        k["act_backward"](g, _gate_up_operand(h), w32, sorted_rows,
-                          row_positions, _gate_up_operand(dh), act_w, d_w32)
-        del g, h
-        d_topk_weights = (d_w32.to(ctx.weights_dtype) if need_topk_weights
-                          else None)
-        d_down = None
-        if need_down:
-            # dy[p] = w_s[p] dout_s[p]: the weight moved onto act, the
-            # smaller operand (I <= H in these models).
-            d_down = x.new_empty(dims.experts, dims.hidden, dims.intermediate)
-            k["down_wgrad"](dout_s, act_w, offsets, d_down)
-        del dout_s, act_w
 
-        # One dgrad output buffer at a time: dxs ([parts, R, H]) is
-        # combined into dx before xs is permuted again for the gate/up
-        # weight gradient.
-        dx = d_up_w = None
-        if need_x:
-            rows = dh.shape[1]
-            dxs = x.new_empty(form.parts, rows, dims.hidden)
-            for part in range(form.parts):
-                k["up_dgrad"](dh[part], up_bs[part], offsets, dxs[part])
-            positions = row_positions
-            if form.parts == 2:
-                # Gate and up apart: a token's rows in both halves of dxs,
-                # summed by one combine (2k rows a token) rather than an
-                # [R, H] add first.
-                positions = torch.cat(
-                    [row_positions,
-                     torch.where(row_positions < 0, row_positions,
-                                 row_positions + rows)], dim=1)
-            dx = _unpermute(plan, dxs.view(-1, dims.hidden), positions,
-                            w32.new_ones(positions.shape), "dx")
-            del dxs
-        if need_up:
-            xs = _permute(plan, x, sorted_rows)
-            d_up_w = x.new_empty(form.parts, dims.experts, dh.shape[2],
-                                 dims.hidden)
-            for part in range(form.parts):
-                k["up_wgrad"](dh[part], xs, offsets, d_up_w[part])
-        return (dx, None, d_topk_weights, None,
-                *form.weight_grads(d_up_w, d_down, need_weights))
+def check_stacked(fn: str, x, topk_ids, topk_weights, w_gate_up,
+                  w_down) -> _Dims:
+    """moe_mlp's checks of its stacked form (shapes, dtypes, devices;
+    nothing that needs data), for the operator `fn`."""
+    T, k, H = _check_routing(fn, x, topk_ids, topk_weights)
+    dims = _stacked_dims(x, topk_ids, w_gate_up, w_down, T, k, H)
+    _check_devices(fn, None, x, topk_ids, topk_weights)
+    return dims
+
+
+def stacked_plan(x, topk_ids, topk_weights, w_gate_up, w_down) -> _Plan:
+    """The stacked form's kernels from the default kernel cache (compiled
+    on the first miss): tessel.ops.moe_mlp's."""
+    dims = check_stacked("tessel.ops.moe_mlp", x, topk_ids, topk_weights,
+                         w_gate_up, w_down)
+    return _Plan(_STACKED, _kernels(None, _STACKED, x, dims), dims)
 
 
 def _apply(form: _Form, bundle, x, topk_ids, topk_weights, dims,

@@ -482,6 +482,24 @@ def grouped_mm(a, b, group_offsets, *, trans_b: bool = True,
     return eager(a, b, group_offsets, cache, trans_b)
 
 
+def moe_mlp(x, topk_ids, topk_weights, w_gate_up, w_down, *,
+            cache: Optional[KernelCache] = None):
+    """An MoE layer's routed experts as an operator: tessel.torch.moe_mlp
+    with stacked weights, x [T, H], topk_ids [T, k] (ids outside [0, E)
+    are dropped slots), topk_weights [T, k], w_gate_up [E, 2I, H] (each
+    expert's gate rows, then its up rows), w_down [E, H, I]; out [T, H].
+    Differentiable in x, topk_weights and both weights (its backward is an
+    operator too, so torch.compile traces both passes)."""
+    from . import moe
+    moe.check_stacked("tessel.ops.moe_mlp", x, topk_ids, topk_weights,
+                      w_gate_up, w_down)
+    if cache or not _OPS:
+        return moe.moe_mlp(x, topk_ids, topk_weights, w_gate_up, w_down,
+                           cache)
+    return torch.ops.tessel.moe_mlp(x, topk_ids.to(torch.int32), topk_weights,
+                                    w_gate_up, w_down)[0]
+
+
 #===----------------------------------------------------------------------===#
 # torch.library operators (torch >= 2.4): torch.ops.tessel.*, with fake
 # kernels for torch.compile's tracing; torch 1.13 runs the functions above
@@ -640,11 +658,82 @@ def _register() -> bool:
         return (da if need_a else None, db if need_b else None, None, None)
 
     grouped_mm_op.register_autograd(backward, setup_context=setup_context)
+    _register_moe_mlp(custom_op)
     return True
+
+
+def _register_moe_mlp(custom_op) -> None:
+    """tessel::moe_mlp returns, after the output, what its backward keeps
+    (sorted rows, row positions, group ends, the gate/up activations h);
+    tessel::moe_mlp_backward takes them back. (tessel.moe, which imports
+    this module, is imported where they run.)"""
+    Tensor = torch.Tensor
+    i32 = torch.int32
+
+    @custom_op("tessel::moe_mlp", mutates_args=())
+    def moe_mlp_op(x: Tensor, topk_ids: Tensor, topk_weights: Tensor,
+                   w_gate_up: Tensor, w_down: Tensor
+                   ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        from . import moe
+        plan = moe.stacked_plan(x, topk_ids, topk_weights, w_gate_up, w_down)
+        out, kept = moe.forward(plan, x, topk_ids, topk_weights,
+                                (w_gate_up, w_down))
+        return (out, *kept)
+
+    @moe_mlp_op.register_fake
+    def _(x, topk_ids, topk_weights, w_gate_up, w_down):
+        (T, k), (E, two_i, H) = topk_ids.shape, w_gate_up.shape
+        return (x.new_empty(T, H), topk_ids.new_empty(T * k, dtype=i32),
+                topk_ids.new_empty(T, k, dtype=i32),
+                topk_ids.new_empty(E, dtype=i32),
+                x.new_empty(1, T * k, two_i))
+
+    @custom_op("tessel::moe_mlp_backward", mutates_args=())
+    def moe_mlp_backward_op(dout: Tensor, x: Tensor, topk_ids: Tensor,
+                            topk_weights: Tensor, sorted_rows: Tensor,
+                            row_positions: Tensor, offsets: Tensor, h: Tensor,
+                            w_gate_up: Tensor, w_down: Tensor, need_x: bool,
+                            need_gate_up: bool, need_down: bool
+                            ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        from . import moe
+        plan = moe.stacked_plan(x, topk_ids, topk_weights, w_gate_up, w_down)
+        dx, d_w32, d_gate_up, d_down = moe.backward(
+            plan, dout, x, topk_weights, (sorted_rows, row_positions, offsets,
+                                          h), (w_gate_up, w_down), need_x,
+            (need_gate_up, need_down))
+        # An operator returns tensors: an empty one (each its own) for a
+        # gradient not asked for.
+        return tuple(g if g is not None else x.new_empty(0)
+                     for g in (dx, d_w32, d_gate_up, d_down))
+
+    @moe_mlp_backward_op.register_fake
+    def _(dout, x, topk_ids, topk_weights, sorted_rows, row_positions,
+          offsets, h, w_gate_up, w_down, need_x, need_gate_up, need_down):
+        return (x.new_empty(x.shape if need_x else (0,)),
+                topk_weights.new_empty(topk_weights.shape,
+                                       dtype=torch.float32),
+                w_gate_up.new_empty(w_gate_up.shape if need_gate_up else (0,)),
+                w_down.new_empty(w_down.shape if need_down else (0,)))
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[:3], *output[1:], *inputs[3:])
+
+    def backward(ctx, dout, *unused):
+        need_x, _, need_w, need_gate_up, need_down = ctx.needs_input_grad
+        x, topk_ids, topk_weights, *rest = ctx.saved_tensors
+        dx, d_w32, d_gate_up, d_down = torch.ops.tessel.moe_mlp_backward(
+            dout.contiguous(), x, topk_ids, topk_weights, *rest, need_x,
+            need_gate_up, need_down)
+        return (dx if need_x else None, None,
+                d_w32.to(topk_weights.dtype) if need_w else None,
+                d_gate_up if need_gate_up else None,
+                d_down if need_down else None)
+
+    moe_mlp_op.register_autograd(backward, setup_context=setup_context)
 
 
 _OPS = _register()
 
 __all__ = ["decode", "expert_sort", "grouped_mm", "lse_merge", "lse_merge_n",
-           "mla_decode", "moe_permute", "moe_unpermute", "prefill",
+           "mla_decode", "moe_mlp", "moe_permute", "moe_unpermute", "prefill",
            "reshape_and_cache", "unified"]

@@ -426,6 +426,38 @@ TEST_F(DispatchOnFakeCuda, UnifiedSplitsOfALargeBlockFillWholeWaves) {
   }
 }
 
+TEST_F(DispatchOnFakeCuda, ParallelWindowsStayWithinTheBudget) {
+  // Windows are whole blocks: a 200-token budget holds 12 blocks of 16, so
+  // a 49-block context takes at least 5 windows, not the 4 of 13 blocks
+  // (208 tokens) that a count in tokens gave.
+  load(mhaKernels(true));
+  tessel_attention_config config = mhaConfig();
+  config.context_chunk_tokens = 200;
+  bool parallel = false;
+  for (int32_t units : {2, 3, 4, 8, 132}) {
+    config.compute_units = units;
+    tessel_attention attention = create(config);
+    tessel_attention_plan plan = nullptr;
+    ASSERT_TRUE(succeeds(tessel_attention_plan_create(attention, 1, &plan)));
+    std::vector<int32_t> q = {4}, c = {780};
+    ASSERT_TRUE(
+        succeeds(tessel_attention_plan_build(plan, q.data(), c.data(), 1, 49)));
+    tessel_attention_plan_info info;
+    tessel_attention_plan_get_info(plan, &info);
+    for (int32_t i = 0; info.context_chunks_parallel && i < info.context_chunks;
+         ++i) {
+      parallel = true;
+      int64_t start = 0, width = 0;
+      ASSERT_TRUE(
+          succeeds(tessel_attention_plan_chunk(plan, i, &start, &width)));
+      EXPECT_LE(width, 200) << units << " compute units, window " << i;
+    }
+    tessel_attention_plan_release(plan);
+    tessel_attention_release(attention);
+  }
+  EXPECT_TRUE(parallel);
+}
+
 TEST_F(DispatchOnFakeCuda, UnifiedRunsTheBatchInOneKernel) {
   load(mhaKernels(true));
   tessel_attention_config config = mhaConfig();

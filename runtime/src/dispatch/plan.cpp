@@ -107,9 +107,14 @@ int32_t parallelWindows(const tessel_attention_t &attention, const Range &e,
                                     c.max_kv_splits, kWindowBlocksPerUnit});
   if (windows <= 1)
     return 0;
-  // Within the budget: more (narrower) windows if need be.
-  int64_t fewest = (maxBlocks * c.block_size + c.context_chunk_tokens - 1) /
-                   c.context_chunk_tokens;
+  // Within the budget: more (narrower) windows if need be. A window is
+  // whole blocks (splitWindow), so count the blocks that fit the budget
+  // (at least one), not tokens: at blocks of 48 and a budget of 512, a
+  // token count let 3001 tokens' 63 blocks into 6 windows of 11 blocks
+  // (528 tokens).
+  int64_t windowBlocks =
+      std::max<int64_t>(1, c.context_chunk_tokens / c.block_size);
+  int64_t fewest = (maxBlocks + windowBlocks - 1) / windowBlocks;
   windows = static_cast<int32_t>(std::max<int64_t>(windows, fewest));
   size_t bytes = static_cast<size_t>(windows + 1) * e.tokens *
                  c.num_q_heads * (c.v_head_dim + 1) * 4;

@@ -1,30 +1,19 @@
-#!/usr/bin/env python3
-"""tessel.ops on an NVIDIA GPU with kernels from a kernel cache that was
-filled on the development machine (the GPU machine has no compiler):
-prefill and paged decode at head dim 192 (in no bundle; decode at 192 is
-the case that once crashed the compiler), the 2-way LSE merge, MLA decode
-(128 heads), reshape-and-cache (head dim 192, padding slots) and the
-grouped matmul with both gradients, on fresh random data, against float64
-references on the GPU; then prefill inside a torch.compile(fullgraph=True)
-block, a grouped-matmul step compiled with its backward, and decode
-replayed from a CUDA graph, each against the same computation run
-eagerly.
-
-On the development machine (runs each case on the host backend too, as a
-check, and compiles the same specs for sm90a into DIR):
-    PYTHONPATH=build/python python3 bench/ops_gpu_check.py --prepare DIR
-On the GPU machine (tessel package installed, no tessel-aot):
-    TESSEL_CACHE_DIR=DIR python3 bench/ops_gpu_check.py
-
-Exits 1 if a check fails.
+"""tessel.ops on the GPU: prefill and paged decode at head dim 192 (in no
+bundle; decode at 192 is the case that once crashed the compiler), the
+2-way LSE merge, MLA decode (128 heads), reshape-and-cache (head dim 192,
+padding slots) and the grouped matmul with both gradients, against float64
+references; then torch.compile(fullgraph=True) of a prefill block, of a
+grouped-matmul step with its backward, of a small attention + MoE layer
+and of moe_mlp with its backward, and decode replayed from a CUDA graph,
+each against the same computation run eagerly. (conftest.py: how to run
+it.)
 """
-import argparse
-import sys
 
+import pytest
 import torch
 
-import tessel
 import tessel.ops
+from gpu_checks import assert_close
 
 TOLERANCE = 2e-2  # bf16 outputs, relative to the largest reference value
 
@@ -215,6 +204,76 @@ def compiled_grouped_mm_case(device, gen):
             eager.double())
 
 
+def compiled_layer_case(device, gen):
+    """A small transformer layer of tessel.ops under
+    torch.compile(fullgraph=True): causal prefill attention (GQA 4) then a
+    top-2 MoE MLP of 4 experts (expert sort, permute, grouped matmuls with
+    SiLU between, weighted unpermute), against the same layer run eagerly."""
+    T, hq, hkv, d, E, H, I, k = 160, 8, 2, 64, 4, 512, 256, 2
+    cu = torch.tensor([0, 100, 160], dtype=torch.int32, device=device)
+    wq = torch.randn(H, hq * d, generator=gen, device=device) * H ** -0.5
+    wkv = torch.randn(H, 2 * hkv * d, generator=gen, device=device) * \
+        H ** -0.5
+    router = torch.randn(H, E, generator=gen, device=device)
+    w_up = (torch.randn(E, I, H, generator=gen, device=device) *
+            H ** -0.5).bfloat16()
+    w_down = (torch.randn(E, H, I, generator=gen, device=device) *
+              I ** -0.5).bfloat16()
+    x = torch.randn(T, H, generator=gen, device=device)
+
+    def layer(x):
+        q = (x @ wq).view(T, hq, d).bfloat16()
+        k_, v = (x @ wkv).view(T, 2, hkv, d).bfloat16().unbind(1)
+        attn = tessel.ops.prefill(q, k_.contiguous(), v.contiguous(), cu)
+        h = x + attn.float().reshape(T, H)  # hq * d = H
+        weights, ids = torch.topk(torch.softmax(h @ router, -1), k)
+        offsets, rows, positions = tessel.ops.expert_sort(ids.int(), E)
+        xs = tessel.ops.moe_permute(h.bfloat16(), rows, k)
+        up = tessel.ops.grouped_mm(xs, w_up, offsets)
+        down = tessel.ops.grouped_mm(torch.nn.functional.silu(up), w_down,
+                                     offsets)
+        return h + tessel.ops.moe_unpermute(down, positions, weights).float()
+
+    eager = layer(x)
+    if device == "cpu":
+        return None
+    compiled = torch.compile(layer, fullgraph=True)(x)
+    return ("torch.compile(fullgraph=True) of an attention + MoE layer",
+            compiled, eager.double())
+
+
+def compiled_moe_mlp_case(device, gen):
+    """tessel.ops.moe_mlp forward and backward (an operator pair) under
+    torch.compile(fullgraph=True): the output and the gradients of x, the
+    routing weights and both weights against the same step run eagerly."""
+    T, k, E, H, I = 300, 2, 8, 256, 128
+    ids = torch.randint(0, E, (T, k), generator=gen, device=device,
+                        dtype=torch.int32)
+    ids[7, 1] = -1  # a dropped slot
+    dout = torch.randn(T, H, generator=gen, device=device)
+    inputs = [torch.randn(T, H, generator=gen, device=device).bfloat16(),
+              torch.rand(T, k, generator=gen, device=device),
+              (torch.randn(E, 2 * I, H, generator=gen, device=device) *
+               H ** -0.5).bfloat16(),
+              (torch.randn(E, H, I, generator=gen, device=device) *
+               I ** -0.5).bfloat16()]
+    inputs = [t.requires_grad_() for t in inputs]
+
+    def step(x, w, gate_up, down):
+        out = tessel.ops.moe_mlp(x, ids, w, gate_up, down)
+        return out, (out.float() * dout).sum()
+
+    out, loss = step(*inputs)
+    eager = [out, *torch.autograd.grad(loss, inputs)]
+    if device == "cpu":
+        return None
+    out, loss = torch.compile(step, fullgraph=True)(*inputs)
+    compiled = [out, *torch.autograd.grad(loss, inputs)]
+    names = ["out", "dx", "d topk_weights", "d w_gate_up", "d w_down"]
+    return [(f"torch.compile(fullgraph=True) of moe_mlp: {name}", got,
+             want.double()) for name, got, want in zip(names, compiled, eager)]
+
+
 def graph_case(device, gen):
     """tessel.ops.decode captured in a CUDA graph, replayed on new queries
     written into the captured input, against an eager call on them."""
@@ -241,44 +300,21 @@ def graph_case(device, gen):
         tessel.ops.decode(q, kc, vc, table, seq_lens).double()
 
 
-class _PreparingCache(tessel.KernelCache):
-    """Runs each kernel on the host and compiles its spec for sm90a too."""
-
-    def kernel(self, device, name, spec):
-        self.prepare(spec, "sm90a")
-        return super().kernel(device, name, spec)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prepare", metavar="DIR")
-    args = parser.parse_args()
-    if args.prepare:
-        import tessel.cache
-        tessel.cache._default = _PreparingCache(args.prepare)
-        device = "cpu"
-    else:
-        device = "cuda"
-        print(f"GPU: {torch.cuda.get_device_name()}, torch "
-              f"{torch.__version__}")
-    gen = torch.Generator(device=device).manual_seed(11)
-    ok = True
-    for case in CASES + [compiled_case, compiled_grouped_mm_case,
-                         graph_case]:
-        result = case(device, gen)
-        if result is None:  # prepared only
-            continue
-        for title, out, ref in (result if isinstance(result, list)
-                                else [result]):
-            err = ((out.double() - ref).abs().max() /
-                   ref.abs().max()).item()
-            good = bool(torch.isfinite(out).all()) and err <= TOLERANCE
-            ok &= good
-            print(f"{'PASS' if good else 'FAIL'}  {title} on {device}: max "
-                  f"error {err:.2e}")
-    print("ALL PASS" if ok else "SOME FAILED")
-    return 0 if ok else 1
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
+def test_op(case, device, gen):
+    result = case(device, gen)
+    for title, out, ref in (result if isinstance(result, list) else [result]):
+        assert_close(out, ref, TOLERANCE, f"{title} on {device}")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize("case", [compiled_case, compiled_grouped_mm_case,
+                                  compiled_layer_case, compiled_moe_mlp_case,
+                                  graph_case],
+                         ids=lambda case: case.__name__)
+def test_compiled_and_graphed(case, device, gen):
+    """On the host (preparing) only the eager half runs: it fills the
+    cache."""
+    result = case(device, gen)
+    for title, out, ref in (result if isinstance(result, list) else
+                            [result] if result else []):
+        assert_close(out, ref, TOLERANCE, title)
