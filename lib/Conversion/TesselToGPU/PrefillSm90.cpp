@@ -501,19 +501,19 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     SmallVector<Value> s;
     for (int64_t i = 0; i < n / 2; ++i)
       s.push_back(wg.accumulator(b, loc, sAcc, i));
-    // The accumulator layout is the m16n8 atom's, repeated along N. Yields
-    // P, the factors, then the state.
+    // The accumulator layout is the m16n8 atom's, repeated along N. P, the
+    // factors, then the state.
     auto step = [&](SmallVector<Value> p, Value multiplier) {
       SmallVector<Value> st(state);
-      SmallVector<Value> yielded = softmaxStep(
+      SmallVector<Value> results = softmaxStep(
           p, n / atom.n, st, /*outAtoms=*/0,
           [&](int64_t, Value localMax) {
             return rowReduce(localMax, /*isMax=*/true);
           },
           /*chains=*/4, multiplier, kRescaleSlack);
-      yielded.insert(yielded.begin(), p.begin(), p.end());
-      yielded.append(st);
-      scf::YieldOp::create(b, loc, yielded);
+      results.insert(results.begin(), p.begin(), p.end());
+      results.append(st);
+      return results;
     };
     // Mask keys past the keys the rows may see (with causal, past each row)
     // on the tiles that reach them.
@@ -522,11 +522,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       needMask = arith::OrIOp::create(
           b, loc, needMask, lt(position(idx(0)), add(tileStart, n - 1)));
     needMask = arith::OrIOp::create(b, loc, needMask, scaleFirst);
-    SmallVector<Type> types(n / 2 + slots() + state.size(), b.getF32Type());
-    auto masked = scf::IfOp::create(b, loc, types, uniform(needMask), true);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(masked.thenBlock());
+    auto maskedScores = [&] {
       SmallVector<Value> out;
       for (int64_t i = 0; i < n / 2; ++i) {
         Value col = wg.accumulatorPosition(b, loc, thread, i).second;
@@ -538,13 +534,40 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
                                               rowPositions[(i % 4) / 2]));
         out.push_back(select(ok, fmul(s[i], pb.scaleLog2), f32(-INFINITY)));
       }
-      step(out, Value());
+      return out;
+    };
+    // Paged (the unified and extend kernels), one softmax after the branch:
+    // the copy in each side costs the GQA-16 unified kernel 28 bytes of
+    // spills, and its tiles are mostly decodes' short ones.
+    SmallVector<Value> results;
+    if (pb.paged) {
+      SmallVector<Type> types(n / 2 + 1, b.getF32Type());
+      auto masked = scf::IfOp::create(b, loc, types, uniform(needMask), true);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(masked.thenBlock());
+        SmallVector<Value> out = maskedScores();
+        out.push_back(f32(1));
+        scf::YieldOp::create(b, loc, out);
+        b.setInsertionPointToStart(masked.elseBlock());
+        s.push_back(pb.scaleLog2);
+        scf::YieldOp::create(b, loc, s);
+      }
+      SmallVector<Value> scores(masked.getResults());
+      Value multiplier = scores.pop_back_val();
+      results = step(scores, multiplier);
+    } else {
+      SmallVector<Type> types(n / 2 + slots() + state.size(), b.getF32Type());
+      auto masked = scf::IfOp::create(b, loc, types, uniform(needMask), true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(masked.thenBlock());
+      scf::YieldOp::create(b, loc, step(maskedScores(), Value()));
       b.setInsertionPointToStart(masked.elseBlock());
-      step(s, pb.scaleLog2);
+      scf::YieldOp::create(b, loc, step(s, pb.scaleLog2));
+      results.assign(masked.getResults().begin(), masked.getResults().end());
     }
-    ValueRange results = masked.getResults();
-    SmallVector<Value> p(results.take_front(n / 2));
-    SmallVector<Value> alpha(results.slice(n / 2, slots()));
+    SmallVector<Value> p(ArrayRef<Value>(results).take_front(n / 2));
+    SmallVector<Value> alpha(ArrayRef<Value>(results).slice(n / 2, slots()));
     state.assign(results.begin() + n / 2 + slots(), results.end());
     return std::make_pair(p, alpha);
   };
