@@ -492,9 +492,9 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // scale into exp2's argument (one FFMA a score); that needs a positive
   // scale (the maximum must stay the maximum), so any other takes the
   // masked path, which scales first.
-  // The branch holds the whole softmax, each side a copy: where its sides
-  // met before the softmax, ptxas waited there for the P V in flight (and
-  // then reused P's registers), which undid the overlap.
+  // In the prefill the branch holds the whole softmax, each side a copy:
+  // where its sides met before the softmax, ptxas waited there for the P V
+  // in flight (and then reused P's registers), which undid the overlap.
   Value scaleFirst = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ULE,
                                            pb.scaleLog2, f32(0));
   auto softmax = [&](Value sAcc, Value tileStart, SmallVector<Value> &state) {
