@@ -74,6 +74,16 @@ Value KernelBuilder::broadcast(Value x, Value srcLane) {
       .getShuffleResult();
 }
 
+std::pair<Value, Value> KernelBuilder::ringUse(Value use, int64_t stages,
+                                               bool flip) {
+  Value u = toI32(use), count = i32(stages);
+  Value round = arith::DivUIOp::create(b, loc, u, count);
+  Value parity = arith::AndIOp::create(b, loc, round, i32(1));
+  if (flip)
+    parity = arith::XOrIOp::create(b, loc, parity, i32(1));
+  return {toIndex(arith::RemUIOp::create(b, loc, u, count)), parity};
+}
+
 Value KernelBuilder::uniform(Value x) {
   Type type = x.getType();
   Value word = type.isIndex() ? toI32(x)

@@ -219,6 +219,11 @@ protected:
       p = arith::XOrIOp::create(b, loc, p, idx(1));
     return toI32(p);
   }
+  /// The stage (index) of a `stages`-stage ring that its `use`-th use takes
+  /// and the parity (i32) that use's wait takes, as barrierParity gives it
+  /// for the stage's round; divided in 32 bits (64-bit division by a stage
+  /// count of 3 is a dozen instructions on every tile of a K loop).
+  std::pair<Value, Value> ringUse(Value use, int64_t stages, bool flip);
   /// The skeleton of a block of one producer and several consumer
   /// warpgroups: thread 0 initialises the mbarriers `barriers` (pointer,
   /// arrival count) and makes them visible to TMA, and the block meets;

@@ -147,10 +147,9 @@ void MlaSm90Builder::produce() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value kt = loop.getInductionVar();
-  Value stage = remu(kt, cfg.stages);
+  auto [stage, parity] = ringUse(kt, cfg.stages, /*flip=*/true);
   Value full = barrier(stage);
-  wg.waitParity(b, loc, barrier(add(stage, cfg.stages)),
-                barrierParity(divu(kt, cfg.stages), true));
+  wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity);
   wg.arriveExpectBytes(b, loc, full, cfg.tileBytes());
   Value slot = add(mul(stage, cfg.tileBytes()), cfg.ringOffset());
   for (int64_t box = 0; box < cfg.tileTokens / boxRows; ++box) {
@@ -171,8 +170,8 @@ void MlaSm90Builder::produce() {
 }
 
 std::pair<Value, Value> MlaSm90Builder::arrived(Value kt) {
-  Value stage = remu(kt, cfg.stages);
-  wg.waitParity(b, loc, barrier(stage), barrierParity(divu(kt, cfg.stages), false));
+  auto [stage, parity] = ringUse(kt, cfg.stages, /*flip=*/false);
+  wg.waitParity(b, loc, barrier(stage), parity);
   Value slot = add(mul(stage, cfg.tileBytes()), cfg.ringOffset());
   Value valid = sub(end, add(start, mul(kt, cfg.tileTokens)));
   // Whole 128-byte rows of every chunk, split between the consumers, who

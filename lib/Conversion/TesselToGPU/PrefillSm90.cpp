@@ -195,17 +195,6 @@ private:
   Value barrier(Value index) {
     return ptr(add(mul(index, 8), cfg.barrierOffset()));
   }
-  /// The stage of the ring's `use`-th use and the parity its wait takes
-  /// (flipped for the empty barriers), divided in 32 bits: by a stage
-  /// count of 3 in 64, a dozen instructions on every K/V tile.
-  std::pair<Value, Value> ringUse(Value use, bool flip) {
-    Value u = toI32(use), count = i32(cfg.stages);
-    Value round = arith::DivUIOp::create(b, loc, u, count);
-    Value parity = arith::AndIOp::create(b, loc, round, i32(1));
-    if (flip)
-      parity = arith::XOrIOp::create(b, loc, parity, i32(1));
-    return {toIndex(arith::RemUIOp::create(b, loc, u, count)), parity};
-  }
   /// The descriptor of `operand` at byte `offset` of the aligned base.
   Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
     return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
@@ -329,7 +318,7 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
     Value use = add(tile.kvBefore, kt);
-    auto [stage, parity] = ringUse(use, /*flip=*/true);
+    auto [stage, parity] = ringUse(use, cfg.stages, /*flip=*/true);
     Value full = barrier(stage);
     wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity);
     wg.arriveExpectBytes(b, loc, full, cfg.stageBytes());
@@ -436,7 +425,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // the stage, its byte offset and the tile's first key.
   auto arrived = [&](Value kt) {
     Value use = add(tile.kvBefore, kt);
-    auto [stage, parity] = ringUse(use, /*flip=*/false);
+    auto [stage, parity] = ringUse(use, cfg.stages, /*flip=*/false);
     wg.waitParity(b, loc, barrier(stage), parity);
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, n));
