@@ -435,43 +435,56 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     });
     return std::make_tuple(stage, slot, tileStart);
   };
-  // Issues S = Q K^T from the stage at `slot` (uncommitted). Q's rows of
-  // this consumer in each 64-column chunk start 64 rows (8 KB) in; each
-  // k16 step is 32 bytes along the rows. Q's descriptors are made anew per
-  // tile from an opaque address: hoisted out of the loop as invariants,
-  // they would hold 2 registers each (16 at head dim 128) for good.
+  // The descriptors of S = Q K^T's MMAs on the stage at `slot`, (Q, K) per
+  // k16 step. Q's rows of this consumer in each 64-column chunk start 64
+  // rows (8 KB) in; each k16 step is 32 bytes along the rows. Q's
+  // descriptors are made anew per tile from an opaque address: hoisted out
+  // of the loop as invariants, they would hold 2 registers each (16 at head
+  // dim 128) for good. All descriptors are made before the consumer's turn,
+  // so that the turn holds the wgmma issue alone.
   Value qAddress = add(
       address,
       toI32(mul(consumer, FlashSm90Config::chunkBytes(WarpgroupMma::kRows))));
-  auto issueScores = [&](Value slot, Value acc) {
+  using Operands = SmallVector<std::pair<Value, Value>>;
+  auto scoreDescriptors = [&](Value slot) {
     Value descQ =
         wg.sharedDescriptor(b, loc, wg.opaque(b, loc, qAddress), kMajor);
     Value descK = descriptor(slot, kMajor);
+    Operands steps;
     for (int64_t t = 0; t < cfg.headDim / WarpgroupMma::kDepth; ++t) {
       int64_t c = t / (chunk / WarpgroupMma::kDepth);
       int64_t inChunk = (t % (chunk / WarpgroupMma::kDepth)) *
                         WarpgroupMma::kStepBytes(kMajor);
-      acc = wg.mma(b, loc, elem, n,
-                   wg.advanceDescriptor(
-                       b, loc, descQ,
-                       c * FlashSm90Config::chunkBytes(cfg.tileRows) + inChunk),
-                   kMajor,
-                   wg.advanceDescriptor(b, loc, descK, c * kvChunk + inChunk),
-                   kMajor, acc);
+      steps.push_back(
+          {wg.advanceDescriptor(b, loc, descQ,
+                                c * FlashSm90Config::chunkBytes(cfg.tileRows) +
+                                    inChunk),
+           wg.advanceDescriptor(b, loc, descK, c * kvChunk + inChunk)});
     }
+    return steps;
+  };
+  // Issues S = Q K^T (uncommitted).
+  auto issueScores = [&](const Operands &steps, Value acc) {
+    for (auto [descQ, descK] : steps)
+      acc = wg.mma(b, loc, elem, n, descQ, kMajor, descK, kMajor, acc);
     return acc;
   };
-  // Issues O += P V from the V tile of the stage at `slot` (uncommitted):
-  // P's members 8t .. 8t + 7 packed in pairs are the A words of k16 step
-  // t; V's step is 16 rows (2 KB) into each chunk.
-  auto issueValues = [&](ValueRange words, Value slot, Value acc) {
+  // The descriptors of O += P V's MMAs on the V tile of the stage at
+  // `slot`: V's k16 step is 16 rows (2 KB) into each chunk.
+  auto valueDescriptors = [&](Value slot) {
     Value descV = descriptor(add(slot, cfg.kBytes()), vLayout);
+    SmallVector<Value> steps;
     for (int64_t t = 0; t < n / WarpgroupMma::kDepth; ++t)
-      acc = wg.mmaRegisterA(
-          b, loc, elem, dv, words.slice(4 * t, 4),
-          wg.advanceDescriptor(b, loc, descV,
-                               t * WarpgroupMma::kStepBytes(vLayout)),
-          vLayout, acc);
+      steps.push_back(wg.advanceDescriptor(
+          b, loc, descV, t * WarpgroupMma::kStepBytes(vLayout)));
+    return steps;
+  };
+  // Issues O += P V (uncommitted): P's members 8t .. 8t + 7 packed in pairs
+  // are the A words of k16 step t.
+  auto issueValues = [&](ValueRange words, ArrayRef<Value> steps, Value acc) {
+    for (auto [t, descV] : llvm::enumerate(steps))
+      acc = wg.mmaRegisterA(b, loc, elem, dv, words.slice(4 * t, 4), descV,
+                            vLayout, acc);
     return acc;
   };
   // The online softmax of the scores `sAcc` of the tile from key
@@ -586,10 +599,10 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   };
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
-  auto scores = [&](Value slot) {
+  auto scores = [&](const Operands &steps) {
     Value acc = wg.zeroAccumulators(b, loc, n);
     wg.fence(b, loc);
-    acc = issueScores(slot, acc);
+    acc = issueScores(steps, acc);
     wg.commit(b, loc);
     return acc;
   };
@@ -653,13 +666,13 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       ValueRange carried = loop.getRegionIterArgs();
       SmallVector<Value> st(carried.take_front(2 * nSlots));
       auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
-      Value sAcc = scores(slot);
+      Value sAcc = scores(scoreDescriptors(slot));
       wg.wait(b, loc, 0);
       auto [p, alpha] = softmax(sAcc, tileStart, st);
       Value oAcc = rescale(carried.back(), alpha);
       SmallVector<Value> words = pack(p);
       wg.fence(b, loc);
-      oAcc = issueValues(words, slot, oAcc);
+      oAcc = issueValues(words, valueDescriptors(slot), oAcc);
       wg.commit(b, loc);
       wg.wait(b, loc, 0);
       release(stage);
@@ -690,7 +703,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     Value stage0, slot0, start0;
     std::tie(stage0, slot0, start0) = arrived(idx(0));
     Value s0;
-    inTurn([&] { s0 = scores(slot0); });
+    Operands steps0 = scoreDescriptors(slot0);
+    inTurn([&] { s0 = scores(steps0); });
     wg.wait(b, loc, 0);
     SmallVector<Value> words0 = pack(softmax(s0, start0, state).first);
     SmallVector<Value> init(state);
@@ -708,11 +722,13 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       SmallVector<Value> words(carried.drop_front(2 * nSlots + 2));
       Value stage, slot, tileStart;
       std::tie(stage, slot, tileStart) = arrived(loop.getInductionVar());
+      Operands scoreSteps = scoreDescriptors(slot);
+      SmallVector<Value> valueSteps =
+          valueDescriptors(add(mul(previous, cfg.stageBytes()), cfg.qBytes()));
       Value sAcc;
       inTurn([&] {
-        sAcc = scores(slot);
-        oAcc = issueValues(
-            words, add(mul(previous, cfg.stageBytes()), cfg.qBytes()), oAcc);
+        sAcc = scores(scoreSteps);
+        oAcc = issueValues(words, valueSteps, oAcc);
         wg.commit(b, loc);
       });
       wg.wait(b, loc, 1);
@@ -730,10 +746,11 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     Value last = results[2 * nSlots + 1];
     Value oAcc = results[2 * nSlots];
     SmallVector<Value> words(results.drop_front(2 * nSlots + 2));
+    SmallVector<Value> lastSteps =
+        valueDescriptors(add(mul(last, cfg.stageBytes()), cfg.qBytes()));
     inTurn([&] {
       wg.fence(b, loc);
-      oAcc = issueValues(words,
-                         add(mul(last, cfg.stageBytes()), cfg.qBytes()), oAcc);
+      oAcc = issueValues(words, lastSteps, oAcc);
       wg.commit(b, loc);
     });
     wg.wait(b, loc, 0);

@@ -37,7 +37,11 @@ public:
   // MN chunks; 32-45 the stride between 8-row atoms >> 4 (1024 bytes, along
   // M/N K-major, along K MN-major); 62-63 the swizzle mode (1: 128 bytes).
   // The low word is computed in 32 bits (shared addresses are below 2^18),
-  // the high one is a constant.
+  // the high one is a constant. The low word goes through `opaque`: where
+  // LLVM sees its bounds, it folds each advanced descriptor's 32-bit add
+  // and the high word into one 64-bit add, and ptxas then carries into the
+  // high word and moves both halves to uniform registers before every MMA
+  // (a dependent chain per wgmma while the warpgroup holds its turn).
   Value sharedDescriptor(OpBuilder &b, Location loc, Value address,
                          SharedOperand operand) const override {
     int64_t leading = operand.kMajor ? 1 : operand.chunkBytes >> 4;
@@ -46,7 +50,9 @@ public:
     Value field = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, address, i32(b, loc, 4)),
         i32(b, loc, 0x3FFF));
-    Value low = arith::OrIOp::create(b, loc, field, i32(b, loc, leading << 16));
+    Value low =
+        opaque(b, loc,
+               arith::OrIOp::create(b, loc, field, i32(b, loc, leading << 16)));
     return join(b, loc, low, constant(b, loc, static_cast<int64_t>(high)));
   }
 

@@ -11,8 +11,11 @@
 // the ring has 3 stages, and the consumers overlap P V with the next
 // softmax (two groups in flight, wait_group 1) and take turns through
 // named barriers (bar.sync / bar.arrive with the consumer's barrier id).
-// A tile that needs no mask folds the scale into exp2's argument (fma,
-// then ex2). No mma.sync anywhere.
+// A tile's wgmma descriptors are made before the consumer's turn, each a
+// 32-bit add on the low word beside the constant high word (folded into
+// 64-bit adds, ptxas carries into the high word). A tile that needs no
+// mask folds the scale into exp2's argument (fma, then ex2). No mma.sync
+// anywhere.
 
 // CHECK-LABEL: gpu.binary @causal_gqa
 // CHECK-SAME:  .target sm_90a
@@ -26,6 +29,8 @@
 // CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09232;
 // CHECK-SAME:  bar.arrive 2, 256;
 // CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
+// CHECK-NOT:   add.s64 {{[^;]*}}, 4611686
+// CHECK-SAME:  add.s32 \09%r{{[0-9]+}}, %r{{[0-9]+}}, 1030;\0A\09cvt.u64.u32 \09%rd{{[0-9]+}}, %r{{[0-9]+}};\0A\09or.b64 \09%rd{{[0-9]+}}, %rd{{[0-9]+}}, 4611686293305294848;
 // CHECK-SAME:  bar.sync \09%r{{[0-9]+}}, 256;
 // CHECK-SAME:  wgmma.fence.sync.aligned
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  0;
