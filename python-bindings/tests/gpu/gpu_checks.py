@@ -45,6 +45,24 @@ def assert_lse_close(lse, ref, atol, what, rtol=0.0):
             f"{atol} + {rtol} |lse|"
 
 
+def merged(parts, lses):
+    """The float64 LSE merge of partials [P, T, H, D] with LSEs [P, H, T]
+    (+inf is empty, as -inf is): out [T, H, D], lse [H, T], and the [T, H]
+    mask of rows where every partial is empty (lse -inf there; out NaN:
+    each op has its own rule)."""
+    lses = lses.double().masked_fill(lses == math.inf, -math.inf)
+    top = lses.amax(0)
+    empty = top == -math.inf
+    w = torch.exp(lses - top.masked_fill(empty, 0.0))  # [P, H, T]
+    total = w.sum(0)
+    wt = w.transpose(1, 2)[..., None]  # [P, T, H, 1]
+    # An empty partial's output (NaN) is dropped, not multiplied by 0.
+    out = (parts.double() * wt).masked_fill(wt == 0, 0.0).sum(0) / \
+        total.T[..., None]
+    lse = (top + torch.log(total)).masked_fill(empty, -math.inf)
+    return out, lse, empty.T
+
+
 def kernel(device, name, spec):
     """Kernel `name` of `spec` from the default kernel cache, for the
     torch device `device` ('cuda', or 'cpu': the host backend while

@@ -34,7 +34,7 @@ import torch
 
 import tessel.ops
 import tessel.specs
-from gpu_checks import assert_lse_close, kernel, nan_full, shuffle
+from gpu_checks import assert_lse_close, kernel, merged, nan_full, shuffle
 
 INF = math.inf
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
@@ -75,24 +75,6 @@ def merge_id(merge):
 def cache_id(cache):
     dtype, layout, hkv, d, dv, bs = cache
     return f"{dtype}_{layout}_kv{hkv}_d{d}_v{dv}_bs{bs}"
-
-
-def merged(parts, lses):
-    """The float64 merge of partials [P, T, H, D] with LSEs [P, H, T] (+inf
-    is empty, as -inf is): out [T, H, D], lse [H, T], and the [T, H] mask
-    of rows where every partial is empty (lse -inf there; out NaN: each op
-    has its own rule)."""
-    lses = lses.double().masked_fill(lses == INF, -INF)
-    top = lses.amax(0)
-    empty = top == -INF
-    w = torch.exp(lses - top.masked_fill(empty, 0.0))  # [P, H, T]
-    total = w.sum(0)
-    wt = w.transpose(1, 2)[..., None]  # [P, T, H, 1]
-    # An empty partial's output (NaN) is dropped, not multiplied by 0.
-    out = (parts.double() * wt).masked_fill(wt == 0, 0.0).sum(0) / \
-        total.T[..., None]
-    lse = (top + torch.log(total)).masked_fill(empty, -INF)
-    return out, lse, empty.T
 
 
 def make_empty(lse, out, flat, value):
