@@ -236,7 +236,7 @@ def check_step(step, buffers, what):
 
 
 def mixed_requests(rng, chunk_budget, bs, on_gpu):
-    """dispatch_check.py's batch, in a random engine order: decodes,
+    """A mixed batch in a random engine order: decodes,
     extends, prefills. On the host, fewer new tokens over shorter long
     contexts: there the float64 reference (torch's CPU matmul) costs far
     more than the kernels."""
@@ -286,7 +286,7 @@ def test_permute_rows_on_the_device(device, on_gpu):
 
 
 def extend_requests(index, on_gpu):
-    """extend_check.py's batches (new tokens, context) per request; on the
+    """The extend batches (new tokens, context) per request; on the
     host fewer tokens (as in mixed_requests)."""
     if on_gpu:
         return [list(zip([1, 5, 129, 1000, 3], [0, 18, 463, 1328, 33000])),
@@ -325,7 +325,7 @@ def test_parallel_windows_within_the_budget(device, on_gpu):
 
 
 def decode_contexts(name, on_gpu):
-    """paged_decode_check.py's contexts (shorter long ones on the host)."""
+    """Decode contexts (shorter long ones on the host)."""
     long = 131072 if on_gpu else 8195
     return {"ragged": [0, 1, 18, 463, 1328, 33000 if on_gpu else 3001],
             "short": [7, 0, 1], "long": [long, 3, long - 1, 0]}[name]

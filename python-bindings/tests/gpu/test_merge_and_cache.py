@@ -1,6 +1,6 @@
 """LSE merges and the cache write against float64 torch: through tessel.ops,
-and the kernels of the former bench/attention_check.py's spec (from
-tessel.specs and the default kernel cache, every output poisoned with NaN).
+and the kernels themselves (from tessel.specs and the default kernel
+cache, every output poisoned with NaN).
 
   * LSE merge of two partials: T in {0, 1, 7, 16384} (513 on the host
     backend); LSEs of -inf and +inf (empty partials, whose outputs hold
