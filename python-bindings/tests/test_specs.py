@@ -102,7 +102,7 @@ def test_generated_spec_files_are_current(tmp_path):
                                 env=env)
         assert result.returncode == 0, result.stderr
     written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.mlir"))
-    assert len(written) == 7
+    assert len(written) == 6
     stale = [str(p) for p in written
              if not filecmp.cmp(tmp_path / p, REPO / p, shallow=False)]
     assert stale == [], "regenerate with bench/gen_*.py: " + ", ".join(stale)
