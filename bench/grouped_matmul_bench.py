@@ -280,6 +280,16 @@ def bench_gemm(bench, title, label, L, sizes, kernels):
               f"{cell(loop)} {ratio(gmm)} {ratio(loop)} {cell(dense)}")
 
 
+def dense_ceiling(bench):
+    """Prints the TFLOP/s of a square dense bf16 matmul: the device's
+    practical ceiling."""
+    n = 256 if bench.smoke else 8192
+    x, y = (torch.randn(n, n, device=bench.device,
+                        generator=bench.gen).bfloat16() for _ in range(2))
+    ms = bench.time_ms(lambda: torch.mm(x, y))
+    print(f"dense bf16 matmul {n}^3: {2.0 * n ** 3 / ms / 1e9:.1f} TFLOP/s")
+
+
 def main():
     parser = benchlib.parser(__doc__, reps=50)
     parser.add_argument("--only", default="",
@@ -297,13 +307,7 @@ def main():
         bench.note("no grouped_matmul_configs.tsb: the default tile "
                    "configurations only")
 
-    # A square dense bf16 matmul: the device's practical ceiling.
-    n = 256 if bench.smoke else 8192
-    x, y = (torch.randn(n, n, device=bench.device,
-                        generator=bench.gen).bfloat16() for _ in range(2))
-    ms = bench.time_ms(lambda: torch.mm(x, y))
-    print(f"dense bf16 matmul {n}^3: {2.0 * n ** 3 / ms / 1e9:.1f} TFLOP/s")
-    del x, y
+    dense_ceiling(bench)
 
     print(f"""\
 TFLOP/s of useful FLOPs (2*rows*N*K; wgrad 2*rows*M*N), bf16 in, fp32

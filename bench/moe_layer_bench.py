@@ -158,6 +158,26 @@ def check(bench, methods, title):
         del got
 
 
+def run_case(bench, args, bundle, title, shape, tokens):
+    """Checks and times every method on one layer (its tensors freed on
+    return); {method: median fwd+bwd ms}."""
+    methods = Methods(random_layer(shape, tokens, bench.gen), bundle)
+    if bench.cuda_only("gr_mm (torch._grouped_mm)"):
+        del methods.calls["gr_mm"]
+    check(bench, methods, title)
+    ms = {name: bench.time_ms(
+        lambda: methods.step(name),
+        reps=args.loop_reps if name == "loop" else None,
+        warmup=1 if name == "loop" or bench.smoke else 5)
+        for name in methods.calls}
+    profiled = [m for m in args.profile.split(",") if m in methods.calls]
+    if profiled and not bench.cuda_only("the profile (CUDA activity)"):
+        for name in profiled:
+            print_profile(title, name, methods.calls[name],
+                          lambda: methods.step(name), ms[name])
+    return ms
+
+
 def main():
     parser = benchlib.parser(__doc__)
     parser.add_argument("--loop-reps", type=int, default=3)
@@ -174,20 +194,7 @@ def main():
     rows = []
     for title, shape_name, tokens in cases:
         shape = SHAPES[shape_name]
-        methods = Methods(random_layer(shape, tokens, bench.gen), bundle)
-        if bench.cuda_only("gr_mm (torch._grouped_mm)"):
-            del methods.calls["gr_mm"]
-        check(bench, methods, title)
-        ms = {name: bench.time_ms(
-            lambda: methods.step(name),
-            reps=args.loop_reps if name == "loop" else None,
-            warmup=1 if name == "loop" or bench.smoke else 5)
-            for name in methods.calls}
-        profiled = [m for m in args.profile.split(",") if m in methods.calls]
-        if profiled and not bench.cuda_only("the profile (CUDA activity)"):
-            for name in profiled:
-                print_profile(title, name, methods.calls[name],
-                              lambda: methods.step(name), ms[name])
+        ms = run_case(bench, args, bundle, title, shape, tokens)
         flops = 18.0 * tokens * shape.topk * shape.hidden * shape.intermediate
         rows.append((title, shape, tokens, ms, flops))
         for name, label in (("tessel", "moe_mlp"), ("split", "moe_mlp split"),
@@ -198,7 +205,6 @@ def main():
                           ms["loop"])
             bench.row(case, "ms", ms[name], "torch._grouped_mm layer",
                       ms.get("gr_mm"))
-        del methods
         if not bench.smoke:
             torch.cuda.empty_cache()
 

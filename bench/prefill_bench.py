@@ -116,7 +116,7 @@ def bench_kernel(bench, kernel, baseline, batch, lens):
     t_tessel = tessel_ms(kernel, kernel.target)
     t_base = tessel_ms(baseline, "base " + baseline.target) \
         if baseline else None
-    del ref
+    ref = None  # its memory back before the peers run
     peers = sdpa_ms(bench, q, k, v, lens, causal, scale)
     flops = sum(2 * n * n * hq * (d + dv) for n in lens) / (2 if causal else 1)
 

@@ -63,6 +63,21 @@ def merged(parts, lses):
     return out, lse, empty.T
 
 
+def block_table(per, blocks, gen, device, width=0):
+    """A block table [B, max(width, *per)] giving request b per[b] blocks,
+    a random draw of the cache's `blocks` (none shared), and garbage ids
+    (negative, or past the cache) after them; and the blocks nobody
+    owns."""
+    table = torch.randint(-5, 2 * blocks, (len(per), max(width, *per)),
+                          generator=gen, device=device, dtype=torch.int32)
+    perm = torch.randperm(blocks, generator=gen, device=device).int()
+    used = 0
+    for b, n in enumerate(per):
+        table[b, :n] = perm[used:used + n]
+        used += n
+    return table, perm[used:]
+
+
 def kernel(device, name, spec):
     """Kernel `name` of `spec` from the default kernel cache, for the
     torch device `device` ('cuda', or 'cpu': the host backend while

@@ -32,8 +32,8 @@ import torch
 
 import tessel.ops
 import tessel.specs
-from gpu_checks import (assert_close, assert_lse_close, kernel, merged,
-                        nan_full, shuffle)
+from gpu_checks import (assert_close, assert_lse_close, block_table, kernel,
+                        merged, nan_full, shuffle)
 
 TOLERANCE = 1e-2  # relative to the largest reference value
 ELEMENT = {torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -110,13 +110,7 @@ def paged(gen, device, config, seq_lens, tokens=None, blocks=0, width=0):
     def rand(*shape):
         return torch.randn(*shape, generator=gen, device=device).to(dtype)
 
-    table = torch.randint(-5, 2 * blocks, (len(seq_lens), max(width, *per)),
-                          generator=gen, device=device, dtype=torch.int32)
-    perm = torch.randperm(blocks, generator=gen, device=device).int()
-    used = 0
-    for b, n in enumerate(per):
-        table[b, :n] = perm[used:used + n]
-        used += n
+    table, _ = block_table(per, blocks, gen, device, width)
     return Paged(rand(tokens or len(seq_lens), hq, d),
                  rand(blocks, bs, hkv, d), rand(blocks, bs, hkv, d), table,
                  torch.tensor(seq_lens, dtype=torch.int32, device=device))

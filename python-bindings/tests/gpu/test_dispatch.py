@@ -34,7 +34,7 @@ import torch
 
 import tessel
 import tessel.ops
-from gpu_checks import assert_close, shuffle, unshuffle
+from gpu_checks import assert_close, block_table, shuffle, unshuffle
 
 TOLERANCE = 1e-2  # the bench's: relative to the largest reference value
 
@@ -107,14 +107,7 @@ class Step:
             rand(T, hkv, d)
         self.k_cache, self.v_cache = (rand(blocks, bs, hkv, d)
                                       for _ in range(2))
-        table = torch.randint(-5, 2 * blocks, (len(requests), max(per)),
-                              generator=gen, device=device,
-                              dtype=torch.int32)
-        perm = torch.randperm(blocks, generator=gen, device=device).int()
-        used = 0
-        for b, n in enumerate(per):
-            table[b, :n] = perm[used:used + n]
-            used += n
+        table, _ = block_table(per, blocks, gen, device)
         self.table = tessel.permute_rows(self.order, table)
         self.seq_lens = torch.tensor([n + c for n, c in zip(self.ql, self.cl)],
                                      dtype=torch.int32, device=device)

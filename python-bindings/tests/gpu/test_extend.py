@@ -24,7 +24,7 @@ import pytest
 import torch
 
 import tessel.specs
-from gpu_checks import assert_close, kernel, nan_full
+from gpu_checks import assert_close, block_table, kernel, nan_full
 
 HQ = HKV = 128
 D, DV, BS = 192, 128, 16
@@ -93,13 +93,7 @@ def test_mla_extend(index, device, on_gpu, gen):
     per = [max(1, -(-c // BS)) for _, c in batch]
     blocks = sum(per) + 2
     k_cache, v_cache = rand(blocks, BS, HKV, D), rand(blocks, BS, HKV, DV)
-    perm = torch.randperm(blocks, generator=gen, device=device).int()
-    table = torch.randint(-3, 2 * blocks, (len(batch), max(per)),
-                          generator=gen, device=device, dtype=torch.int32)
-    used = 0
-    for b, count in enumerate(per):
-        table[b, :count] = perm[used:used + count]
-        used += count
+    table, _ = block_table(per, blocks, gen, device)
     cu = torch.tensor([0] + new, device=device).cumsum(0).int()
     context_lens = torch.tensor([c for _, c in batch], dtype=torch.int32,
                                 device=device)

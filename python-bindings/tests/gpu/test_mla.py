@@ -21,8 +21,8 @@ import pytest
 import torch
 
 import tessel.specs
-from gpu_checks import (assert_close, assert_lse_close, kernel, merged,
-                        nan_full)
+from gpu_checks import (assert_close, assert_lse_close, block_table, kernel,
+                        merged, nan_full)
 
 SCALE = 192 ** -0.5  # DeepSeek-V3's (qk head dim 192), not 576**-0.5
 KERNELS = [(16, 64), (128, 64), (8, 16)]  # (heads, block size)
@@ -41,16 +41,10 @@ def batch(h, bs, lens, device, gen):
     q = torch.randn(len(lens), h, 576, generator=gen, device=device)
     cache = torch.randn(blocks, bs, 576, generator=gen, device=device)
     cache = cache.bfloat16()
-    perm = torch.randperm(blocks, generator=gen, device=device).int()
-    table = torch.randint(-4, 2 * blocks, (len(lens), max(per)),
-                          generator=gen, device=device, dtype=torch.int32)
-    used = 0
-    for b, count in enumerate(per):
-        table[b, :count] = perm[used:used + count]
-        used += count
+    table, spare = block_table(per, blocks, gen, device)
     # Rows no request may read are NaN: the spare blocks and the tail of
     # each request's last block.
-    cache[perm[used:].long()] = math.nan
+    cache[spare.long()] = math.nan
     for b, n in enumerate(lens):
         if n % bs:
             cache[table[b, per[b] - 1].long(), n % bs:] = math.nan
