@@ -27,6 +27,7 @@ H, D = 32, 128
 # kernel -> (partials' dtype, out dtype)
 KERNELS = {"merge_f32_h32_d128_bf16_lse": (torch.float32, torch.bfloat16),
            "merge_bf16_h32_d128_bf16_lse": (torch.bfloat16, torch.bfloat16)}
+NAMES = {torch.float32: "f32", torch.bfloat16: "bf16"}
 
 
 def merge(oa, la, ob, lb, out, lse_out):
@@ -57,7 +58,7 @@ def bench_merge(bench, kernel, parts, out_dtype, T, ceiling):
     merge(oa, la.double(), ob, lb.double(), ref_out, ref_lse)
     err = benchlib.relative_error(out, ref_out)
     lse_err = (lse.double() - ref_lse).abs().max().item()
-    case = f"{str(parts)[6:]} partials -> {str(out_dtype)[6:]}, T={T}"
+    case = f"{NAMES[parts]} partials -> {NAMES[out_dtype]}, T={T}"
     bench.check(f"{kernel.name} {case}", err <= 1e-2 and lse_err <= 1e-3,
                 f"out error {err:.1e}, LSE error {lse_err:.1e}")
     del ref_out, ref_lse
@@ -69,7 +70,7 @@ def bench_merge(bench, kernel, parts, out_dtype, T, ceiling):
     peer_out, peer_lse = torch.empty_like(out), torch.empty_like(lse)
     eager = nbytes / bench.time_ms(lambda: merge(oa, la, ob, lb, peer_out,
                                                  peer_lse)) / 1e9
-    print(f"{case:34s} {kernel.name:30s} {nbytes / 2**20:8.1f} "
+    print(f"{case:28s} {kernel.name:30s} {nbytes / 2**20:8.1f} "
           f"{ours:7.2f} {eager:7.2f} {ours / eager:6.2f}x "
           f"{ours / ceiling:6.2f}")
     bench.row(case, "TB/s", ours, "eager torch", eager)
@@ -89,7 +90,7 @@ bytes the merge must move (o_a, o_b, lse_a, lse_b read; out, lse_out
 written); medians of {bench.reps} timings.
   tessel: the kernel; eager: DESIGN.md's formula in torch ops (f32 math);
   /eager: tessel over eager; /copy: tessel over the copy ceiling.""")
-    print(f"{'case':34s} {'kernel':30s} {'MiB':>8s} {'tessel':>7s} "
+    print(f"{'case':28s} {'kernel':30s} {'MiB':>8s} {'tessel':>7s} "
           f"{'eager':>7s} {'/eager':>7s} {'/copy':>6s}")
     for name, (parts, out_dtype) in KERNELS.items():
         bench_merge(bench, bundle[name], parts, out_dtype, T, ceiling)
