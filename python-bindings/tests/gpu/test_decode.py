@@ -38,43 +38,43 @@ from gpu_checks import (assert_close, assert_lse_close, block_table, kernel,
 TOLERANCE = 1e-2  # relative to the largest reference value
 ELEMENT = {torch.bfloat16: "bf16", torch.float16: "f16"}
 
-# (q heads, kv heads, head dim, block size, layout, dtype, lse) of the
-# decode kernels.
-DECODE = [(32, 8, 128, 16, "nhd", torch.bfloat16, True),
-          (32, 8, 128, 16, "shuffled", torch.bfloat16, True),
-          (64, 4, 128, 16, "nhd", torch.bfloat16, True),
-          (4, 4, 128, 32, "nhd", torch.bfloat16, True),
-          (8, 2, 64, 64, "nhd", torch.bfloat16, True),
-          (16, 2, 256, 16, "nhd", torch.bfloat16, True),
-          (16, 2, 256, 32, "shuffled", torch.bfloat16, True),
-          (32, 8, 64, 64, "shuffled", torch.bfloat16, False),
-          (32, 8, 128, 16, "nhd", torch.float16, True),
+class Config(NamedTuple):
+    """A paged attention configuration: heads, head dim, block size, cache
+    layout, dtype, and (decode kernels) whether the kernel writes the
+    LSE."""
+    hq: int
+    hkv: int
+    d: int
+    bs: int
+    layout: str = "nhd"
+    dtype: torch.dtype = torch.bfloat16
+    lse: bool = False
+
+    def id(self):
+        return (f"q{self.hq}kv{self.hkv}-d{self.d}-bs{self.bs}-{self.layout}"
+                f"-{ELEMENT[self.dtype]}{'-lse' if self.lse else ''}")
+
+    def kernel_name(self, kind):
+        return f"{kind}_{self.id()}".replace("-", "_")
+
+
+F16 = torch.float16
+DECODE = [Config(32, 8, 128, 16, lse=True),
+          Config(32, 8, 128, 16, "shuffled", lse=True),
+          Config(64, 4, 128, 16, lse=True), Config(4, 4, 128, 32, lse=True),
+          Config(8, 2, 64, 64, lse=True), Config(16, 2, 256, 16, lse=True),
+          Config(16, 2, 256, 32, "shuffled", lse=True),
+          Config(32, 8, 64, 64, "shuffled"),
+          Config(32, 8, 128, 16, dtype=F16, lse=True),
           # A block size that is a multiple of 16 but not of the tile or 32.
-          (32, 8, 128, 48, "nhd", torch.bfloat16, True)]
-# (q heads, kv heads, head dim, block size, layout) of the split kernels,
-# bf16.
-SPLIT = [(32, 8, 128, 16, "nhd"), (32, 8, 128, 16, "shuffled"),
-         (64, 4, 128, 16, "nhd"), (16, 2, 256, 64, "nhd"),
-         (8, 2, 64, 128, "shuffled")]
-# (q heads, kv heads, head dim, block size, dtype) of tessel.ops' NHD
-# decode.
-NHD = [(4, 4, 128, 32, torch.bfloat16), (8, 2, 64, 64, torch.bfloat16),
-       (16, 2, 256, 16, torch.bfloat16), (32, 8, 128, 16, torch.bfloat16),
-       (32, 8, 128, 16, torch.float16), (32, 8, 128, 48, torch.bfloat16),
-       (64, 4, 128, 16, torch.bfloat16)]
-
-
-def config_id(config):
-    hq, hkv, d, bs, *rest = config
-    tags = [str(x)[6:] if isinstance(x, torch.dtype) else x for x in rest
-            if not isinstance(x, bool)]
-    if rest and rest[-1] is True:
-        tags.append("lse")
-    return "-".join([f"q{hq}kv{hkv}", f"d{d}", f"bs{bs}"] + tags)
-
-
-def kernel_name(kind, config):
-    return f"{kind}_{config_id(config)}".replace("-", "_")
+          Config(32, 8, 128, 48, lse=True)]
+SPLIT = [Config(32, 8, 128, 16), Config(32, 8, 128, 16, "shuffled"),
+         Config(64, 4, 128, 16), Config(16, 2, 256, 64),
+         Config(8, 2, 64, 128, "shuffled")]
+# tessel.ops.decode and unified's (NHD caches)
+NHD = [Config(4, 4, 128, 32), Config(8, 2, 64, 64), Config(16, 2, 256, 16),
+       Config(32, 8, 128, 16), Config(32, 8, 128, 16, dtype=F16),
+       Config(32, 8, 128, 48), Config(64, 4, 128, 16)]
 
 
 def contexts(name, on_gpu):
@@ -101,9 +101,7 @@ def paged(gen, device, config, seq_lens, tokens=None, blocks=0, width=0):
     """Random data: `tokens` query rows (default one a request), each
     request's blocks a random draw of the cache's, garbage (negative or
     out of range) past them; at least `blocks` blocks, `width` columns."""
-    hq, hkv, d, bs = config[:4]
-    dtype = next((x for x in config if isinstance(x, torch.dtype)),
-                 torch.bfloat16)
+    hq, hkv, d, bs, _, dtype, _ = config
     per = [max(1, -(-n // bs)) for n in seq_lens]
     blocks = max(blocks, sum(per) + 3)  # spare blocks nobody owns
 
@@ -156,14 +154,14 @@ def caches(batch, layout):
 
 DECODE_CASES = [(config, name) for config in DECODE
                 for name in ("ragged", "short", "long")
-                if name != "long" or config[0] == 32 and config[2] == 128]
+                if name != "long" or config.hq == 32 and config.d == 128]
 
 
 @pytest.mark.parametrize("config,batch", DECODE_CASES,
-                         ids=[f"{config_id(c)}-{n}" for c, n in DECODE_CASES])
+                         ids=[f"{c.id()}-{n}" for c, n in DECODE_CASES])
 def test_decode(config, batch, device, on_gpu, gen):
     hq, hkv, d, bs, layout, dtype, lse = config
-    name = kernel_name("dec", config)
+    name = config.kernel_name("dec")
     run = kernel(device, name, tessel.specs.decode(
         name, hq, hkv, d, bs, layout=layout, dtype=ELEMENT[dtype], lse=lse))
     lens = contexts(batch, on_gpu)
@@ -189,11 +187,11 @@ SPLIT_CASES = [(config, name, splits) for config in SPLIT
 
 
 @pytest.mark.parametrize("config,batch,splits", SPLIT_CASES,
-                         ids=[f"{config_id(c)}-{n}-P{p}"
+                         ids=[f"{c.id()}-{n}-P{p}"
                               for c, n, p in SPLIT_CASES])
 def test_split_partials(config, batch, splits, device, on_gpu, gen):
-    hq, hkv, d, bs, layout = config
-    name = kernel_name("decsplit", config)
+    hq, hkv, d, bs, layout, _, _ = config
+    name = config.kernel_name("decsplit")
     run = kernel(device, name, tessel.specs.paged(name, hq, hkv, d, bs,
                                                   layout=layout))
     lens = contexts(batch, on_gpu)
@@ -219,7 +217,7 @@ def test_split_partials(config, batch, splits, device, on_gpu, gen):
     assert_lse_close(lse, ref_lse, 1e-3, f"{what}: merged")
 
 
-@pytest.mark.parametrize("config", NHD, ids=config_id)
+@pytest.mark.parametrize("config", NHD, ids=Config.id)
 def test_unified(config, device, on_gpu, gen):
     """Decode rows (one query) between rows of several queries, each the
     last tokens of its sequence, causal."""
@@ -229,17 +227,17 @@ def test_unified(config, device, on_gpu, gen):
     cu = torch.tensor([0] + new, device=device).cumsum(0).int()
     out = tessel.ops.unified(*inputs, cu)
     assert_close(out, reference(inputs, new)[0], TOLERANCE,
-                 f"unified {config_id(config)} new {new} over {lens} on "
+                 f"unified {config.id()} new {new} over {lens} on "
                  f"{device}")
 
 
-@pytest.mark.parametrize("config", NHD, ids=config_id)
+@pytest.mark.parametrize("config", NHD, ids=Config.id)
 def test_decode_replayed_from_cuda_graph(config, device, on_gpu, gen):
     """Captured on one batch, replayed after the next batches' queries,
     lengths, block tables and caches were copied into the captured
     buffers."""
     batches = [[1328, 18, 0, 463], [5, 1327, 200, 0], [463, 1, 1328, 1000]]
-    bs = config[3]
+    bs = config.bs
     blocks = max(sum(-(-n // bs) + 1 for n in lens) for lens in batches) + 3
     width = max(-(-n // bs) for lens in batches for n in lens)
     captured = paged(gen, device, config, batches[0], blocks=blocks,
@@ -262,5 +260,5 @@ def test_decode_replayed_from_cuda_graph(config, device, on_gpu, gen):
         else:
             out = tessel.ops.decode(*captured)
         assert_close(out, reference(fresh)[0], TOLERANCE,
-                     f"tessel.ops.decode {config_id(config)} "
+                     f"tessel.ops.decode {config.id()} "
                      f"{'replayed' if replay else 'run'} on contexts {lens}")

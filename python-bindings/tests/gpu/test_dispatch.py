@@ -229,10 +229,10 @@ def check_step(step, buffers, what):
 
 
 def mixed_requests(rng, chunk_budget, bs, on_gpu):
-    """A mixed batch in a random engine order: decodes,
-    extends, prefills. On the host, fewer new tokens over shorter long
-    contexts: there the float64 reference (torch's CPU matmul) costs far
-    more than the kernels."""
+    """A mixed batch in a random engine order: decodes, extends,
+    prefills. On the host, fewer new tokens over shorter long contexts:
+    there the float64 reference (torch's CPU matmul) costs far more than
+    the kernels."""
     far = 50000 if on_gpu else 3000
     decodes = [(1, c) for c in (0, bs - 1, bs, bs + 1, rng.randint(1, far),
                                 rng.randint(1, far))]
