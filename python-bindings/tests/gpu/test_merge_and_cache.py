@@ -63,13 +63,15 @@ CACHE_KERNELS = [("bf16", "shuffled", 8, 128, 128, 16),
 
 
 def merge_id(merge):
-    """tessel.ops' (heads, head dim, out) or a kernel's (partials, heads,
-    head dim, out[, lse_out])."""
-    if isinstance(merge[0], int):
-        merge = ("",) + merge
+    """tessel.ops' (heads, head dim, out)."""
+    h, d, out = merge
+    return f"h{h}_d{d}_{out}"
+
+
+def kernel_id(merge):
+    """A kernel's (partials, heads, head dim, out[, lse_out])."""
     parts, h, d, out, *lse_out = merge
-    return (f"{parts + '_' if parts else ''}h{h}_d{d}_{out}"
-            f"{'_lse' if lse_out and lse_out[0] else ''}")
+    return f"{parts}_h{h}_d{d}_{out}{'_lse' if lse_out and lse_out[0] else ''}"
 
 
 def cache_id(cache):
@@ -163,11 +165,11 @@ def test_lse_merge(merge, tokens, device, on_gpu, gen):
 
 
 @pytest.mark.parametrize("tokens", MERGE_TOKENS)
-@pytest.mark.parametrize("merge", MERGE_KERNELS, ids=merge_id)
+@pytest.mark.parametrize("merge", MERGE_KERNELS, ids=kernel_id)
 def test_lse_merge_kernel(merge, tokens, device, on_gpu, gen):
     parts, h, d, out_dtype = merge
     T = MERGE_TOKENS[tokens][0 if on_gpu else 1]
-    name = f"merge_{merge_id(merge)}_lse"
+    name = f"merge_{kernel_id(merge)}_lse"
     run = kernel(device, name, tessel.specs.lse_merge(
         name, h, d, out_dtype=out_dtype, lse_out=True, dtype=parts))
     inputs, ref, ref_lse, none = merge_inputs(h, d, T, DTYPES[parts], gen,
@@ -200,11 +202,11 @@ def test_lse_merge_n(merge, shape, device, gen):
 
 @pytest.mark.parametrize("shape", MERGE_N_SHAPES,
                          ids=lambda s: f"P{s[0]}_T{s[1]}")
-@pytest.mark.parametrize("merge", MERGE_N_KERNELS, ids=merge_id)
+@pytest.mark.parametrize("merge", MERGE_N_KERNELS, ids=kernel_id)
 def test_lse_merge_n_kernel(merge, shape, device, gen):
     parts, h, d, out_dtype, lse_out = merge
     P, T = shape
-    name = f"merge_n_{merge_id(merge)}"
+    name = f"merge_n_{kernel_id(merge)}"
     run = kernel(device, name, tessel.specs.lse_merge_n(
         name, h, d, out_dtype=out_dtype, lse_out=lse_out, dtype=parts))
     inputs, ref, ref_lse = merge_n_inputs(h, d, P, T, DTYPES[parts], gen,
