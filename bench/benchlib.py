@@ -105,10 +105,6 @@ class Bench:
 
     # --- timing -----------------------------------------------------------
 
-    def sync(self):
-        if not self.smoke:
-            torch.cuda.synchronize()
-
     def time_ms(self, fn, reps=None, warmup=None) -> float:
         """Median milliseconds of one call of `fn` over `reps` calls (after
         `warmup` calls): on the GPU each call between two CUDA events
