@@ -61,6 +61,7 @@ class Bench:
         self.gen = torch.Generator(device=self.device).manual_seed(args.seed)
         self.failures = []
         self._rows = []
+        self._graph_noted = False
         # fp32 references in fp32, not TF32.
         torch.backends.cuda.matmul.allow_tf32 = False
         print(self.device_line())
@@ -136,6 +137,10 @@ class Bench:
         replayed from one CUDA graph, so that Python's launch overhead is
         not timed; on the host plain calls."""
         if self.smoke:
+            if not self._graph_noted:
+                self.cuda_only("CUDA-graph replay of the launches (timed "
+                               "as plain calls)")
+                self._graph_noted = True
             return self.time_ms(launch)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
