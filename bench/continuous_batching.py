@@ -1,11 +1,7 @@
 #!/usr/bin/env python3
 """Serving simulation through the attention dispatcher: tokens/s per mode.
 
-  tessel-aot bench/dispatch_kernels.mlir --targets=sm80,sm90 -o dispatch.tsb
-  python3 bench/continuous_batching.py dispatch.tsb --device cuda \\
-      --lib /tmp/tessel-gpu-check/libtessel_runtime.so
-  python3 bench/continuous_batching.py build/examples/attention_dispatch.tsb \\
-      --device host --small                # CI-sized, seconds
+    python3 bench/continuous_batching.py [--bundles .carry] [--smoke]
 
 Serving with attention only: requests arrive (Poisson, a fixed seed per
 mix) with prompt and output lengths drawn from the mix's ranges. A block
@@ -24,11 +20,14 @@ q/k/v and the cache write (slot_mapping), twice: an untimed pass (every
 kernel loaded, every workspace size reached), then the timed one. Only the
 runs are timed, as device time: on the GPU a sleep kernel is queued before
 each step's start event, so the events bracket the step's kernels and not
-the host's enqueueing (ctypes and plan building from Python cost more than
-a decode step's kernels; an engine replays decodes from CUDA graphs). On
-the host backend, perf_counter around each run. Prints tokens/s per mode
-and a markdown table relative to triple; exits 1 if a run fails or leaves
-a non-finite output.
+the host's enqueueing (plan building from Python costs more than a decode
+step's kernels; an engine replays decodes from CUDA graphs). On the host
+backend, perf_counter around each run. The last step's output of each
+mode is checked against a float64 reference over the caches it read.
+Prints tokens/s per mode and a markdown table relative to triple. The
+kernels: the first NHD configuration of <bundles>/dispatch.tsb (llama3_8b).
+
+(bench/benchlib.py: the common options.) --smoke: tiny mixes on the host.
 """
 import math
 import random
@@ -38,11 +37,12 @@ from typing import List, NamedTuple
 
 import torch
 
-from dispatcher import (Dispatcher, arguments, configs, open_bundle,
-                        permute_rows, workspace)
-from paged_decode_check import TesselError
+import benchlib
+import paged_batch
+import tessel
 
 MODES = ("triple", "unified", "two_path")
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 MAX_RUNNING = 64
 # GPU cycles (~5 ms on an H200) the sleep kernel keeps the device busy
 # while the host enqueues one step behind it.
@@ -65,7 +65,7 @@ SIZES = {
               Mix("prefill-heavy", 256, 8.0, (512, 4096), (1, 8))],
              8192, 32768, 4000),
     "small": ([Mix("decode-heavy", 20, 2.0, (8, 32), (16, 48)),
-               Mix("long-context-extend", 3, 0.2, (1500, 2500), (2, 4)),
+               Mix("long-context-extend", 3, 0.2, (600, 900), (2, 4)),
                Mix("prefill-heavy", 24, 4.0, (32, 160), (1, 3))],
               64, 512, 400),
 }
@@ -163,7 +163,7 @@ class Prepared(NamedTuple):
 
 def prepare(att, step, block_size, device):
     """Orders a step (the order is the same in every mode), permutes its
-    metadata with tessel_permute_rows and puts it on the device."""
+    metadata with tessel.permute_rows and puts it on the device."""
     ql = [n for n, _, _ in step.requests]
     cl = [c for _, c, _ in step.requests]
     order = att.order(ql, cl)
@@ -171,17 +171,16 @@ def prepare(att, step, block_size, device):
     table = torch.zeros(len(ql), mb, dtype=torch.int32)
     for i, (_, _, blocks) in enumerate(step.requests):
         table[i, :len(blocks)] = torch.tensor(blocks, dtype=torch.int32)
-    table = permute_rows(att.rt, order, table)
-    meta = permute_rows(att.rt, order, torch.tensor([ql, cl],
-                                                    dtype=torch.int32).T)
-    ql, cl = meta[:, 0].tolist(), meta[:, 1].tolist()
+    table = tessel.permute_rows(order, table)
+    ql, cl = tessel.permute_rows(order, ql), tessel.permute_rows(order, cl)
     slots = []
     for b, (n, c) in enumerate(zip(ql, cl)):
         pos = torch.arange(c, c + n)
         slots.append(table[b, pos // block_size] * block_size +
                      pos % block_size)
     tensors = dict(block_table=table,
-                   seq_lens=meta.sum(1, dtype=torch.int32),
+                   seq_lens=torch.tensor(ql, dtype=torch.int32) +
+                   torch.tensor(cl, dtype=torch.int32),
                    slot_mapping=torch.cat(slots).int())
     return Prepared(ql, cl, {k: v.to(device) for k, v in tensors.items()},
                     sum(ql))
@@ -214,74 +213,90 @@ class Timer:
         return sum(s.elapsed_time(e) for s, e in self.marks) / 1e3
 
 
-def run_mode(rt, bundle, case, mode, prepared, num_blocks, budget, device,
-             gen):
-    """Runs the steps in one mode; returns the seconds spent in the timed
-    runs."""
-    att = Dispatcher(rt, bundle, routing=mode, context_chunk_tokens=budget,
-                     **case)
+def run_mode(bench, bundle, case, mode, prepared, num_blocks, budget):
+    """Runs the steps in one mode, checks the last step's output; returns
+    the seconds spent in the timed runs."""
+    att = tessel.Attention(bundle, routing=mode, context_chunk_tokens=budget,
+                           **case)
     hq, hkv, d, bs = (case[k] for k in ("num_q_heads", "num_kv_heads",
                                         "head_dim", "block_size"))
     T = max(p.tokens for p in prepared)
-    rand = lambda *shape: torch.randn(  # noqa: E731
-        *shape, generator=gen, device=device).to(case["dtype"])
+    # The same data in every mode.
+    gen = torch.Generator(device=bench.device).manual_seed(bench.args.seed)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen,
+                           device=bench.device).to(DTYPES[case["dtype"]])
+
     q, k, v = rand(T, hq, d), rand(T, hkv, d), rand(T, hkv, d)
     k_cache, v_cache = rand(num_blocks, bs, hkv, d), rand(num_blocks, bs,
                                                           hkv, d)
     out = torch.empty_like(q)
     last = 2 * len(prepared) - 1
-    plan = att.plan(max(len(p.query_lens) for p in prepared))
-    ws = workspace(0, device)
-    timer = Timer(device)
+    plan = tessel.Plan(att, max(len(p.query_lens) for p in prepared))
+    timer = Timer(bench.device)
     for i, p in enumerate(prepared + prepared):
-        info = plan.build(p.query_lens, p.context_lens,
-                          p.tensors["block_table"].shape[1])
-        if info.workspace_bytes > ws.numel():
-            ws = workspace(info.workspace_bytes, device)
+        plan.build(p.query_lens, p.context_lens,
+                   p.tensors["block_table"].shape[1])
         bufs = dict(q=q[:p.tokens], k=k[:p.tokens], v=v[:p.tokens],
                     k_cache=k_cache, v_cache=v_cache, out=out[:p.tokens],
                     **p.tensors)
         if i == last:  # poisoned: the check below sees this step's writes
             out.fill_(math.nan)
+        # The untimed pass loads every kernel and grows the plan's
+        # workspace to its largest.
         if i < len(prepared):
-            plan.run(bufs, ws)
+            plan.run(**bufs)
         else:
-            timer.around(lambda: plan.run(bufs, ws))
+            timer.around(lambda: plan.run(**bufs))
     seconds = timer.seconds()
-    if not torch.isfinite(out[:prepared[-1].tokens]).all():
-        raise RuntimeError(f"{mode}: non-finite output in the last step")
+    p = prepared[-1]
+    # The run wrote the step's new tokens into the caches before reading
+    # them: the caches now hold exactly what it attended to.
+    ref = paged_batch.reference(q[:p.tokens], k_cache, v_cache,
+                                p.tensors["block_table"], p.query_lens,
+                                p.context_lens)
+    err = benchlib.relative_error(out[:p.tokens], ref)
+    bench.check(f"{mode}: the last step", err <= 1e-2, f"error {err:.1e}")
     return seconds
 
 
+def nhd_config(bundle):
+    """tessel.Attention's configuration of the bundle's first NHD decode
+    kernel."""
+    for kernel in bundle:
+        p = kernel.params
+        if kernel.op == "tessel.decode_attention" and p["layout"] == 0:
+            return dict(num_q_heads=p["num_q_heads"],
+                        num_kv_heads=p["num_kv_heads"],
+                        head_dim=p["head_dim"], block_size=p["block_size"],
+                        dtype=kernel.dtype)
+    raise SystemExit("continuous_batching: the bundle has no NHD "
+                     "decode_attention kernel")
+
+
 def main():
-    parser = arguments(__doc__.splitlines()[0])
-    parser.add_argument("--small", action="store_true",
-                        help="tiny mixes, for the host backend and CI")
-    parser.add_argument("--seed", type=int, default=2024)
+    parser = benchlib.parser(__doc__)
     parser.add_argument("--mix", action="append",
                         help="run only this mix (repeatable)")
     args = parser.parse_args()
+    bench = benchlib.Bench(args, "continuous_batching")
     mixes, step_budget, budget, max_steps = SIZES[
-        "small" if args.small else "full"]
-    rt, bundle, device = open_bundle(args)
-    nhd = [c for c in configs(rt, bundle) if c["layout"] == "nhd"]
-    if not nhd:
-        print("FAIL: the bundle has no NHD decode_attention kernels")
-        return 1
-    case = nhd[0]
-    print(f"continuous_batching: {args.bundle} on {args.device}; "
-          f"q{case['num_q_heads']}/kv{case['num_kv_heads']} "
+        "small" if bench.smoke else "full"]
+    bundle = bench.bundle("dispatch")
+    case = nhd_config(bundle)
+    print(f"q{case['num_q_heads']}/kv{case['num_kv_heads']} "
           f"d{case['head_dim']} bs{case['block_size']}; step budget "
           f"{step_budget} tokens, context chunks of {budget}, "
           f"at most {MAX_RUNNING} running")
-    rows, ok = [], True
+    rows = []
     for m, mix in enumerate(mixes):
         if args.mix and mix.name not in args.mix:
             continue
         steps, num_blocks = simulate(mix, step_budget, case["block_size"],
                                      max_steps, args.seed + m)
-        order_by = Dispatcher(rt, bundle, routing="triple", **case)
-        prepared = [prepare(order_by, s, case["block_size"], device)
+        order_by = tessel.Attention(bundle, routing="triple", **case)
+        prepared = [prepare(order_by, s, case["block_size"], bench.device)
                     for s in steps]
         tokens = sum(p.tokens for p in prepared)
         longest = max(max(p.context_lens) for p in prepared)
@@ -290,18 +305,14 @@ def main():
               f"{num_blocks} cache blocks")
         rates = {}
         for mode in MODES:
-            gen = torch.Generator(device=device)
-            gen.manual_seed(args.seed)
-            try:
-                seconds = run_mode(rt, bundle, case, mode, prepared,
-                                   num_blocks, budget, device, gen)
-            except (TesselError, RuntimeError) as e:
-                print(f"  {mode:8s} FAIL: {e}")
-                ok = False
-                continue
+            seconds = run_mode(bench, bundle, case, mode, prepared,
+                               num_blocks, budget)
             rates[mode] = tokens / seconds
             print(f"  {mode:8s} {seconds * 1e3:10.2f} ms "
                   f"{rates[mode]:12.0f} tokens/s")
+        for mode in MODES[1:]:
+            bench.row(f"{mix.name}, {mode} mode", "tokens/s", rates[mode],
+                      "triple mode", rates["triple"])
         rows.append((mix, len(steps), tokens, rates))
     print()
     print("| mix | steps | tokens | " +
@@ -309,13 +320,10 @@ def main():
           " | ".join(f"{m} / triple" for m in MODES[1:]) + " |")
     print("|---|---:|---:|" + "---:|" * (2 * len(MODES) - 1))
     for mix, n, tokens, rates in rows:
-        base = rates.get("triple")
-        cells = [f"{rates[m]:.0f}" if m in rates else "-" for m in MODES]
-        cells += [f"{rates[m] / base:.2f}x" if base and m in rates else "-"
-                  for m in MODES[1:]]
+        cells = [f"{rates[m]:.0f}" for m in MODES]
+        cells += [f"{rates[m] / rates['triple']:.2f}x" for m in MODES[1:]]
         print(f"| {mix.name} | {n} | {tokens} | " + " | ".join(cells) + " |")
-    print("PASS" if ok else "FAIL")
-    return 0 if ok else 1
+    return bench.finish()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes bench/moe_layer_kernels.mlir: every kernel of tessel.torch.moe_mlp
 and moe_mlp_unstacked (tessel.specs.moe_mlp, bf16) for the MoE shapes of
-moe_layer_common.SHAPES, which the MoE layer GPU scripts run.
+moe_layer_common.SHAPES, which the MoE benchmarks run.
 
   /usr/bin/python3 bench/gen_moe_layer_kernels.py [OUTPUT]
 """
@@ -19,11 +19,8 @@ HEADER = """\
 // tessel.specs.moe_mlp(E, H, I, k, "bf16", <prefix>) for each MoE shape
 // of bench/moe_layer_common.py:
 {shapes}
-// Compiled on the development machine, run by bench/moe_gpu_check.sh:
-//
-//   PATH=/usr/local/cuda/bin:$PATH build/bin/tessel-aot \\
-//       bench/moe_layer_kernels.mlir --targets=sm80,sm90 \\
-//       -o .carry/moe_layer.tsb --quiet
+// scripts/prepare-gpu-bundles.sh compiles it into moe_layer.tsb, which
+// bench/moe_layer_bench.py and moe_glue_bench.py run.
 
 """
 

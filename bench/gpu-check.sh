@@ -9,6 +9,10 @@
 # image has all three). Logs go to $OUT when it is set, else to the build
 # directory ($TESSEL_GPU_BUILD_DIR, default /tmp/tessel-gpu-check). Exits 1
 # if the build or a test fails, 2 if the smoke test did not run (no GPU).
+# The kernels themselves are checked by the GPU test suite
+# (python-bindings/tests/gpu) and timed by bench/peer_table.py, through the
+# tessel package (scripts/install-python.sh builds it the same way); the
+# README gives the commands.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${TESSEL_GPU_BUILD_DIR:-/tmp/tessel-gpu-check}

@@ -3,7 +3,10 @@
 // gate/up projection (E=128, N=1024, K=2048; default 64x256x32, 1x4 warps,
 // 4 stages), DeepSeek-V3's fused gate/up (E=32, N=4096, K=7168) and the
 // reference gate/up wgrad (M=1024, N=2048; default 128x128x32, 2x2 warps).
-// Results: docs/performance.md.
+// Results: docs/performance.md. Not among scripts/prepare-gpu-bundles.sh's
+// specs (the sm80 template's tile experiments); compile it by hand:
+//   tessel-aot bench/grouped_matmul_configs.mlir --targets=sm80,sm90 \
+//       -o .carry/grouped_matmul_configs.tsb
 
 func.func @cfg_t128x128s3_e128_n1024_k2048(%a: memref<?x2048xbf16>,
     %b: memref<128x1024x2048xbf16>, %g: memref<128xi32>,

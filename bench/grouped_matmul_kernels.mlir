@@ -1,5 +1,7 @@
-// Grouped-matmul kernels (tessel.grouped_matmul, ragged M) checked by
-// grouped_matmul_check.py and timed by grouped_matmul_bench.py. Names give
+// Grouped-matmul kernels (tessel.grouped_matmul, ragged M) timed by
+// grouped_matmul_bench.py (the E = 8, N = K = 64 ones are its --smoke
+// shape; the others of E = 1, 8, 256 and f16 are there to time by hand
+// with --only). Names give
 // the layout of b, the element type and the shape:
 //   gm_e<E>_n<N>_k<K>:   b stacked [E, N, K] (trans_b, an nn.Linear weight;
 //                        the MoE forward);

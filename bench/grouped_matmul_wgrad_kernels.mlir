@@ -1,5 +1,5 @@
 // Grouped weight-gradient kernels (tessel.grouped_matmul_wgrad, ragged K)
-// checked by grouped_matmul_check.py and timed by grouped_matmul_bench.py:
+// timed by grouped_matmul_bench.py:
 //   gmw_e<E>_m<M>_n<N>: a [T, M] bf16, b [T, N] bf16, group_offsets [E] i32,
 //   c [E, M, N] f32 with c[g] = a[rows_g]^T . b[rows_g] (zeros for an empty
 //   group). Kept apart from grouped_matmul_kernels.mlir so that the forward

@@ -1,79 +1,78 @@
 #!/usr/bin/env python3
-"""One mixed serving step through tessel.Attention in every routing mode on
-an NVIDIA GPU: 48 decodes over 2K contexts, 8 extends of 512 new tokens
-over 16K and 8 prefills of 2048 tokens (llama3_8b: 32/8 heads, head dim
-128, bf16, blocks of 16). Prints ms, the cached context's K/V read rate
-(bytes before the step / time; the H200's device copy is ~4.3 TB/s),
-tokens/s and the ratio to triple; the outputs of the modes are compared
-with triple's first (each is checked against torch by dispatch_check.py).
+"""One mixed serving step through tessel.Attention in every routing mode:
+48 decodes over 2K contexts, 8 extends of 512 new tokens over 16K and 8
+prefills of 2048 tokens (llama3_8b of <bundles>/dispatch.tsb: 32/8 heads,
+head dim 128, bf16, blocks of 16). Prints ms, the cached context's K/V
+read rate (bytes before the step / time; the H200's device copy is ~4.3
+TB/s), tokens/s and the ratio to triple; each mode's output is checked
+first against a float64 reference.
 
-    tessel-aot bench/dispatch_kernels.mlir --targets=sm80,sm90,sm90a -o .carry/dispatch.tsb
-    PYTHONPATH=/tmp/tessel-py python3 bench/mixed_batch_bench.py .carry/dispatch.tsb \
-        [--vllm .carry/peers/vllm_unified_attention_2d.py]
+    python3 bench/mixed_batch_bench.py [--bundles .carry] [--smoke] [--vllm FILE]
 
-With --vllm, vLLM's Triton unified attention (bench/vllm_peer.py says
-where it comes from) runs the same batch from the same cache, as a row of
-its own, checked against triple like the modes.
-
-Exits 1 when a mode's output differs from triple's by more than 1e-2 of
-its largest value.
+(bench/benchlib.py: the common options.) --smoke: 3 decodes, 2 extends
+and 2 prefills of a few tokens on the host. The peer, vLLM's Triton
+unified attention (bench/vllm_peer.py says where it comes from), runs the
+same batch from the same cache when its file is given by --vllm or lies
+at <bundles>/peers/vllm_unified_attention_2d.py.
 """
-import argparse
+import os
 import sys
 
-import torch
-
-import tessel
+import benchlib
 import vllm_peer
-from grouped_matmul_bench import time_ms
 from paged_batch import PagedBatch
 
 HEADS = (32, 8, 128, 16)  # llama3_8b in bench/dispatch_kernels.mlir
 BATCH = [(1, 2048)] * 48 + [(512, 16384)] * 8 + [(2048, 0)] * 8
+SMOKE_BATCH = [(1, 40)] * 3 + [(8, 100)] * 2 + [(16, 0)] * 2
 MODES = ("triple", "unified", "two_path")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bundle")
-    parser.add_argument("--reps", type=int, default=20)
+    parser = benchlib.parser(__doc__)
     parser.add_argument("--vllm", metavar="FILE",
                         help="vLLM's unified attention kernel (the peer)")
     args = parser.parse_args()
-    bundle = tessel.Bundle(tessel.Device("cuda", 0), args.bundle)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    batch = PagedBatch(BATCH, HEADS, gen)
-    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print(f"{len(BATCH)} requests, {sum(batch.ql)} new tokens, "
+    bench = benchlib.Bench(args, "mixed_batch_bench")
+    vllm = args.vllm or os.path.join(args.bundles, "peers",
+                                     "vllm_unified_attention_2d.py")
+    bundle = bench.bundle("dispatch")
+    requests = SMOKE_BATCH if bench.smoke else BATCH
+    batch = PagedBatch(requests, HEADS, bench.gen, bench.device)
+    print(f"{len(requests)} requests, {sum(batch.ql)} new tokens, "
           f"{batch.context_kv_bytes() / 1e9:.2f} GB of cached K/V")
-    outs, times = {}, {}
+    ref, times = None, {}
     for mode in MODES:
         att = batch.attention(bundle, routing=mode)
-        if mode == MODES[0]:
+        if ref is None:
             batch.write_cache(att)
-        times[mode], outs[mode], _ = batch.timed_run(att, args.reps)
-    rows = list(MODES)
-    if args.vllm:
-        run, outs["vllm"] = vllm_peer.runner(vllm_peer.load(args.vllm), batch,
-                                             HEADS[2] ** -0.5)
-        times["vllm"] = time_ms(run, args.reps, warmup=3)
-        rows.append("vllm")
-    ok = True
-    print("| mode | ms | KV TB/s | tokens/s | vs triple | vs vLLM | "
-          "max diff to triple |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    ref = outs["triple"].float()
-    for mode in rows:
+            ref = batch.reference()
+        times[mode], out, _ = batch.timed_run(att, bench)
+        err = benchlib.relative_error(out, ref)
+        bench.check(f"{mode} mode", err <= 1e-2, f"error {err:.1e}")
+    if os.path.isfile(vllm) and not bench.cuda_only("vLLM's Triton kernel"):
+        run, out = vllm_peer.runner(vllm_peer.load(vllm), batch,
+                                    HEADS[2] ** -0.5)
+        times["vllm"] = bench.time_ms(run)
+        err = benchlib.relative_error(out, ref)
+        bench.check("vLLM's unified attention (the peer)", err <= 1e-2,
+                    f"error {err:.1e}")
+    print("| mode | ms | KV TB/s | tokens/s | vs triple | vs vLLM |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for mode in times:
         ms = times[mode]
-        err = ((outs[mode].float() - ref).abs().max() / ref.abs().max()).item()
-        ok &= err < 1e-2
         vs_vllm = f"{times['vllm'] / ms:.2f}x" if "vllm" in times else "-"
         print(f"| {mode} | {ms:.3f} | "
               f"{batch.context_kv_bytes() / ms / 1e9:.2f} | "
               f"{sum(batch.ql) / ms * 1e3:.0f} | "
-              f"{times['triple'] / ms:.2f}x | {vs_vllm} | {err:.1e} |")
-    print("PASS" if ok else "FAIL")
-    return 0 if ok else 1
+              f"{times['triple'] / ms:.2f}x | {vs_vllm} |")
+        if mode in ("unified", "two_path"):
+            bench.row(f"{len(requests)}-request step, {mode} mode", "ms",
+                      ms, "triple mode", times["triple"])
+        if mode in MODES and "vllm" in times:
+            bench.row(f"{len(requests)}-request step, {mode} mode", "ms",
+                      ms, "vLLM Triton unified attention", times["vllm"])
+    return bench.finish()
 
 
 if __name__ == "__main__":

@@ -7,15 +7,7 @@ func.func @mla_h128_bs64(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, 
   tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x128x512xbf16>) lse(%lse : memref<128x?xf32>) scale(%scale)
   return
 }
-func.func @mla_h8_bs16(%q: memref<?x8x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x512xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
-  tessel.mla_decode q(%q : memref<?x8x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x512xbf16>) lse(%lse : memref<8x?xf32>) scale(%scale)
-  return
-}
 func.func @mlasplit_h128_bs64(%q: memref<?x128x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>, %scale: f32) {
   tessel.mla_decode q(%q : memref<?x128x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x128x512xf32>) lse(%lse : memref<?x128x?xf32>) scale(%scale)
-  return
-}
-func.func @mlasplit_h16_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x?x16x512xf32>, %lse: memref<?x16x?xf32>, %scale: f32) {
-  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x?x16x512xf32>) lse(%lse : memref<?x16x?xf32>) scale(%scale)
   return
 }

@@ -1,13 +1,10 @@
 #!/usr/bin/env python3
-"""Time an MoE layer's routed experts, forward + backward, on an NVIDIA
-GPU: the per-expert loop, the same fused structure on torch._grouped_mm,
-and Tessel, in one run on the same inputs.
+"""An MoE layer's routed experts, forward + backward: the per-expert loop,
+the same fused structure on torch._grouped_mm, and Tessel, in one run on
+the same inputs.
 
-  PATH=/usr/local/cuda/bin:$PATH build/bin/tessel-aot \\
-      bench/moe_layer_kernels.mlir --targets=sm80,sm90 -o moe_layer.tsb
-  PYTHONPATH=<tessel package> python3 bench/moe_layer_bench.py moe_layer.tsb
-
-Cases (bf16, fresh random top-8 routings, fp32 routing weights):
+Cases (bf16, fresh random top-8 routings, fp32 routing weights; kernels
+from <bundles>/moe_layer.tsb, bench/moe_layer_kernels.mlir):
   * the reference MoE, E = 128, H = 2048, I = 512: 4096 and 32768 tokens;
   * DeepSeek-V3's routed experts, E = 256, H = 7168, I = 2048: 4096
     tokens (all 256 experts on one GPU: about 128 rows each).
@@ -26,25 +23,32 @@ weights, expert weights) from the same upstream gradient:
            (pointer tables: what patch_deepseek_moe runs).
 Each case first checks every method's output and gradients once against
 the loop's (bf16 both: error norm <= 2e-2 of the norm), then times each:
-median of --reps fwd+bwd steps between CUDA events after warm-up (the loop:
---loop-reps). TFLOP/s count 18 * rows * H * I (the six GEMMs of fwd+bwd).
-x faster: the loop's or gr_mm's time over Tessel's. Then, for the methods
-of --profile, each stage's device time (moe_layer_profile.py). Exits 1 if a
-check failed.
+median of --reps fwd+bwd steps after warm-up (the loop: --loop-reps).
+TFLOP/s count 18 * rows * H * I (the six GEMMs of fwd+bwd). x faster: the
+loop's or gr_mm's time over Tessel's. Then, for the methods of --profile,
+each stage's device time (moe_layer_profile.py).
+
+    python3 bench/moe_layer_bench.py [--bundles .carry] [--smoke]
+
+(bench/benchlib.py: the common options.) --smoke: the toy shape (E = 16,
+H = 256, I = 128, top-4) of 64 tokens on the host, without gr_mm and the
+profile.
 """
 import sys
 
 import torch
 import torch.nn.functional as F
 
+import benchlib
 import tessel.torch
-from grouped_matmul_bench import time_ms
+from moe_layer_common import (SHAPES, errors, expert_views, random_layer,
+                              routed_experts_loop)
 from moe_layer_profile import print_profile
-from moe_layer_common import (SHAPES, errors, expert_views, gpu_bundle,
-                              random_layer, routed_experts_loop, script_parser)
 
 CASES = [("ref 4k tok", "mlp_ref", 4096), ("ref 32k tok", "mlp_ref", 32768),
          ("DSv3 4k tok", "mlp_dsv3", 4096)]
+SMOKE_CASES = [("toy 64 tok", "mlp_toy", 64)]
+METHODS = ("loop", "gr_mm", "tessel", "split", "ptrs")
 NORM_REL = 2e-2
 
 
@@ -133,81 +137,96 @@ class Methods:
         return [self.x.grad, self.w.grad, gu, down]
 
 
-def check(methods, title):
-    """Every method's output and gradients against the loop's."""
+def check(bench, methods, title):
+    """Every method's output and gradients against the loop's; a wrong
+    Tessel method is a failure, a wrong peer a note."""
     ref = [methods.step("loop")] + methods.grads("loop")
-    ok = True
-    for name in ("gr_mm", "tessel", "split", "ptrs"):
+    for name in methods.calls:
+        if name == "loop":
+            continue
         got = [methods.step(name)] + methods.grads(name)
         worst = [errors(a, e) for a, e in zip(got, ref)]
         good = all(norm <= NORM_REL for _, norm in worst)
-        ok &= good
-        detail = ", ".join(f"{what} {norm:.1e}" for what, (_, norm) in
-                           zip(("out", "dx", "dw", "dWgu", "dWd"), worst))
-        print(f"{'PASS' if good else 'FAIL'}  {title}: {name} vs loop, "
-              f"error norms: {detail}")
+        detail = "error norms " + ", ".join(
+            f"{what} {norm:.1e}" for what, (_, norm) in
+            zip(("out", "dx", "dw", "dWgu", "dWd"), worst))
+        if name == "gr_mm":
+            bench.note(f"{title}: gr_mm vs loop, {detail}"
+                       f"{'' if good else ' (beyond 2e-2!)'}")
+        else:
+            bench.check(f"{title}: {name} vs loop", good, detail)
         del got
-    return ok
 
 
-def timings(methods, reps, loop_reps):
-    """Median fwd+bwd milliseconds of each method."""
-    return {name: time_ms(lambda: methods.step(name),
-                          loop_reps if name == "loop" else reps,
-                          warmup=1 if name == "loop" else 5)
-            for name in methods.calls}
+def run_case(bench, args, bundle, title, shape, tokens):
+    """Checks and times every method on one layer (its tensors freed on
+    return); {method: median fwd+bwd ms}."""
+    methods = Methods(random_layer(shape, tokens, bench.gen), bundle)
+    if bench.cuda_only("gr_mm (torch._grouped_mm)"):
+        del methods.calls["gr_mm"]
+    check(bench, methods, title)
+    ms = {name: bench.time_ms(
+        lambda: methods.step(name),
+        reps=args.loop_reps if name == "loop" else None,
+        warmup=1 if name == "loop" or bench.smoke else 5)
+        for name in methods.calls}
+    profiled = [m for m in args.profile.split(",") if m in methods.calls]
+    if profiled and not bench.cuda_only("the profile (CUDA activity)"):
+        for name in profiled:
+            print_profile(title, name, methods.calls[name],
+                          lambda: methods.step(name), ms[name])
+    return ms
 
 
 def main():
-    parser = script_parser(__doc__)
-    parser.add_argument("--reps", type=int, default=20)
+    parser = benchlib.parser(__doc__)
     parser.add_argument("--loop-reps", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cases", default=",".join(c[0] for c in CASES),
                         help="comma-separated case titles to run")
     parser.add_argument("--profile", default="gr_mm,tessel",
                         help="comma-separated methods whose per-stage "
                         "device time is printed (none: '')")
     args = parser.parse_args()
-    bundle = gpu_bundle(args.bundle)
-    if bundle is None:
-        return 1
-    wanted = args.cases.split(",")
-    gen = torch.Generator(device="cuda").manual_seed(args.seed)
-    ok = True
+    bench = benchlib.Bench(args, "moe_layer_bench")
+    bundle = bench.bundle("moe_layer")
+    cases = SMOKE_CASES if bench.smoke else \
+        [c for c in CASES if c[0] in args.cases.split(",")]
     rows = []
-    for title, shape_name, tokens in CASES:
-        if title not in wanted:
-            continue
+    for title, shape_name, tokens in cases:
         shape = SHAPES[shape_name]
-        methods = Methods(random_layer(shape, tokens, gen), bundle)
-        ok &= check(methods, title)
-        ms = timings(methods, args.reps, args.loop_reps)
-        for name in filter(None, args.profile.split(",")):
-            print_profile(title, name, methods.calls[name],
-                          lambda: methods.step(name), ms[name])
+        ms = run_case(bench, args, bundle, title, shape, tokens)
         flops = 18.0 * tokens * shape.topk * shape.hidden * shape.intermediate
         rows.append((title, shape, tokens, ms, flops))
-        del methods
-        torch.cuda.empty_cache()
+        for name, label in (("tessel", "moe_mlp"), ("split", "moe_mlp split"),
+                            ("ptrs", "moe_mlp_unstacked")):
+            case = f"{title} fwd+bwd, {label}"
+            if name == "tessel":
+                bench.row(case, "ms", ms[name], "per-expert loop",
+                          ms["loop"])
+            bench.row(case, "ms", ms[name], "torch._grouped_mm layer",
+                      ms.get("gr_mm"))
+        if not bench.smoke:
+            torch.cuda.empty_cache()
 
     print("\nfwd+bwd of the routed experts, ms (TFLOP/s); x faster: the "
           "other's time over Tessel's")
-    print(f"{'case':12s} {'E':>4s} {'H':>5s} {'I':>5s} {'tokens':>6s} "
-          f"{'loop':>15s} {'gr_mm':>15s} {'tessel':>15s} {'split':>15s} "
-          f"{'ptrs':>15s} "
-          f"{'vs loop':>8s} {'vs gr_mm':>8s} {'ptrs vs gr_mm':>13s}")
+    print(f"{'case':12s} {'E':>4s} {'H':>5s} {'I':>5s} {'tokens':>6s} " +
+          " ".join(f"{m:>15s}" for m in METHODS) +
+          f" {'vs loop':>8s} {'vs gr_mm':>8s} {'ptrs vs gr_mm':>13s}")
     for title, shape, tokens, ms, flops in rows:
         cells = " ".join(f"{ms[n]:7.2f} ({flops / ms[n] / 1e9:5.0f})"
-                         for n in ("loop", "gr_mm", "tessel", "split",
-                                   "ptrs"))
+                         if n in ms else f"{'-':>15s}" for n in METHODS)
+        gr_mm = ms.get("gr_mm")
+
+        def faster(ms_of, width):
+            return f"{gr_mm / ms_of:{width}.2f}x" if gr_mm else \
+                f"{'-':>{width + 1}}"
+
         print(f"{title:12s} {shape.experts:4d} {shape.hidden:5d} "
               f"{shape.intermediate:5d} {tokens:6d} {cells} "
               f"{ms['loop'] / ms['tessel']:7.1f}x "
-              f"{ms['gr_mm'] / ms['tessel']:7.2f}x "
-              f"{ms['gr_mm'] / ms['ptrs']:12.2f}x")
-    print("ALL PASS" if ok else "SOME FAILED")
-    return 0 if ok else 1
+              f"{faster(ms['tessel'], 7)} {faster(ms['ptrs'], 12)}")
+    return bench.finish()
 
 
 if __name__ == "__main__":

@@ -1,14 +1,10 @@
-"""What the MoE layer GPU scripts share (moe_layer_check.py,
-moe_layer_bench.py, moe_fsdp_check.py, gen_moe_layer_kernels.py): the MoE
-shapes whose kernels bench/moe_layer_kernels.mlir holds, the toy model's
-configuration, random layer inputs and comparisons.
+"""What the MoE layer benchmarks share (moe_layer_bench.py,
+moe_glue_bench.py, gen_moe_layer_kernels.py): the MoE shapes whose kernels
+bench/moe_layer_kernels.mlir holds, random layer inputs and comparisons.
 
 The reference code (the per-expert loop, the toy DeepSeek-style model) is
-python-bindings/tests/moe_reference.py, which the CPU tests use too; the
-`tessel` package comes from PYTHONPATH (scripts/install-python.sh
---prefix DIR; bench/moe_gpu_check.sh does both).
+python-bindings/tests/moe_reference.py, which the tests use too.
 """
-import argparse
 import os
 import sys
 from typing import List, NamedTuple
@@ -17,12 +13,10 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python-bindings", "tests"))
-from moe_reference import (Block, ToyConfig, ToyModel,  # noqa: E402
-                           loss_of, routed_experts_loop)
+from moe_reference import GPU_TOY, routed_experts_loop  # noqa: E402
 
-__all__ = ["SHAPES", "TOY", "Block", "Layer", "Shape", "ToyModel", "bundle_of",
-           "errors", "expert_views", "gpu_bundle", "loss_of", "random_layer",
-           "routed_experts_loop", "script_parser"]
+__all__ = ["SHAPES", "Layer", "Shape", "errors", "expert_views",
+           "random_layer", "routed_experts_loop"]
 
 
 class Shape(NamedTuple):
@@ -32,18 +26,14 @@ class Shape(NamedTuple):
     topk: int
 
 
-# The toy DeepSeek-style model of the training and FSDP checks: 3 MoE
-# blocks of 16 experts (top-4) and a shared expert, H = 256, I = 128.
-TOY = ToyConfig(vocab_size=512, hidden_size=256, moe_intermediate_size=128,
-                n_routed_experts=16, num_experts_per_tok=4,
-                n_shared_experts=1, num_layers=3, aux_loss_alpha=0.01)
-
 # Kernel-name prefix in moe_layer_kernels.mlir -> MoE shape.
 SHAPES = {
     "mlp_ref": Shape(128, 2048, 512, 8),    # the reference MoE configuration
     "mlp_dsv3": Shape(256, 7168, 2048, 8),  # DeepSeek-V3's routed experts
-    "mlp_toy": Shape(TOY.n_routed_experts, TOY.hidden_size,
-                     TOY.moe_intermediate_size, TOY.num_experts_per_tok),
+    # The GPU suite's toy DeepSeek-style model; the benchmarks' --smoke.
+    "mlp_toy": Shape(GPU_TOY.n_routed_experts, GPU_TOY.hidden_size,
+                     GPU_TOY.moe_intermediate_size,
+                     GPU_TOY.num_experts_per_tok),
 }
 
 
@@ -65,7 +55,7 @@ def random_layer(shape: Shape, tokens: int, gen: torch.Generator,
     of random scores; never one of `empty`), about `dropped` of the slots
     given id -1 (dropped), weights the softmax of the chosen scores."""
     E, H, I, k = shape
-    dev = "cuda"
+    dev = gen.device
     scores = torch.rand(tokens, E, device=dev, generator=gen)
     scores[:, list(empty)] = -1.0
     top, ids = scores.topk(k, dim=1)
@@ -93,8 +83,9 @@ def expert_views(w: torch.Tensor, rows: slice = slice(None)):
 
 def errors(actual: torch.Tensor, expected: torch.Tensor, chunk=1 << 26):
     """(largest error / largest magnitude, error norm / norm), in fp32 (both
-    infinite if `actual` is not finite), a chunk of elements at a time: DeepSeek-V3's weight gradients are 22 GiB
-    in bf16, and an fp32 copy of one would not fit beside them."""
+    infinite if `actual` is not finite), a chunk of elements at a time:
+    DeepSeek-V3's weight gradients are 22 GiB in bf16, and an fp32 copy of
+    one would not fit beside them."""
     a, e = actual.reshape(-1), expected.reshape(-1)
     worst = largest = diff_sq = ref_sq = 0.0
     for start in range(0, a.numel(), chunk):
@@ -109,26 +100,3 @@ def errors(actual: torch.Tensor, expected: torch.Tensor, chunk=1 << 26):
         ref_sq += ec.double().square().sum().item()
     return (worst / max(largest, 1e-30),
             (diff_sq ** 0.5) / max(ref_sq ** 0.5, 1e-30))
-
-
-def script_parser(doc: str) -> argparse.ArgumentParser:
-    """The scripts' command line: the bundle, then the script's options."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("bundle", help="bench/moe_layer_kernels.mlir "
-                        "compiled for sm80,sm90")
-    return parser
-
-
-def bundle_of(path: str, ordinal: int = 0):
-    import tessel
-    return tessel.Bundle(tessel.Device("cuda", ordinal), path)
-
-
-def gpu_bundle(path: str):
-    """The bundle loaded on GPU 0, after a line naming the GPU; None after
-    a FAIL line when there is no GPU."""
-    if not torch.cuda.is_available():
-        print("FAIL  no CUDA GPU visible")
-        return None
-    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    return bundle_of(path)

@@ -4,11 +4,8 @@
 //   mlp_ref: E 128, H 2048, I 512, top-8
 //   mlp_dsv3: E 256, H 7168, I 2048, top-8
 //   mlp_toy: E 16, H 256, I 128, top-4
-// Compiled on the development machine, run by bench/moe_gpu_check.sh:
-//
-//   PATH=/usr/local/cuda/bin:$PATH build/bin/tessel-aot \
-//       bench/moe_layer_kernels.mlir --targets=sm80,sm90 \
-//       -o .carry/moe_layer.tsb --quiet
+// scripts/prepare-gpu-bundles.sh compiles it into moe_layer.tsb, which
+// bench/moe_layer_bench.py and moe_glue_bench.py run.
 
 func.func @mlp_ref_histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>, %offsets: memref<128xi32>) {
   tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>) counts(%counts : memref<128xi32>) group_offsets(%offsets : memref<128xi32>)

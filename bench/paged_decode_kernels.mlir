@@ -3,59 +3,7 @@ func.func @dec_q32_kv8_d128_bs16_nhd_lse(%q: memref<?x32x128xbf16>, %kc: memref<
   tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) layout(nhd) scale(%scale)
   return
 }
-func.func @dec_q32_kv8_d128_bs16_shuf_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) layout(shuffled) scale(%scale)
-  return
-}
-func.func @dec_q64_kv4_d128_bs16_nhd_lse(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x64x128xbf16>, %lse: memref<64x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x64x128xbf16>) lse(%lse : memref<64x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @dec_q4_kv4_d128_bs32_nhd_lse(%q: memref<?x4x128xbf16>, %kc: memref<?x32x4x128xbf16>, %vc: memref<?x32x4x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x128xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x4x128xbf16>) k_cache(%kc : memref<?x32x4x128xbf16>) v_cache(%vc : memref<?x32x4x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x128xbf16>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @dec_q8_kv2_d64_bs64_nhd_lse(%q: memref<?x8x64xbf16>, %kc: memref<?x64x2x64xbf16>, %vc: memref<?x64x2x64xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x64xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x64x2x64xbf16>) v_cache(%vc : memref<?x64x2x64xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x64xbf16>) lse(%lse : memref<8x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @dec_q16_kv2_d256_bs16_nhd_lse(%q: memref<?x16x256xbf16>, %kc: memref<?x16x2x256xbf16>, %vc: memref<?x16x2x256xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x256xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x16x256xbf16>) k_cache(%kc : memref<?x16x2x256xbf16>) v_cache(%vc : memref<?x16x2x256xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x256xbf16>) lse(%lse : memref<16x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @dec_q16_kv2_d256_bs32_shuf_lse(%q: memref<?x16x256xbf16>, %kc: memref<?x2x32x32x8xbf16>, %vc: memref<?x2x4x256x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x256xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x16x256xbf16>) k_cache(%kc : memref<?x2x32x32x8xbf16>) v_cache(%vc : memref<?x2x4x256x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x256xbf16>) lse(%lse : memref<16x?xf32>) layout(shuffled) scale(%scale)
-  return
-}
-func.func @dec_q32_kv8_d64_bs64_shuf(%q: memref<?x32x64xbf16>, %kc: memref<?x8x8x64x8xbf16>, %vc: memref<?x8x8x64x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x64xbf16>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x32x64xbf16>) k_cache(%kc : memref<?x8x8x64x8xbf16>) v_cache(%vc : memref<?x8x8x64x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x64xbf16>) layout(shuffled) scale(%scale)
-  return
-}
-func.func @dec_q32_kv8_d128_bs16_nhd_f16_lse(%q: memref<?x32x128xf16>, %kc: memref<?x16x8x128xf16>, %vc: memref<?x16x8x128xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xf16>, %lse: memref<32x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x32x128xf16>) k_cache(%kc : memref<?x16x8x128xf16>) v_cache(%vc : memref<?x16x8x128xf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xf16>) lse(%lse : memref<32x?xf32>) layout(nhd) scale(%scale)
-  return
-}
 func.func @decsplit_q32_kv8_d128_bs16_nhd_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @decsplit_q32_kv8_d128_bs16_shuf_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>, %scale: f32) {
-  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) layout(shuffled) scale(%scale)
-  return
-}
-func.func @decsplit_q64_kv4_d128_bs16_nhd_lse(%q: memref<?x64x128xbf16>, %kc: memref<?x16x4x128xbf16>, %vc: memref<?x16x4x128xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x64x128xf32>, %lse: memref<?x64x?xf32>, %scale: f32) {
-  tessel.paged_attention q(%q : memref<?x64x128xbf16>) k_cache(%kc : memref<?x16x4x128xbf16>) v_cache(%vc : memref<?x16x4x128xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x64x128xf32>) lse(%lse : memref<?x64x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @decsplit_q16_kv2_d256_bs64_nhd_lse(%q: memref<?x16x256xbf16>, %kc: memref<?x64x2x256xbf16>, %vc: memref<?x64x2x256xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x16x256xf32>, %lse: memref<?x16x?xf32>, %scale: f32) {
-  tessel.paged_attention q(%q : memref<?x16x256xbf16>) k_cache(%kc : memref<?x64x2x256xbf16>) v_cache(%vc : memref<?x64x2x256xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x16x256xf32>) lse(%lse : memref<?x16x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @dec_q32_kv8_d128_bs48_nhd_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x48x8x128xbf16>, %vc: memref<?x48x8x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
-  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x48x8x128xbf16>) v_cache(%vc : memref<?x48x8x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) layout(nhd) scale(%scale)
-  return
-}
-func.func @decsplit_q8_kv2_d64_bs128_shuf_lse(%q: memref<?x8x64xbf16>, %kc: memref<?x2x8x128x8xbf16>, %vc: memref<?x2x16x64x8xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x8x64xf32>, %lse: memref<?x8x?xf32>, %scale: f32) {
-  tessel.paged_attention q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x2x8x128x8xbf16>) v_cache(%vc : memref<?x2x16x64x8xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x8x64xf32>) lse(%lse : memref<?x8x?xf32>) layout(shuffled) scale(%scale)
   return
 }

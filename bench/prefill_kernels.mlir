@@ -7,12 +7,12 @@ func.func @pre_q64_kv4_d128_v128_causal_lse(%q: memref<?x64x128xbf16>, %k: memre
   tessel.prefill_attention q(%q : memref<?x64x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x64x128xbf16>) lse(%lse : memref<64x?xf32>) scale(%scale) {causal}
   return
 }
-func.func @pre_q32_kv32_d128_v128_causal(%q: memref<?x32x128xbf16>, %k: memref<?x32x128xbf16>, %v: memref<?x32x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x32x128xbf16>) v(%v : memref<?x32x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) scale(%scale) {causal}
+func.func @pre_q32_kv8_d128_v128_lse(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale)
   return
 }
-func.func @pre_q8_kv2_d64_v64_causal_lse(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %cu: memref<?xi32>, %out: memref<?x8x64xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
-  tessel.prefill_attention q(%q : memref<?x8x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x64xbf16>) lse(%lse : memref<8x?xf32>) scale(%scale) {causal}
+func.func @pre_q32_kv8_d64_v64_causal_lse(%q: memref<?x32x64xbf16>, %k: memref<?x8x64xbf16>, %v: memref<?x8x64xbf16>, %cu: memref<?xi32>, %out: memref<?x32x64xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x32x64xbf16>) k(%k : memref<?x8x64xbf16>) v(%v : memref<?x8x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x64xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
   return
 }
 func.func @pre_q16_kv2_d256_v256_causal_lse(%q: memref<?x16x256xbf16>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>, %cu: memref<?xi32>, %out: memref<?x16x256xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
@@ -21,21 +21,5 @@ func.func @pre_q16_kv2_d256_v256_causal_lse(%q: memref<?x16x256xbf16>, %k: memre
 }
 func.func @pre_q16_kv16_d192_v128_causal_lse(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cu: memref<?xi32>, %out: memref<?x16x128xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
   tessel.prefill_attention q(%q : memref<?x16x192xbf16>) k(%k : memref<?x16x192xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x16x128xbf16>) lse(%lse : memref<16x?xf32>) scale(%scale) {causal}
-  return
-}
-func.func @pre_q4_kv4_d128_v128_lse(%q: memref<?x4x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x4x128xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
-  tessel.prefill_attention q(%q : memref<?x4x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x128xbf16>) lse(%lse : memref<4x?xf32>) scale(%scale)
-  return
-}
-func.func @pre_q32_kv8_d128_v128_f16_causal_lse(%q: memref<?x32x128xf16>, %k: memref<?x8x128xf16>, %v: memref<?x8x128xf16>, %cu: memref<?xi32>, %out: memref<?x32x128xf16>, %lse: memref<32x?xf32>, %scale: f32) {
-  tessel.prefill_attention q(%q : memref<?x32x128xf16>) k(%k : memref<?x8x128xf16>) v(%v : memref<?x8x128xf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
-  return
-}
-func.func @pre_q32_kv8_d128_v128_lse(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
-  tessel.prefill_attention q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale)
-  return
-}
-func.func @pre_q32_kv8_d64_v64_causal_lse(%q: memref<?x32x64xbf16>, %k: memref<?x8x64xbf16>, %v: memref<?x8x64xbf16>, %cu: memref<?xi32>, %out: memref<?x32x64xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
-  tessel.prefill_attention q(%q : memref<?x32x64xbf16>) k(%k : memref<?x8x64xbf16>) v(%v : memref<?x8x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x32x64xbf16>) lse(%lse : memref<32x?xf32>) scale(%scale) {causal}
   return
 }

@@ -161,11 +161,12 @@ def unified(name: str, num_q_heads: int, num_kv_heads: int, head_dim: int,
 
 
 def lse_merge(name: str, num_heads: int, head_dim: int, *,
-              out_dtype: str = "bf16", lse_out: bool = False) -> str:
-    """tessel.lse_merge of two f32 partials (out [T, H, D], LSE [H, T])
-    into out [T, H, D] of `out_dtype`; with `lse_out`, also the merged
-    LSE (an accumulator that a later merge folds more into)."""
-    part = _memref("?", num_heads, head_dim, dtype="f32")
+              out_dtype: str = "bf16", lse_out: bool = False,
+              dtype: str = "f32") -> str:
+    """tessel.lse_merge of two partials (out [T, H, D] of `dtype`, LSE
+    [H, T] f32) into out [T, H, D] of `out_dtype`; with `lse_out`, also
+    the merged LSE (an accumulator that a later merge folds more into)."""
+    part = _memref("?", num_heads, head_dim, dtype=dtype)
     lse = _memref(num_heads, "?", dtype="f32")
     clauses = [("a", [("oa", part), ("la", lse)]),
                ("b", [("ob", part), ("lb", lse)]),
@@ -177,26 +178,36 @@ def lse_merge(name: str, num_heads: int, head_dim: int, *,
 
 
 def lse_merge_n(name: str, num_heads: int, head_dim: int, *,
-                out_dtype: str = "bf16") -> str:
-    """tessel.lse_merge_n of S f32 partials [S, T, H, D] (LSE [S, H, T])
-    into out [T, H, D]."""
-    return _kernel(name, "lse_merge_n", [
+                out_dtype: str = "bf16", lse_out: bool = False,
+                dtype: str = "f32") -> str:
+    """tessel.lse_merge_n of S partials [S, T, H, D] of `dtype` (LSE
+    [S, H, T] f32) into out [T, H, D]; with `lse_out`, also the merged
+    LSE [H, T]."""
+    clauses = [
         ("partials", [("p", _memref("?", "?", num_heads, head_dim,
-                                    dtype="f32")),
+                                    dtype=dtype)),
                       ("pl", _memref("?", num_heads, "?", dtype="f32"))]),
         ("out", [("out", _memref("?", num_heads, head_dim,
-                                 dtype=out_dtype))])])
+                                 dtype=out_dtype))])]
+    if lse_out:
+        clauses.append(("lse_out", [("lo", _memref(num_heads, "?",
+                                                   dtype="f32"))]))
+    return _kernel(name, "lse_merge_n", clauses)
 
 
 def reshape_and_cache(name: str, num_kv_heads: int, head_dim: int,
-                      block_size: int, *, layout: str = "nhd",
-                      dtype: str = "bf16") -> str:
-    """tessel.reshape_and_cache: new tokens' k, v [T, Hkv, D] into their
-    slots of the caches (slot_mapping; negative: skipped)."""
-    kv = _memref("?", num_kv_heads, head_dim, dtype=dtype)
+                      block_size: int, *, v_head_dim: int = 0,
+                      layout: str = "nhd", dtype: str = "bf16") -> str:
+    """tessel.reshape_and_cache: new tokens' k [T, Hkv, D] and v [T, Hkv,
+    Dv] into their slots of the caches (slot_mapping; negative:
+    skipped)."""
+    dv = v_head_dim or head_dim
     return _kernel(name, "reshape_and_cache",
-                   [("k", [("k", kv)]), ("v", [("v", kv)])] +
-                   _caches(num_kv_heads, head_dim, head_dim, block_size,
+                   [("k", [("k", _memref("?", num_kv_heads, head_dim,
+                                         dtype=dtype))]),
+                    ("v", [("v", _memref("?", num_kv_heads, dv,
+                                         dtype=dtype))])] +
+                   _caches(num_kv_heads, head_dim, dv, block_size,
                            layout, dtype) +
                    [("slot_mapping", [("slots", _I32)])],
                    f" layout({layout})")

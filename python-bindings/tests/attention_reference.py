@@ -1,7 +1,7 @@
 """A mixed attention batch for the dispatcher (tessel.Attention) and its
 float64 reference: causal attention of each new token over its request's
 cached context and the new tokens up to itself. Used by test_attention.py
-(host) and bench/attention_package_check.py (GPU)."""
+(host)."""
 
 import math
 

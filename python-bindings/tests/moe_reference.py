@@ -1,5 +1,6 @@
-"""What tessel.torch's MoE functions are checked against, here and on the
-GPU (bench/moe_layer_check.py, moe_layer_bench.py, moe_fsdp_check.py):
+"""What tessel.torch's MoE functions are checked against, here, in the GPU
+suite (gpu/test_moe.py, gpu/test_moe_fsdp.py) and by
+bench/moe_layer_bench.py:
 
   * routed_experts_loop: the routed experts one at a time, differentiable
     by torch autograd (the per-expert Python loop);
@@ -51,6 +52,14 @@ class ToyConfig:
     num_layers: int = 2
     aux_loss_alpha: float = 0.01  # 0: the gate returns no aux loss
     hidden_act: str = "silu"
+
+
+# The toy model of the GPU training checks: 3 MoE blocks of 16 experts
+# (top-4) and a shared expert, H = 256, I = 128 (bench/moe_layer_kernels.mlir
+# holds its kernels as mlp_toy, the MoE benchmark's --smoke shape).
+GPU_TOY = ToyConfig(vocab_size=512, hidden_size=256, moe_intermediate_size=128,
+                    n_routed_experts=16, num_experts_per_tok=4,
+                    n_shared_experts=1, num_layers=3, aux_loss_alpha=0.01)
 
 
 class RMSNorm(nn.Module):

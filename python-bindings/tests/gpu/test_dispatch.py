@@ -1,31 +1,29 @@
 """The attention dispatcher, tessel.Attention, given the device: its
 kernel set (tessel.specs.dispatch_set) comes from the default kernel cache.
-The cases of bench/dispatch_check.py: mixed batches of decodes (contexts
-0, a block +-1, long), extends (contexts at, around and twice the context
-budget, and one long) and prefills in a shuffled engine order, for the GQA
-groups and cache layouts of bench/dispatch_kernels.mlir, in every routing
-mode (auto, triple, unified, two_path, and triple with the cache written
-by Attention.write_cache first); the extend batches of
-bench/extend_check.py (several requests sharing the budget, contexts to
-131072) on its configurations; and, as decode-only batches, the shuffled
-and split-KV decode kernels of bench/paged_decode_check.py, the KV splits
-bounded from 1 to 64. Each run checks the dispatcher's order (a stable
-[decode : extend : prefill] sort, applied with tessel.permute_rows), the
-plan (phase counts and tokens, the chunk schedule against the budget),
-out (poisoned with NaN) against float64 causal attention over each
-request's context and new tokens, and the new keys and values in their
-cache slots, bit for bit. AUTO must follow TESSEL_ATTENTION. On a GPU,
-single-token decodes are also replayed from a CUDA graph after new
-lengths, block tables and q/k/v were written into the captured buffers.
-On the host (preparing) the batches are smaller and the budget 512, as in
-dispatch_check.py's host mode. (conftest.py: how to run it.)
+Mixed batches of decodes (contexts 0, a block +-1, long), extends
+(contexts at, around and twice the context budget, and one long) and
+prefills in a shuffled engine order, for the GQA groups and cache layouts
+of bench/dispatch_kernels.mlir, in every routing mode (auto, triple,
+unified, two_path, and triple with the cache written by
+Attention.write_cache first, a padding slot among the new tokens'); extend
+batches (several requests sharing the budget, contexts to 131072); and
+decode-only batches over the shuffled and split-KV decode kernels, the KV
+splits bounded from 1 to 64. Each run checks the dispatcher's order (a
+stable [decode : extend : prefill] sort, applied with
+tessel.permute_rows), the plan (phase counts and tokens, the chunk
+schedule against the budget), out (poisoned with NaN) against float64
+causal attention over each request's context and new tokens, and the
+caches bit for bit: the new keys and values in their slots, every other
+slot as it was. AUTO must follow TESSEL_ATTENTION; tessel.permute_rows
+keeps a device block table on its device. On a GPU, single-token decodes
+are also replayed from a CUDA graph after new lengths, block tables and
+q/k/v were written into the captured buffers. On the host (preparing) the
+batches are smaller and the budget 512. (conftest.py: how to run it.)
 
-Not here: DeepSeek's non-absorbed MLA extend of extend_check.py (qk 192,
-v 128: tessel.Attention compiles sets with v_head_dim = head_dim only);
-its three launches by hand (the triple mode runs that composition);
-paged_decode_check.py's split partials one by one (the dispatcher merges
-them); dispatch_check.py's batches shared by all modes (each test draws
-its own, seeded by its name).
+Elsewhere: DeepSeek's non-absorbed MLA extend (qk 192, v 128:
+tessel.Attention compiles sets with v_head_dim = head_dim only) is
+test_extend.py's, its three launches by hand; the split-KV partials one
+by one are test_decode.py's (the dispatcher merges them).
 """
 
 import math
@@ -36,7 +34,7 @@ import torch
 
 import tessel
 import tessel.ops
-from gpu_checks import assert_close
+from gpu_checks import assert_close, block_table, shuffle, unshuffle
 
 TOLERANCE = 1e-2  # the bench's: relative to the largest reference value
 
@@ -86,19 +84,6 @@ def phase(query_len, context_len):
     return 1 if context_len > 0 else 2
 
 
-def shuffle(k, v):
-    """NHD caches in the shuffled layout (16-byte groups of 8)."""
-    nb, bs, h, d = k.shape
-    return (k.view(nb, bs, h, d // 8, 8).permute(0, 2, 3, 1, 4).contiguous(),
-            v.view(nb, bs // 8, 8, h, d).permute(0, 3, 1, 4, 2).contiguous())
-
-
-def unshuffle(k, v):
-    nb, h, _, bs, _ = k.shape
-    return (k.permute(0, 3, 1, 2, 4).reshape(nb, bs, h, -1),
-            v.permute(0, 2, 4, 1, 3).reshape(nb, bs, h, -1))
-
-
 class Step:
     """One engine step: `requests` (new tokens, cached context) in engine
     order, ordered by the dispatcher; then in plan order q/k/v of the new
@@ -122,14 +107,7 @@ class Step:
             rand(T, hkv, d)
         self.k_cache, self.v_cache = (rand(blocks, bs, hkv, d)
                                       for _ in range(2))
-        table = torch.randint(-5, 2 * blocks, (len(requests), max(per)),
-                              generator=gen, device=device,
-                              dtype=torch.int32)
-        perm = torch.randperm(blocks, generator=gen, device=device).int()
-        used = 0
-        for b, n in enumerate(per):
-            table[b, :n] = perm[used:used + n]
-            used += n
+        table, _ = block_table(per, blocks, gen, device)
         self.table = tessel.permute_rows(self.order, table)
         self.seq_lens = torch.tensor([n + c for n, c in zip(self.ql, self.cl)],
                                      dtype=torch.int32, device=device)
@@ -152,14 +130,19 @@ class Step:
                     out=torch.full_like(self.q, math.nan))
 
     def cache_written(self, buffers) -> bool:
-        """Whether the new keys and values are in their slots of the run's
-        caches, bit for bit."""
+        """Whether the run's caches hold the new keys and values in their
+        slots and every other slot as it was, bit for bit."""
         kc, vc = buffers["k_cache"], buffers["v_cache"]
         if self.layout == "shuffled":
             kc, vc = unshuffle(kc, vc)
         s = self.slots.long()
-        return bool(torch.equal(kc[s // self.bs, s % self.bs], self.k) and
-                    torch.equal(vc[s // self.bs, s % self.bs], self.v))
+        expected = []
+        for before, new in ((self.k_cache, self.k), (self.v_cache, self.v)):
+            after = before.clone()
+            after[s // self.bs, s % self.bs] = new
+            expected.append(after)
+        return bool(torch.equal(kc, expected[0]) and
+                    torch.equal(vc, expected[1]))
 
     def reference(self):
         """float64 [T, Hq, D]: each new token over its request's context
@@ -222,14 +205,18 @@ def check_plan(plan, step, chunk_budget, unified):
 
 def run_step(att, step, write_cache=False):
     """Plans and runs the step (the new tokens written by the run, or by
-    write_cache first); its buffers."""
+    write_cache first, given one more token at a padding slot, -1, which
+    it must skip); its buffers."""
     plan = att.plan(step.ql, step.cl, step.table.shape[1])
     check_plan(plan, step, budget(step.q.is_cuda),
                unified=att.routing == "unified")
     buffers = step.buffers()
     if write_cache:
-        att.write_cache(step.k, step.v, buffers["k_cache"],
-                        buffers["v_cache"], step.slots)
+        pad = torch.full_like(step.k[:1], 7.0)
+        att.write_cache(torch.cat([step.k, pad]), torch.cat([step.v, pad]),
+                        buffers["k_cache"], buffers["v_cache"],
+                        torch.cat([step.slots, step.slots.new_full((1,),
+                                                                   -1)]))
         del buffers["slot_mapping"]
     plan.run(**buffers)
     return plan, buffers
@@ -242,10 +229,10 @@ def check_step(step, buffers, what):
 
 
 def mixed_requests(rng, chunk_budget, bs, on_gpu):
-    """dispatch_check.py's batch, in a random engine order: decodes,
-    extends, prefills. On the host, fewer new tokens over shorter long
-    contexts: there the float64 reference (torch's CPU matmul) costs far
-    more than the kernels."""
+    """A mixed batch in a random engine order: decodes, extends,
+    prefills. On the host, fewer new tokens over shorter long contexts:
+    there the float64 reference (torch's CPU matmul) costs far more than
+    the kernels."""
     far = 50000 if on_gpu else 3000
     decodes = [(1, c) for c in (0, bs - 1, bs, bs + 1, rng.randint(1, far),
                                 rng.randint(1, far))]
@@ -277,8 +264,22 @@ def test_mixed_batch(config, mode, device, on_gpu, gen, monkeypatch):
     check_step(step, buffers, f"{config_id(config)} {mode} on {device}")
 
 
+def test_permute_rows_on_the_device(device, on_gpu):
+    """tessel.permute_rows of a block table on the device: its rows in the
+    dispatcher's order, on the same device."""
+    requests = [(1, 40000), (300, 33000), (1, 0), (700, 0), (64, 32768),
+                (1, 17), (5, 65536), (2000, 0), (1, 5000)]
+    order = attention(device, on_gpu, MIXED[0]).order(*zip(*requests))
+    assert sorted(order) == list(range(len(requests)))
+    table = torch.arange(len(requests) * 5, dtype=torch.int32,
+                         device=device).view(-1, 5)
+    permuted = tessel.permute_rows(order, table)
+    assert permuted.device == table.device
+    assert torch.equal(permuted, table[torch.tensor(order, device=device)])
+
+
 def extend_requests(index, on_gpu):
-    """extend_check.py's batches (new tokens, context) per request; on the
+    """The extend batches (new tokens, context) per request; on the
     host fewer tokens (as in mixed_requests)."""
     if on_gpu:
         return [list(zip([1, 5, 129, 1000, 3], [0, 18, 463, 1328, 33000])),
@@ -317,7 +318,7 @@ def test_parallel_windows_within_the_budget(device, on_gpu):
 
 
 def decode_contexts(name, on_gpu):
-    """paged_decode_check.py's contexts (shorter long ones on the host)."""
+    """Decode contexts (shorter long ones on the host)."""
     long = 131072 if on_gpu else 8195
     return {"ragged": [0, 1, 18, 463, 1328, 33000 if on_gpu else 3001],
             "short": [7, 0, 1], "long": [long, 3, long - 1, 0]}[name]

@@ -1,5 +1,4 @@
-"""The MoE layer through the tessel package: the cases of
-bench/moe_glue_check.py and bench/moe_layer_check.py.
+"""The MoE layer through the tessel package.
 
 * Routing glue (tessel.ops), E = 128 with H = 2048 and E = 256 with
   H = 7168, top-8 routings of 0 to 32768 tokens with about 2% of the ids
@@ -16,7 +15,8 @@ bench/moe_glue_check.py and bench/moe_layer_check.py.
   (0xA5A5A5A5, NaN): expert_histogram, and expert_sort on group offsets
   that do not match the ids (garbage, halved: the clamping of
   docs/dialect.md); swiglu and swiglu_backward against float64, NaN in the
-  unplaced rows, d topk_weights deterministic.
+  unplaced rows, d topk_weights deterministic; moe_unpermute with bf16
+  routing weights (tessel.ops passes float32 ones).
 * tessel.torch.moe_mlp (stacked weights, gate and up apart) and
   moe_mlp_unstacked, E = 128, H = 2048, I = 512, top-8, forward and the
   gradients of x, topk_weights and every weight against float64 autograd
@@ -24,13 +24,16 @@ bench/moe_glue_check.py and bench/moe_layer_check.py.
   slots dropped; twice bitwise equal, the second time (GPU) under
   torch.cuda.set_sync_debug_mode("error").
 
-Not covered: moe_unpermute with bf16 routing weights (the bench's
-unpermute_*_wbf16 kernel: the package passes them as float32 only), the
-timings, and moe_layer_check.py's training run of a patched toy DeepSeek
-model (tessel.torch.patch_deepseek_moe) and its peak memory.
-(conftest.py: how to run it.)
+* Training: the toy DeepSeek-style model (moe_reference.GPU_TOY) and a
+  copy given tessel.torch.patch_deepseek_moe, 5 AdamW steps: losses
+  within 0.2% of the loop's, peak memory not above it. Under FSDP on two
+  GPUs: test_moe_fsdp.py.
+
+Timings: bench/moe_layer_bench.py and moe_glue_bench.py. (conftest.py:
+how to run it.)
 """
 
+import gc
 import math
 from typing import NamedTuple
 
@@ -42,7 +45,10 @@ import tessel.cache
 import tessel.ops
 import tessel.specs
 import tessel.torch
-from gpu_checks import assert_close
+from gpu_checks import assert_close, kernel, nan_full
+# python-bindings/tests (on sys.path through its conftest.py): the toy
+# DeepSeek-style model of the CPU tests.
+from moe_reference import GPU_TOY, ToyModel, loss_of
 
 TOPK = 8
 GLUE = {128: 2048, 256: 7168}  # experts -> hidden size of that MoE
@@ -263,9 +269,8 @@ def glue_kernel(device, op, groups, dtype=None, **params):
     bundle), from the default cache."""
     tag = "_".join(f"{k}{v}" for k, v in sorted(params.items()))
     name = f"{op}_{dtype or 'ids'}_e{groups}_{tag}"
-    return tessel.cache.default_cache().kernel(
-        tessel.ops.device_of(torch.empty(0, device=device)), name,
-        tessel.specs.kernel_spec(name, op, dtype or "i32", groups, **params))
+    return kernel(device, name, tessel.specs.kernel_spec(
+        name, op, dtype or "i32", groups, **params))
 
 
 def poison_int(*shape, device):
@@ -273,7 +278,34 @@ def poison_int(*shape, device):
 
 
 def nan(*shape, device, dtype=torch.bfloat16):
-    return torch.full(shape, math.nan, dtype=dtype, device=device)
+    return nan_full(*shape, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("T", [7, 4096])
+def test_unpermute_bf16_weights(T, device, on_gpu, gen):
+    """moe_unpermute with bf16 routing weights (tessel.ops passes float32
+    ones; the kernel of that spec with the weights' type changed): the
+    checks of test_routing_glue's unpermute, out poisoned."""
+    E, H = 128, GLUE[128]
+    T = tokens(T, on_gpu)
+    R = T * TOPK
+    name = f"moe_unpermute_bf16_h{H}_topk{TOPK}_wbf16"
+    spec = tessel.specs.kernel_spec(name, "moe_unpermute", "bf16", E,
+                                    hidden=H, topk=TOPK)
+    run = kernel(device, name, spec.replace(f"memref<?x{TOPK}xf32>",
+                                            f"memref<?x{TOPK}xbf16>"))
+    _, _, positions = tessel.ops.expert_sort(routing(T, E, gen), E)
+    y = torch.randn(R, H, generator=gen, device=device).bfloat16()
+    pos = inject(positions, [R, R + 1, -7], gen)
+    w = nan_weights(pos, R, gen).bfloat16()
+    outs = []
+    for _ in range(2):
+        outs.append(nan(T, H, device=device))
+        run(y, pos, w, outs[-1])
+    assert_close(outs[0], ref_unpermute(y, pos, w), TOLERANCE,
+                 f"moe_unpermute, bf16 weights (T={T})")
+    assert_equal(f"moe_unpermute, bf16 weights, second run (T={T})", outs[1],
+                 outs[0])
 
 
 @pytest.mark.parametrize("T,offsets", [
@@ -552,3 +584,62 @@ def test_moe_mlp(form, sparse, device, on_gpu, gen):
         same = all(torch.equal(a, b) for a, b in zip(first, again[name])) \
             if isinstance(first, list) else torch.equal(first, again[name])
         assert same, f"{name}, {title}: a second run differs"
+
+
+#===----------------------------------------------------------------------===#
+# Training: a DeepSeek-style model patched with tessel.torch
+#===----------------------------------------------------------------------===#
+
+def toy_model(seed, device):
+    """The toy model (moe_reference.GPU_TOY, bf16), the same initial
+    weights for the same seed."""
+    torch.manual_seed(seed)
+    return ToyModel(GPU_TOY).to(device, torch.bfloat16)
+
+
+def train(model, batches):
+    """Losses of AdamW steps (lr 1e-3) over `batches` of (tokens, targets),
+    and on the GPU the peak memory allocated above what was allocated
+    before (the model's weights, and whatever earlier tests left)."""
+    cuda = batches[0][0].is_cuda
+    if cuda:
+        gc.collect()
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for tokens, targets in batches:
+        loss = loss_of(model, tokens, targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+    return losses, torch.cuda.max_memory_allocated() - before if cuda else 0
+
+
+def test_patched_training(device, on_gpu, gen):
+    """The toy model and a copy given tessel.torch.patch_deepseek_moe
+    (kernels from the default cache), 5 AdamW steps on the same batches of
+    8 x 256 tokens: each step's loss within 0.2% of the loop's, and on the
+    GPU a peak memory not above the loop's (one model on it at a time).
+    On the host 2 steps of 2 x 16 tokens."""
+    steps, shape = (5, (8, 256)) if on_gpu else (2, (2, 16))
+    batches = [tuple(torch.randint(0, GPU_TOY.vocab_size, shape,
+                                   generator=gen, device=device)
+                     for _ in range(2)) for _ in range(steps)]
+    seed = gen.initial_seed() % (1 << 31)
+    loop_losses, loop_peak = train(toy_model(seed, device), batches)
+    if on_gpu:
+        torch.cuda.empty_cache()
+    patched = toy_model(seed, device)
+    names = tessel.torch.patch_deepseek_moe(patched,
+                                            tessel.cache.default_cache())
+    assert len(names) == GPU_TOY.num_layers, names
+    losses, peak = train(patched, batches)
+    for step, (want, got) in enumerate(zip(loop_losses, losses), 1):
+        diff = abs(got - want) / abs(want)
+        assert diff <= 2e-3, f"training step {step}: loss {got:.6f}, the " \
+            f"loop's {want:.6f} ({diff:.2e} apart, at most 2e-3)"
+    assert peak <= loop_peak, f"peak memory {peak / 2**20:.1f} MiB above " \
+        f"the model's, the loop's {loop_peak / 2**20:.1f} MiB"

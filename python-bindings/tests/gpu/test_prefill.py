@@ -1,18 +1,14 @@
-"""tessel.ops.prefill against float64 torch: the cases of
-bench/prefill_check.py. Every kernel of bench/prefill_kernels.mlir
-(bench/gen_attention_kernels.py's PREFILL: heads, qk and v head dims, bf16
-or f16, causal or not, with or without LSE) on the script's five batches:
-ragged lengths with an empty request, lengths around the 64-row tile, one
-long request, 50 NaN rows of no request after the last (no kernel may read
-them into a result), and a negative softmax scale (the sm_90a kernel takes
-another path where the scale is not positive). out within 1e-2 of the
-largest reference value, LSE (natural log) within 1e-3. On the host
-backend (preparing) the long requests are shorter; the kernels are the
-same. (conftest.py: how to run it.)
-
-Not ported: the script fills out and lse with NaN before each launch;
-tessel.ops allocates its outputs, so instead every request's row must be
-finite and within tolerance. --bench (timing) is no test.
+"""The prefill kernels (tessel.specs.prefill, from the default kernel
+cache) against float64 torch: heads, qk and v head dims (64 to 256, 192 /
+128 for DeepSeek's non-absorbed MLA), bf16 or f16, causal or not, with or
+without LSE, on five batches: ragged lengths with an empty request,
+lengths around the 64-row tile, one long request, 50 NaN rows of no
+request after the last (no kernel may read them into a result), and a
+negative softmax scale (the sm_90a kernel takes another path where the
+scale is not positive). Outputs are poisoned with NaN before the launch:
+out within 1e-2 of the largest reference value, LSE (natural log) within
+1e-3. On the host backend (preparing) the long requests are shorter; the
+kernels are the same. (conftest.py: how to run it.)
 """
 
 import math
@@ -20,12 +16,13 @@ import math
 import pytest
 import torch
 
-import tessel.ops
-from gpu_checks import assert_close
+import tessel.specs
+from gpu_checks import assert_close, assert_lse_close, kernel, nan_full
 
-# (Hq, Hkv, Dqk, Dv, dtype, causal, lse): bench/gen_attention_kernels.py's
-# PREFILL, in its order.
-KERNELS = [
+ELEMENT = {torch.bfloat16: "bf16", torch.float16: "f16"}
+
+# (Hq, Hkv, Dqk, Dv, dtype, causal, lse)
+CONFIGS = [
     (32, 8, 128, 128, torch.bfloat16, True, True),
     (64, 4, 128, 128, torch.bfloat16, True, True),
     (32, 32, 128, 128, torch.bfloat16, True, False),
@@ -52,8 +49,8 @@ BATCHES = {
 }
 
 
-def kernel_id(kernel):
-    hq, hkv, d, dv, dtype, causal, lse = kernel
+def config_id(config):
+    hq, hkv, d, dv, dtype, causal, lse = config
     return (f"q{hq}_kv{hkv}_d{d}_v{dv}_{str(dtype)[6:]}"
             f"{'_causal' if causal else ''}{'_lse' if lse else ''}")
 
@@ -77,9 +74,9 @@ def reference(q, k, v, lens, causal, scale):
 
 
 @pytest.mark.parametrize("batch", BATCHES)
-@pytest.mark.parametrize("kernel", KERNELS, ids=kernel_id)
-def test_prefill(kernel, batch, device, on_gpu, gen):
-    hq, hkv, d, dv, dtype, causal, lse = kernel
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_prefill(config, batch, device, on_gpu, gen):
+    hq, hkv, d, dv, dtype, causal, lse = config
     gpu_lens, host_lens, pad, sign = BATCHES[batch]
     lens = gpu_lens if on_gpu else host_lens
     rows = sum(lens)
@@ -89,18 +86,17 @@ def test_prefill(kernel, batch, device, on_gpu, gen):
     for t in (q, k, v):
         t[rows:] = math.nan
     cu = torch.tensor([0] + lens, device=device).cumsum(0).int()
-    # The positive scale is tessel.ops' default (None: 1/sqrt(Dqk)).
+    name = f"pre_{config_id(config)}"
+    run = kernel(device, name, tessel.specs.prefill(
+        name, hq, hkv, d, v_head_dim=dv, dtype=ELEMENT[dtype],
+        causal=causal, lse=lse))
     scale = sign * d ** -0.5
-    result = tessel.ops.prefill(q, k, v, cu, causal=causal,
-                                softmax_scale=scale if sign < 0 else None,
-                                return_lse=lse)
-    out, out_lse = result if lse else (result, None)
+    out = nan_full(rows + pad, hq, dv, dtype=dtype, device=device)
+    out_lse = nan_full(hq, rows + pad, device=device)
+    run(q, k, v, cu, out, *([out_lse] if lse else []), scale)
     ref, ref_lse = reference(q[:rows], k[:rows], v[:rows], lens, causal,
                              scale)
-    what = f"{kernel_id(kernel)} lens={lens}+{pad} NaN scale {scale:.3g}"
+    what = f"{name} lens={lens}+{pad} NaN scale {scale:.3g}"
     assert_close(out[:rows], ref, 1e-2, f"{what}: out")
     if lse:
-        got = out_lse[:, :rows]
-        assert bool(torch.isfinite(got).all()), f"{what}: non-finite LSE"
-        err = (got.double() - ref_lse).abs().max().item()
-        assert err <= 1e-3, f"{what}: LSE error {err:.2e} > 1e-3"
+        assert_lse_close(out_lse[:, :rows], ref_lse, 1e-3, what)
