@@ -7,7 +7,7 @@ python-bindings/tests/moe_reference.py, which the tests use too.
 """
 import os
 import sys
-from typing import List, NamedTuple
+from typing import NamedTuple
 
 import torch
 
@@ -49,20 +49,15 @@ class Layer(NamedTuple):
 
 
 def random_layer(shape: Shape, tokens: int, gen: torch.Generator,
-                 empty: List[int] = (), dropped: float = 0.0,
                  dtype=torch.bfloat16) -> Layer:
     """Fresh random inputs: each token routed to k distinct experts (top-k
-    of random scores; never one of `empty`), about `dropped` of the slots
-    given id -1 (dropped), weights the softmax of the chosen scores."""
+    of random scores), weights the softmax of the chosen scores. (Empty
+    experts and dropped slots are the GPU suite's cases, test_moe.py.)"""
     E, H, I, k = shape
     dev = gen.device
     scores = torch.rand(tokens, E, device=dev, generator=gen)
-    scores[:, list(empty)] = -1.0
     top, ids = scores.topk(k, dim=1)
     weights = torch.softmax(top * 4, dim=1)
-    if dropped:
-        mask = torch.rand(tokens, k, device=dev, generator=gen) < dropped
-        ids = ids.masked_fill(mask, -1)
 
     def randn(*size, scale=1.0):
         # Drawn in `dtype`: an fp32 draw of DeepSeek-V3's stacked weights
