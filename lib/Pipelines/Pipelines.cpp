@@ -190,6 +190,37 @@ void mlir::tessel::buildROCDLSerializePipeline(
   pm.addPass(createTesselHsaco(hsaco));
 }
 
+static bool isNVIDIAChip(StringRef chip) { return chip.starts_with("sm_"); }
+
+void mlir::tessel::buildEmulatorPipeline(
+    OpPassManager &pm, const EmulatorPipelineOptions &options) {
+  buildEmulatorKernelPipeline(pm, options);
+  buildEmulatorSerializePipeline(pm, options);
+}
+
+void mlir::tessel::buildEmulatorKernelPipeline(
+    OpPassManager &pm, const EmulatorPipelineOptions &options) {
+  buildGPUKernelPipeline(pm, options.chip, options.stages);
+}
+
+void mlir::tessel::buildEmulatorSerializePipeline(
+    OpPassManager &pm, const EmulatorPipelineOptions &options) {
+  // The chip's own lowering, stopped where its back end would start.
+  if (isNVIDIAChip(options.chip)) {
+    NVVMPipelineOptions nvvm;
+    nvvm.chip = options.chip;
+    nvvm.serialize = false;
+    buildNVVMSerializePipeline(pm, nvvm);
+  } else {
+    ROCDLPipelineOptions rocdl;
+    rocdl.chip = options.chip;
+    rocdl.serialize = false;
+    buildROCDLSerializePipeline(pm, rocdl);
+  }
+  pm.addPass(createTesselEmulateGPU());
+  pm.addPass(createCanonicalizerPass());
+}
+
 /// The convert-to-LLVM interfaces that the gpu-to-{nvvm,rocdl} conversions
 /// apply to every loaded dialect.
 static void registerConvertToLLVMInterfaces(DialectRegistry &registry) {
@@ -229,4 +260,9 @@ void mlir::tessel::registerTesselPipelines() {
       "Lower tessel kernel functions to ROCDL and serialize them to AMDGCN "
       "assembly and an hsaco",
       buildROCDLPipeline);
+  PassPipelineRegistration<EmulatorPipelineOptions>(
+      "tessel-emulator-pipeline",
+      "Lower tessel kernel functions to a chip's GPU kernels and those to "
+      "host code that the runtime's emulator runs lane by lane",
+      buildEmulatorPipeline);
 }

@@ -61,28 +61,37 @@ class KernelCache:
     def __init__(self, directory=None):
         self.directory = Path(directory) if directory is not None else \
             default_directory()
-        self._loaded: Dict[Tuple[str, int, str], Bundle] = {}
+        self._loaded: Dict[Tuple[str, int, str, str], Bundle] = {}
 
     def kernel(self, device: _tessel.Device, name: str, spec: str) -> Kernel:
         """Kernel `name` of `spec` (the text of one or more func.func) on
         `device`, compiled for device.target on the first miss."""
-        target = device.target
-        loaded_key = (device.kind, device.ordinal, spec)
+        bundle = self.bundle(device, spec, name=name)
+        if name not in bundle:
+            raise _missing(name, device.target, spec,
+                           "its spec does not define it")
+        return bundle[name]
+
+    def bundle(self, device: _tessel.Device, spec: str,
+               target: Optional[str] = None, name: str = "") -> Bundle:
+        """The bundle of `spec` compiled for `target` (default: the
+        device's preferred one, device.target; another target the device
+        runs, e.g. 'sm80' on an H200, picks that code), loaded on `device`;
+        compiled on the first miss."""
+        target = target or device.target
+        loaded_key = (device.kind, device.ordinal, target, spec)
         bundle = self._loaded.get(loaded_key)
         if bundle is None:
             aot, identity = _compiler_identity()
             path = self._find(spec, target, identity)
             if path is None:
                 if aot is None:
-                    raise _missing(name, target, spec,
+                    raise _missing(name or "(any)", target, spec,
                                    "there is no tessel-aot here to compile it")
                 path = self._compile(spec, target, identity)
             bundle = Bundle(device, str(path))
             self._loaded[loaded_key] = bundle
-        if name not in bundle:
-            raise _missing(name, target, spec,
-                           "its spec does not define it")
-        return bundle[name]
+        return bundle
 
     def prepare(self, spec: str, target: str) -> Path:
         """Compiles `spec` for `target` into the cache now (e.g. 'sm90a' on

@@ -36,7 +36,9 @@ class Kernel:
         self._outputs = tuple(handle.outputs)
         self._scalars = tuple(handle.scalars)
         device = bundle.device
-        self._device = (device.kind, device.ordinal)
+        # An emulated GPU (emu-gfx942, emu-sm80, ...) computes in host memory.
+        self._device = ("host", 0) if device.kind.startswith("emu-") else \
+            (device.kind, device.ordinal)
 
     @property
     def name(self) -> str:

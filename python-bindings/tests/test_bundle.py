@@ -35,7 +35,8 @@ def test_unknown_backend():
     with pytest.raises(tessel.Error) as info:
         tessel.Device("tpu")
     assert info.value.code == tessel.StatusCode.NOT_FOUND
-    assert str(info.value) == "unknown backend 'tpu'; valid backends: host, cuda, hip"
+    assert str(info.value) == ("unknown backend 'tpu'; valid backends: host, cuda, "
+                               "hip, emu-gfx942, emu-gfx950, emu-sm80")
     assert info.value.message == str(info.value)
 
 

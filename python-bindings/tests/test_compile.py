@@ -55,7 +55,8 @@ def test_compile_error():
         tessel.compile(SPEC, targets=["host", "sm70"])
     assert str(info.value) == ("tessel-aot failed (exit 1):\ntessel-aot: error: "
                                "unknown target 'sm70'; known targets: host, sm80, "
-                               "sm90, sm90a, gfx942, gfx950")
+                               "sm90, sm90a, gfx942, gfx950, emu-gfx942, "
+                               "emu-gfx950, emu-sm80")
 
 
 def test_missing_spec(tmp_path):

@@ -219,7 +219,8 @@ TEST(BundleWriter, RefusesWhatTheReaderWouldReject) {
   bundle::Kernel bad = k;
   bad.target = "sm75";
   EXPECT_NE(serializeError(bad).find("unknown target 'sm75' (known: host, "
-                                     "sm80, sm90, sm90a, gfx942, gfx950)"),
+                                     "sm80, sm90, sm90a, gfx942, gfx950, "
+                                     "emu-gfx942, emu-gfx950, emu-sm80)"),
             std::string::npos);
   bad = k;
   bad.name = "";
@@ -782,7 +783,7 @@ TEST(BundleReader, RejectsUnknownTargetAsUnsupported) {
   EXPECT_TRUE(parseFails(bytes, ParseError::Unsupported,
                          {"kernel 0 ('first', target 'sm75'): unknown target "
                           "'sm75' (known: host, sm80, sm90, sm90a, gfx942, "
-                          "gfx950)"}));
+                          "gfx950, emu-gfx942, emu-gfx950, emu-sm80)"}));
 }
 
 TEST(BundleReader, RejectsDuplicateKernels) {

@@ -77,6 +77,57 @@ bundle::Kernel rowSumKernel() {
   return k;
 }
 
+const std::vector<uint8_t> &emuKernelsObject() {
+  static const std::vector<uint8_t> bytes = [] {
+    std::ifstream in(TESSEL_TEST_EMU_KERNELS, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>());
+  }();
+  return bytes;
+}
+
+bundle::Kernel emuKernel(const EmuLaunch &launch) {
+  bundle::Kernel k;
+  k.name = launch.entry;
+  k.op = "test." + launch.entry;
+  k.target = launch.device;
+  k.entry = launch.entry + "_entry";
+  k.dtype = TESSEL_DTYPE_F32;
+  for (const EmuBuffer &buffer : launch.buffers)
+    k.args.push_back(arg(buffer.name, buffer.dtype, false,
+                         {bundle::Dim::constant(buffer.elements)}));
+  k.params = launch.params;
+  for (int axis = 0; axis < 3; ++axis)
+    k.grid[axis] = bundle::Dim::constant(launch.grid[axis]);
+  k.block = launch.block;
+  k.sharedBytes = launch.sharedBytes;
+  k.binary = emuKernelsObject();
+  return k;
+}
+
+tessel_status runEmu(tessel_device device, const EmuLaunch &launch) {
+  std::vector<uint8_t> bytes = pack({emuKernel(launch)});
+  tessel_bundle bundle = nullptr;
+  if (tessel_status status = tessel_bundle_load_memory(device, bytes.data(),
+                                                       bytes.size(), &bundle))
+    return status;
+  BundlePtr owner(bundle);
+  std::vector<tessel_tensor> args;
+  for (const EmuBuffer &buffer : launch.buffers)
+    args.push_back(tensor(buffer.data, buffer.dtype, {buffer.elements}));
+  return tessel_kernel_launch(tessel_bundle_kernel_at(bundle, 0), args.data(),
+                              args.size(), nullptr);
+}
+
+tessel_status runEmu(const EmuLaunch &launch) {
+  tessel_device device = nullptr;
+  if (tessel_status status =
+          tessel_device_open(launch.device.c_str(), 0, &device))
+    return status;
+  DevicePtr owner(device);
+  return runEmu(device, launch);
+}
+
 bundle::Kernel fakeKernel(const std::string &name, const std::string &target) {
   bundle::Kernel k;
   k.name = name;

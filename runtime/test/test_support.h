@@ -15,10 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tessel::test {
@@ -54,6 +56,56 @@ bundle::Kernel gpuKernel(const std::string &name, const std::string &target);
 /// {0, 2}}, box {64, 256}, 128B swizzle).
 bundle::Kernel tmaKernel(const std::string &name,
                          const std::string &target = "sm90a");
+
+//===-- Emulated kernels -------------------------------------------------===//
+
+/// The bytes of emu_kernels.c built as a shared object.
+const std::vector<uint8_t> &emuKernelsObject();
+
+/// A buffer argument of an emulated kernel: rank 1, `elements` long.
+struct EmuBuffer {
+  const char *name;
+  tessel_dtype dtype;
+  void *data;
+  int64_t elements;
+};
+
+template <typename T> constexpr tessel_dtype dtypeOf() {
+  if (sizeof(T) == 2)
+    return TESSEL_DTYPE_BF16;
+  if (sizeof(T) == 8)
+    return TESSEL_DTYPE_I64;
+  return std::is_floating_point<T>::value ? TESSEL_DTYPE_F32 : TESSEL_DTYPE_I32;
+}
+
+/// `values` as a buffer; 16-bit elements are bf16 unless `dtype` says f16.
+template <typename T>
+EmuBuffer emuBuffer(const char *name, std::vector<T> &values,
+                    tessel_dtype dtype = dtypeOf<T>()) {
+  return {name, dtype, values.data(), static_cast<int64_t>(values.size())};
+}
+
+/// One launch of an emu_kernels.c entry on an emulated device.
+struct EmuLaunch {
+  /// The device to open, and the kernel's target.
+  std::string device = "emu-gfx942";
+  std::string entry;
+  std::array<uint32_t, 3> grid = {1, 1, 1};
+  std::array<uint32_t, 3> block = {64, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<EmuBuffer> buffers;
+  std::vector<std::pair<std::string, int64_t>> params = {{"emulator_abi", 1}};
+};
+
+/// The bundle kernel `launch` runs: its buffers' constant shapes, its
+/// constant grid.
+bundle::Kernel emuKernel(const EmuLaunch &launch);
+
+/// Loads the kernel of `launch` on `device` and launches it on the
+/// buffers: the first failure, or null.
+tessel_status runEmu(tessel_device device, const EmuLaunch &launch);
+/// The same on a newly opened launch.device.
+tessel_status runEmu(const EmuLaunch &launch);
 
 //===-- Handles and statuses ---------------------------------------------===//
 

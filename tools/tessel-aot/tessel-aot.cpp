@@ -15,6 +15,7 @@
 #include "tessel/Target/HostObject.h"
 #include "tessel/Target/Passes.h"
 #include "tessel/bundle.hpp"
+#include "tessel/emulator_abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -56,13 +57,17 @@ static cl::opt<std::string> outputFile("o", cl::desc("Bundle to write"),
                                        cl::value_desc("file"),
                                        cl::init("tessel-kernels.tsb"));
 static cl::opt<std::string>
-    targetList("targets", cl::desc("Comma-separated targets (host; sm80: "
-                                   "PTX for every sm80+ GPU; sm90: the same "
-                                   "code as an sm_90 cubin, needs ptxas; "
-                                   "sm90a: Hopper's wgmma/TMA main loops "
-                                   "where a template has one, an sm_90a "
-                                   "cubin for compute capability 9.0, needs "
-                                   "ptxas; gfx942, gfx950: hsaco)"),
+    targetList("targets",
+               cl::desc("Comma-separated targets (host; sm80: "
+                        "PTX for every sm80+ GPU; sm90: the same "
+                        "code as an sm_90 cubin, needs ptxas; "
+                        "sm90a: Hopper's wgmma/TMA main loops "
+                        "where a template has one, an sm_90a "
+                        "cubin for compute capability 9.0, needs "
+                        "ptxas; gfx942, gfx950: hsaco; "
+                        "emu-gfx942, emu-gfx950, emu-sm80: "
+                        "that chip's kernels as host code the "
+                        "runtime's emulator runs lane by lane)"),
                cl::init("host"));
 static cl::opt<int64_t> chunkTokens(
     "chunk-tokens", cl::desc("Extend: cached-context tokens per chunk"),
@@ -87,8 +92,15 @@ static cl::opt<std::string>
     cudaToolkit("cuda-toolkit", cl::desc("CUDA toolkit folder (its bin/ptxas "
                                          "builds sm90 and sm90a cubins)"),
                 cl::init(""));
-static cl::opt<bool> quiet("quiet", cl::desc("Print no kernel table"),
+static cl::opt<bool> quiet("quiet",
+                           cl::desc("Print no kernel table and no notes"),
                            cl::init(false));
+static cl::opt<bool> skipUnsupported(
+    "skip-unsupported",
+    cl::desc("Leave out, with a note, the GPU kernels of a spec that have no "
+             "template for a target (f32 attention, say) instead of failing "
+             "(the embedded set always does)"),
+    cl::init(false));
 
 namespace {
 
@@ -160,7 +172,7 @@ FailureOr<std::vector<uint8_t>> compileForHost(func::FuncOp func) {
 
 /// A GPU kernel: its launch geometry, tensor maps and binaries (NVIDIA:
 /// sm80 PTX and the sm_90 cubin ptxas made of it when asked for, or the
-/// sm_90a cubin; AMD: the hsaco).
+/// sm_90a cubin; AMD: the hsaco; emulated: the host shared object).
 struct GPUKernel {
   std::array<bundle::Dim, 3> grid;
   std::array<uint32_t, 3> gridDiv = {1, 1, 1};
@@ -171,9 +183,19 @@ struct GPUKernel {
 };
 
 /// How a bundle target is compiled: "nvidia" (sm80 PTX, plus an sm_90
-/// cubin of it: the targets sm80 and sm90), "sm90a", or an AMD chip.
+/// cubin of it: the targets sm80 and sm90), "sm90a", an AMD chip, or an
+/// emulated target (its own name).
 StringRef compilationOf(StringRef target) {
   return target == "sm80" || target == "sm90" ? StringRef("nvidia") : target;
+}
+
+/// The chip an emulated target runs the kernels of ("" for other targets).
+StringRef emulatedChip(StringRef target) {
+  return llvm::StringSwitch<StringRef>(target)
+      .Case("emu-gfx942", "gfx942")
+      .Case("emu-gfx950", "gfx950")
+      .Case("emu-sm80", "sm_80")
+      .Default("");
 }
 
 /// Compiles one kernel function for a compilation of compilationOf. With
@@ -197,7 +219,13 @@ FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef compilation,
     });
 
   PassManager kernels(ctx), serialize(ctx);
-  if (compilation == "nvidia" || compilation == "sm90a") {
+  StringRef emulated = emulatedChip(compilation);
+  if (!emulated.empty()) {
+    EmulatorPipelineOptions options;
+    options.chip = emulated.str();
+    buildEmulatorKernelPipeline(kernels, options);
+    buildEmulatorSerializePipeline(serialize, options);
+  } else if (compilation == "nvidia" || compilation == "sm90a") {
     NVVMPipelineOptions options;
     // sm_90a code is architecture-specific: its cubin is all it ships.
     bool hopper = compilation == "sm90a";
@@ -250,6 +278,17 @@ FailureOr<GPUKernel> compileForGPU(func::FuncOp func, StringRef compilation,
 
   if (failed(serialize.run(*module)))
     return failure();
+  if (!emulated.empty()) {
+    HostObjectOptions objectOptions;
+    objectOptions.cpu = hostCpu;
+    objectOptions.lldPath = lldPath;
+    FailureOr<std::vector<uint8_t>> object =
+        emitHostSharedObject(*module, objectOptions);
+    if (failed(object))
+      return failure();
+    out.binary = std::move(*object);
+    return out;
+  }
   module->walk([&](gpu::BinaryOp binary) {
     for (Attribute attr : binary.getObjects()) {
       auto object = cast<gpu::ObjectAttr>(attr);
@@ -287,13 +326,13 @@ FailureOr<SmallVector<std::string>> parseTargets() {
       continue;
     }
     if (name == "sm80" || name == "sm90" || name == "sm90a" ||
-        name == "gfx942" || name == "gfx950") {
+        name == "gfx942" || name == "gfx950" || !emulatedChip(name).empty()) {
       targets.push_back(name.str());
       continue;
     }
     llvm::errs() << "tessel-aot: error: unknown target '" << name
                  << "'; known targets: host, sm80, sm90, sm90a, gfx942, "
-                    "gfx950\n";
+                    "gfx950, emu-gfx942, emu-gfx950, emu-sm80\n";
     return failure();
   }
   if (targets.empty()) {
@@ -389,18 +428,19 @@ int main(int argc, char **argv) {
       if (!compiled.contains(key)) {
         // Kernels of the embedded set without a GPU template yet are
         // skipped, loudly; in a spec given on the command line they are
-        // errors.
+        // errors unless --skip-unsupported.
         std::string unsupported;
+        bool skip = inputFile.empty() || skipUnsupported;
         FailureOr<GPUKernel> gpuKernel =
-            compileForGPU(func, key, wantsCubin,
-                          inputFile.empty() ? &unsupported : nullptr);
+            compileForGPU(func, key, wantsCubin, skip ? &unsupported : nullptr);
         if (failed(gpuKernel)) {
           if (unsupported.empty())
             return 1;
-          llvm::errs() << "tessel-aot: note: no "
-                       << (key == "nvidia" ? "sm80/sm90" : key)
-                       << " kernel for '"
-                       << func.getName() << "': " << unsupported << "\n";
+          if (!quiet)
+            llvm::errs() << "tessel-aot: note: no "
+                         << (key == "nvidia" ? StringRef("sm80/sm90") : key)
+                         << " kernel for '" << func.getName()
+                         << "': " << unsupported << "\n";
           compiled[key] = std::nullopt;
         } else {
           compiled[key] = std::move(*gpuKernel);
@@ -414,8 +454,14 @@ int main(int argc, char **argv) {
       kernel.block = gpu->block;
       kernel.sharedBytes = gpu->sharedBytes;
       kernel.tensorMaps = gpu->tensorMaps;
-      // sm80: the PTX; sm90, sm90a: the cubin; gfx*: the hsaco.
+      // sm80: the PTX; sm90, sm90a: the cubin; gfx*: the hsaco; emu-*: the
+      // host shared object, which the runtime refuses on a CPU below its
+      // x86-64 level or with another emulator ABI.
       kernel.binary = target == "sm80" ? gpu->assembly : gpu->binary;
+      if (!emulatedChip(target).empty()) {
+        kernel.params.push_back({"x86_64_level", *hostLevel});
+        kernel.params.push_back({"emulator_abi", TESSEL_EMU_ABI_VERSION});
+      }
       kernels.push_back(std::move(kernel));
     }
   }

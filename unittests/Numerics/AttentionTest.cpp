@@ -61,6 +61,10 @@ const PrefillCase kPrefillMla{"prefill_bf16_mla_h4_qk192_v128",
     BF16, F32, 4, 4, 192, 128, kScale192, true, true};
 const PrefillCase kPrefillF16{"prefill_f16_h4kv2_d64",
     F16, F16, 4, 2, 64, 64, kScale64, true, true};
+const PrefillCase kPrefillBf16Gqa1{"prefill_bf16_h4kv4_d64",
+    BF16, BF16, 4, 4, 64, 64, kScale64, true, true};
+const PrefillCase kPrefillBf16NonCausal{"prefill_bf16_h8kv2_d128_noncausal",
+    BF16, BF16, 8, 2, 128, 128, kScale128, false, true};
 // clang-format on
 
 /// Random q/k/v of a ragged batch and the kernel's cu_seqlens.
@@ -117,7 +121,7 @@ void checkPrefill(const PrefillCase &c, const std::vector<int32_t> &lengths,
                   uint64_t seed) {
   Rng rng(seed);
   PrefillInputs in(c, lengths, rng);
-  Kernel kernel(defaultBundle().path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
   ASSERT_TRUE(kernel.run(in.args(c.hasLse)));
   AttentionRef r = prefillReference(c, in);
   EXPECT_TRUE(near("out", in.out, r.out));
@@ -151,6 +155,18 @@ TEST(Prefill, MlaQk192V128Bf16InF32Out) {
 
 TEST(Prefill, F16Gqa2Dim64) { checkPrefill(kPrefillF16, {1, 17, 0, 300}, 107); }
 
+TEST(Prefill, Bf16Gqa1Dim64) {
+  checkPrefill(kPrefillBf16Gqa1, {1, 17, 0, 300, 5}, 110);
+}
+
+TEST(Prefill, Bf16Gqa4Dim128NonCausal) {
+  checkPrefill(kPrefillBf16NonCausal, {300, 0, 17, 1, 64}, 111);
+}
+
+TEST(Prefill, Bf16OnlyEmptyRequests) {
+  checkPrefill(kPrefillBf16Gqa1, {0, 0, 0}, 112);
+}
+
 TEST(Prefill, OnlyEmptyRequests) {
   checkPrefill(kPrefillF32Gqa4, {0, 0, 0}, 108);
 }
@@ -162,7 +178,7 @@ TEST(Prefill, Causal4096TokensTimed) {
   const PrefillCase &c = kPrefillF32Gqa4;
   Rng rng(109);
   PrefillInputs in(c, {4096}, rng);
-  Kernel kernel(defaultBundle().path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(kernel.run(in.args(true)));
   double seconds =
@@ -234,7 +250,7 @@ void checkExtend(const ExtendCase &c, const std::vector<int32_t> &newLens,
   if (c.hasLse)
     args.push_back({"lse", &in.lse});
   args.push_back({"scale", &in.scale});
-  Kernel kernel(bundle.path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, bundle.path, c.kernel);
   ASSERT_TRUE(kernel.run(args));
 
   ref::TokenRows k = tokenRows(in.k), v = tokenRows(in.v);
@@ -299,18 +315,20 @@ INSTANTIATE_TEST_SUITE_P(Bundles, ExtendLong, ::testing::ValuesIn(allBundles()),
 
 /// Runs paged_attention kernel `name` (with cu_seqlens) on the queries of a
 /// prefill-shaped batch (its k and v are not used) over `cache`.
-bool runPagedQueries(const char *name, PrefillInputs &in, PagedKV &cache,
+/// Skips the test where the device has no such kernel: callers return when
+/// the test IsSkipped() or HasFatalFailure().
+void runPagedQueries(const char *name, PrefillInputs &in, PagedKV &cache,
                      Tensor &out, Tensor &lse) {
-  Kernel kernel(defaultBundle().path, name);
-  return kernel.run({{"q", &in.q},
-                     {"k_cache", &cache.kCache},
-                     {"v_cache", &cache.vCache},
-                     {"block_table", &cache.blockTable},
-                     {"cu_seqlens", &in.cuSeqlens},
-                     {"context_lens", &cache.lens},
-                     {"out", &out},
-                     {"lse", &lse},
-                     {"scale", &in.scale}});
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, name);
+  ASSERT_TRUE(kernel.run({{"q", &in.q},
+                          {"k_cache", &cache.kCache},
+                          {"v_cache", &cache.vCache},
+                          {"block_table", &cache.blockTable},
+                          {"cu_seqlens", &in.cuSeqlens},
+                          {"context_lens", &cache.lens},
+                          {"out", &out},
+                          {"lse", &lse},
+                          {"scale", &in.scale}}));
 }
 
 TEST(Paged, F32NhdWithCuSeqlens) {
@@ -319,8 +337,9 @@ TEST(Paged, F32NhdWithCuSeqlens) {
   PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, contexts, rng);
   PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
   PrefillInputs in(shape, {1, 17, 0, 5}, rng);
-  ASSERT_TRUE(runPagedQueries("paged_f32_nhd_h4kv2_d64_bs16_cu", in, cache,
-                              in.out, in.lse));
+  runPagedQueries("paged_f32_nhd_h4kv2_d64_bs16_cu", in, cache, in.out, in.lse);
+  if (IsSkipped() || HasFatalFailure())
+    return;
   std::vector<int64_t> owner = requestOfToken(in.cu);
   AttentionRef r =
       attendAll(tokenRows(in.q), 2, 64, kScale64,
@@ -346,8 +365,9 @@ TEST(Paged, SplitChunksWithCuSeqlens) {
   const int64_t splits = 4, tokens = in.q.dim(0);
   Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
   Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
-  ASSERT_TRUE(runPagedQueries("paged_split_f32_nhd_h4kv2_d64_bs16_cu", in,
-                              cache, out, lse));
+  runPagedQueries("paged_split_f32_nhd_h4kv2_d64_bs16_cu", in, cache, out, lse);
+  if (IsSkipped() || HasFatalFailure())
+    return;
   std::vector<int64_t> owner = requestOfToken(in.cu);
   expectSplitPartials(out, lse, in.q, cache, 16, 2, kScale64,
                       [&](int64_t t) { return owner[t]; });
@@ -370,8 +390,10 @@ TEST(Paged, CausalSequencesWithCuSeqlens) {
     int64_t b = owner[t];
     return std::max<int64_t>(sequences[b] - (in.cu[b + 1] - t) + 1, 0);
   };
-  ASSERT_TRUE(runPagedQueries("paged_causal_f32_nhd_h4kv2_d64_bs16_cu", in,
-                              cache, in.out, in.lse));
+  runPagedQueries("paged_causal_f32_nhd_h4kv2_d64_bs16_cu", in, cache, in.out,
+                  in.lse);
+  if (IsSkipped() || HasFatalFailure())
+    return;
   AttentionRef r =
       attendAll(tokenRows(in.q), 2, 64, kScale64,
                 [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
@@ -386,8 +408,10 @@ TEST(Paged, CausalSequencesWithCuSeqlens) {
   const int64_t splits = 3, tokens = in.q.dim(0);
   Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
   Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
-  ASSERT_TRUE(runPagedQueries("paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu",
-                              in, cache, out, lse));
+  runPagedQueries("paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu", in, cache,
+                  out, lse);
+  if (IsSkipped() || HasFatalFailure())
+    return;
   expectSplitPartials(
       out, lse, in.q, cache, 16, 2, kScale64,
       [&](int64_t t) { return owner[t]; }, keysEnd);
@@ -402,7 +426,8 @@ TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
   Tensor out = Tensor::poisoned(F32, {requests, 4, 128});
   Tensor lse = Tensor::poisoned(F32, {4, requests});
   Tensor scale = Tensor::scalar(kScale128);
-  Kernel kernel(defaultBundle().path, "paged_bf16_shuf_h4kv1_d128_bs32");
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path,
+                        "paged_bf16_shuf_h4kv1_d128_bs32");
   ASSERT_TRUE(kernel.run({{"q", &q},
                           {"k_cache", &cache.kCache},
                           {"v_cache", &cache.vCache},

@@ -62,7 +62,7 @@ void checkReshapeAndCache(const CacheCase &c, uint64_t seed) {
     }
   }
 
-  Kernel kernel(defaultBundle().path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
   ASSERT_TRUE(kernel.run({{"k", &k},
                           {"v", &v},
                           {"k_cache", &kCache},
@@ -113,7 +113,8 @@ TEST(ReshapeAndCache, WrittenContextDecodes) {
       slots.push_back(cache.blockTable.i32()[b * columns + j / 16] * 16 +
                       j % 16);
   Tensor slotMapping = Tensor::i32({tokens}, slots);
-  Kernel write(defaultBundle().path, "rac_bf16_shuf_kv1_d128_bs16");
+  TESSEL_KERNEL_OR_SKIP(write, defaultBundle().path,
+                        "rac_bf16_shuf_kv1_d128_bs16");
   ASSERT_TRUE(write.run({{"k", &k},
                          {"v", &v},
                          {"k_cache", &cache.kCache},
@@ -125,7 +126,8 @@ TEST(ReshapeAndCache, WrittenContextDecodes) {
   Tensor out = Tensor::poisoned(BF16, {requests, 8, 128});
   Tensor lse = Tensor::poisoned(F32, {8, requests});
   Tensor scale = Tensor::scalar(0.0883883476f);
-  Kernel decode(defaultBundle().path, "decode_bf16_shuf_h8kv1_d128_bs16");
+  TESSEL_KERNEL_OR_SKIP(decode, defaultBundle().path,
+                        "decode_bf16_shuf_h8kv1_d128_bs16");
   ASSERT_TRUE(decode.run({{"q", &q},
                           {"k_cache", &cache.kCache},
                           {"v_cache", &cache.vCache},

@@ -38,6 +38,12 @@ const DecodeCase kDecodeBf16Shuffled{"decode_bf16_shuf_h8kv1_d128_bs16",
     BF16, BF16, ref::Layout::Shuffled, 8, 1, 128, 16, 0.0883883476f, true};
 const DecodeCase kDecodeF32Small{"decode_f32_nhd_h4kv1_d64_bs16",
     F32, F32, ref::Layout::NHD, 4, 1, 64, 16, 0.125f, true};
+const DecodeCase kDecodeBf16Block64{"decode_bf16_nhd_h8kv2_d128_bs64",
+    BF16, BF16, ref::Layout::NHD, 8, 2, 128, 64, 0.0883883476f, true};
+const DecodeCase kDecodeBf16Gqa1{"decode_bf16_shuf_h4kv4_d64_bs32",
+    BF16, BF16, ref::Layout::Shuffled, 4, 4, 64, 32, 0.125f, true};
+const DecodeCase kDecodeBf16Small{"decode_bf16_nhd_h4kv1_d64_bs16",
+    BF16, BF16, ref::Layout::NHD, 4, 1, 64, 16, 0.125f, true};
 // clang-format on
 
 /// q[b] sees the seq_lens[b] cached tokens of request b.
@@ -72,7 +78,7 @@ void checkDecode(const DecodeCase &c, const std::vector<int32_t> &contexts,
     args.push_back({"lse", &lse});
   Tensor scale = Tensor::scalar(c.scale);
   args.push_back({"scale", &scale});
-  Kernel kernel(bundle.path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, bundle.path, c.kernel);
   ASSERT_TRUE(kernel.run(args));
   AttentionRef r = decodeReference(q, cache, c.kvHeads, c.headDim, c.scale);
   EXPECT_TRUE(near("out", out, r.out));
@@ -98,9 +104,21 @@ TEST_P(Decode, Bf16ShuffledGqa8Dim128Block16) {
   checkDecode(kDecodeBf16Shuffled, {1, 463, 18, 0, 200}, GetParam(), 404);
 }
 
+TEST_P(Decode, Bf16NhdGqa4Dim128Block64) {
+  checkDecode(kDecodeBf16Block64, {1, 463, 64, 0, 129}, GetParam(), 407);
+}
+
+TEST_P(Decode, Bf16ShuffledGqa1Dim64Block32) {
+  checkDecode(kDecodeBf16Gqa1, {463, 0, 18, 31, 32, 33}, GetParam(), 408);
+}
+
 /// Longer than the default 16384-token split: two partials even there.
 TEST_P(Decode, F32ContextOver16K) {
   checkDecode(kDecodeF32Small, {20000, 5, 0}, GetParam(), 405);
+}
+
+TEST_P(Decode, Bf16ContextOver16K) {
+  checkDecode(kDecodeBf16Small, {20000, 5, 0}, GetParam(), 409);
 }
 
 /// The split form: partial p of request b is the window [p W, (p + 1) W),
@@ -117,7 +135,8 @@ TEST_P(Decode, SplitPartialsCoverWholeBlocks) {
   Tensor out = Tensor::poisoned(F32, {splits, requests, heads, dim});
   Tensor lse = Tensor::poisoned(F32, {splits, heads, requests});
   Tensor scale = Tensor::scalar(0.125f);
-  Kernel kernel(GetParam().path, "paged_split_bf16_shuf_h8kv2_d64_bs16");
+  TESSEL_KERNEL_OR_SKIP(kernel, GetParam().path,
+                        "paged_split_bf16_shuf_h8kv2_d64_bs16");
   ASSERT_TRUE(kernel.run({{"q", &q},
                           {"k_cache", &cache.kCache},
                           {"v_cache", &cache.vCache},
@@ -172,7 +191,7 @@ void checkMla(const MlaCase &c, const std::vector<int32_t> &contexts,
     args.push_back({"lse", &lse});
   Tensor scale = Tensor::scalar(c.scale);
   args.push_back({"scale", &scale});
-  Kernel kernel(bundle.path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, bundle.path, c.kernel);
   ASSERT_TRUE(kernel.run(args));
   AttentionRef r = decodeReference(q, cache, 1, c.latentDim, c.scale);
   EXPECT_TRUE(near("out", out, r.out));
@@ -209,7 +228,8 @@ TEST_P(MlaDecode, SplitPartialsCoverWholeBlocks) {
   Tensor lse = Tensor::poisoned(F32, {splits, heads, requests});
   const float mlaScale = 0.0416666679f;
   Tensor scale = Tensor::scalar(mlaScale);
-  Kernel kernel(GetParam().path, "mla_split_bf16_h16_d576_l512_bs16");
+  TESSEL_KERNEL_OR_SKIP(kernel, GetParam().path,
+                        "mla_split_bf16_h16_d576_l512_bs16");
   ASSERT_TRUE(kernel.run({{"q", &q},
                           {"kv_cache", &cache.kCache},
                           {"block_table", &cache.blockTable},

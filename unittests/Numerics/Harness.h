@@ -88,8 +88,12 @@ private:
   tessel_dtype type = TESSEL_DTYPE_INVALID;
   std::vector<int64_t> dims;
   size_t count = 0;
-  /// 8-byte elements keep every dtype aligned.
-  std::vector<uint64_t> storage;
+  /// 16-byte chunks keep every dtype aligned, and the buffer as aligned as
+  /// GPU kernels (and so the emulated devices) require.
+  struct alignas(16) Chunk {
+    unsigned char bytes[16];
+  };
+  std::vector<Chunk> storage;
 };
 
 //===----------------------------------------------------------------------===//
@@ -137,7 +141,14 @@ std::vector<BundleVariant> allBundles();
 /// How gtest prints a bundle parameter.
 void PrintTo(const BundleVariant &bundle, std::ostream *os);
 
-/// A bundle of the host device, loaded once and kept until exit; null (and
+/// The device every test runs on: "host", or the emulated GPU that
+/// TESSEL_NUMERICS_DEVICE names ("emu-gfx942", "emu-gfx950", "emu-sm80"),
+/// which runs the chip's kernels lane by lane. ctest runs the suite once per
+/// device.
+const char *testDevice();
+bool onEmulatedGPU();
+
+/// A bundle of the test device, loaded once and kept until exit; null (and
 /// a test failure) if it cannot be loaded.
 tessel_bundle sharedBundle(const char *path);
 
@@ -157,6 +168,9 @@ public:
   Kernel(const char *bundlePath, const char *name);
 
   bool valid() const { return kernel != nullptr; }
+  /// On an emulated GPU: why the bundle has no kernel of this name for it
+  /// (its GPU template does not exist, f32 attention say); "" otherwise.
+  const std::string &missingOnDevice() const { return missing; }
   tessel_kernel handle() const { return kernel; }
 
   /// Launches on `args`, checking first that the names match the kernel's
@@ -170,8 +184,17 @@ public:
 
 private:
   std::string name;
+  std::string missing;
   tessel_kernel kernel = nullptr;
 };
+
+/// Declares kernel `var` (see Kernel). On an emulated GPU without that
+/// kernel the test is skipped, and the function this is in returns: ctest
+/// reports the test as skipped, never as passed.
+#define TESSEL_KERNEL_OR_SKIP(var, bundlePath, name)                           \
+  Kernel var(bundlePath, name);                                                \
+  if (!var.missingOnDevice().empty())                                          \
+  GTEST_SKIP() << var.missingOnDevice()
 
 //===----------------------------------------------------------------------===//
 // Comparison

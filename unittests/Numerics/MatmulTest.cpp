@@ -61,7 +61,7 @@ void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
 
   Tensor groupOffsets = Tensor::i32({groups}, offsets);
   Tensor out = Tensor::poisoned(c.outDtype, {rows, c.n});
-  Kernel kernel(defaultBundle().path, c.kernel);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
   ASSERT_TRUE(kernel.run({{"a", &a},
                           {"b", c.pointerTable ? &pointers : &stacked},
                           {"group_offsets", &groupOffsets},
@@ -136,7 +136,7 @@ void checkWgrad(const char *name, tessel_dtype dtype, int64_t m, int64_t n,
   Tensor b = randomTensor(dtype, {rows, n}, rng);
   Tensor groupOffsets = Tensor::i32({groups}, offsets);
   Tensor out = Tensor::poisoned(F32, {groups, m, n});
-  Kernel kernel(defaultBundle().path, name);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, name);
   ASSERT_TRUE(kernel.run(
       {{"a", &a}, {"b", &b}, {"group_offsets", &groupOffsets}, {"c", &out}}));
   std::vector<double> want =

@@ -41,7 +41,7 @@ void checkRouting(const char *histogram, const char *sort, int64_t experts,
 
   Tensor counts = Tensor::poisoned(TESSEL_DTYPE_I32, {experts});
   Tensor offsets = Tensor::poisoned(TESSEL_DTYPE_I32, {experts});
-  Kernel hist(defaultBundle().path, histogram);
+  TESSEL_KERNEL_OR_SKIP(hist, defaultBundle().path, histogram);
   ASSERT_TRUE(hist.run(
       {{"topk_ids", &ids}, {"counts", &counts}, {"group_offsets", &offsets}}));
   EXPECT_TRUE(exact("counts", counts, asDoubles(want.counts)));
@@ -52,7 +52,7 @@ void checkRouting(const char *histogram, const char *sort, int64_t experts,
   Tensor refOffsets = Tensor::i32({experts}, want.offsets);
   Tensor sorted = Tensor::poisoned(TESSEL_DTYPE_I32, {tokens * topk});
   Tensor positions = Tensor::poisoned(TESSEL_DTYPE_I32, {tokens, topk});
-  Kernel sortKernel(defaultBundle().path, sort);
+  TESSEL_KERNEL_OR_SKIP(sortKernel, defaultBundle().path, sort);
   ASSERT_TRUE(sortKernel.run({{"topk_ids", &ids},
                               {"group_offsets", &refOffsets},
                               {"sorted_rows", &sorted},
@@ -97,7 +97,7 @@ void checkPermute(const char *name, tessel_dtype dtype, int64_t hidden,
   Tensor x = randomTensor(dtype, {tokens, hidden}, rng);
   Tensor sorted = Tensor::i32({rows}, r.sortedRows);
   Tensor out = Tensor::poisoned(dtype, {rows, hidden});
-  Kernel kernel(defaultBundle().path, name);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, name);
   ASSERT_TRUE(kernel.run({{"x", &x}, {"sorted_rows", &sorted}, {"out", &out}}));
   EXPECT_TRUE(
       exact("out", out,
@@ -122,7 +122,7 @@ void checkUnpermute(const char *name, tessel_dtype dtype,
   Tensor positions = Tensor::i32({tokens, topk}, r.rowPositions);
   Tensor weights = randomTensor(weightDtype, {tokens, topk}, rng, 0.0, 1.0);
   Tensor out = Tensor::poisoned(dtype, {tokens, hidden});
-  Kernel kernel(defaultBundle().path, name);
+  TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, name);
   ASSERT_TRUE(kernel.run({{"y", &y},
                           {"row_positions", &positions},
                           {"weights", &weights},

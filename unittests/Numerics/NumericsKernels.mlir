@@ -38,6 +38,16 @@ func.func @prefill_f32_h4kv1_d64_noncausal(%q: memref<?x4x64xf32>, %k: memref<?x
   tessel.prefill_attention q(%q : memref<?x4x64xf32>) k(%k : memref<?x1x64xf32>) v(%v : memref<?x1x64xf32>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) scale(%scale)
   return
 }
+// bf16 twins of the f32 shapes, for the GPU templates (no f32 MMA): GQA 1
+// and 4, head dims 64 and 128, non-causal.
+func.func @prefill_bf16_h4kv4_d64(%q: memref<?x4x64xbf16>, %k: memref<?x4x64xbf16>, %v: memref<?x4x64xbf16>, %cu: memref<?xi32>, %out: memref<?x4x64xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xbf16>) k(%k : memref<?x4x64xbf16>) v(%v : memref<?x4x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xbf16>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
+  return
+}
+func.func @prefill_bf16_h8kv2_d128_noncausal(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>, %cu: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x8x128xbf16>) k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) scale(%scale)
+  return
+}
 // MLA non-absorbed: qk 192, v 128; 16-bit inputs with an f32 output.
 func.func @prefill_bf16_mla_h4_qk192_v128(%q: memref<?x4x192xbf16>, %k: memref<?x4x192xbf16>, %v: memref<?x4x128xbf16>, %cu: memref<?xi32>, %out: memref<?x4x128xf32>, %lse: memref<4x?xf32>, %scale: f32) {
   tessel.prefill_attention q(%q : memref<?x4x192xbf16>) k(%k : memref<?x4x192xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x128xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
@@ -76,6 +86,20 @@ func.func @decode_bf16_nhd_h8kv1_d256_bs32(%q: memref<?x8x256xbf16>, %kc: memref
 }
 func.func @decode_bf16_shuf_h8kv1_d128_bs16(%q: memref<?x8x128xbf16>, %kc: memref<?x1x16x16x8xbf16>, %vc: memref<?x1x2x128x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
   tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x1x16x16x8xbf16>) v_cache(%vc : memref<?x1x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) layout(shuffled) scale(%scale)
+  return
+}
+// bf16: block size 64 with GQA 4; GQA 1 in the shuffled layout; and the
+// > 16384-token split-KV case.
+func.func @decode_bf16_nhd_h8kv2_d128_bs64(%q: memref<?x8x128xbf16>, %kc: memref<?x64x2x128xbf16>, %vc: memref<?x64x2x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x64x2x128xbf16>) v_cache(%vc : memref<?x64x2x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @decode_bf16_shuf_h4kv4_d64_bs32(%q: memref<?x4x64xbf16>, %kc: memref<?x4x8x32x8xbf16>, %vc: memref<?x4x4x64x8xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x4x8x32x8xbf16>) v_cache(%vc : memref<?x4x4x64x8xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xbf16>) lse(%lse : memref<4x?xf32>) layout(shuffled) scale(%scale)
+  return
+}
+func.func @decode_bf16_nhd_h4kv1_d64_bs16(%q: memref<?x4x64xbf16>, %kc: memref<?x16x1x64xbf16>, %vc: memref<?x16x1x64xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x1x64xbf16>) v_cache(%vc : memref<?x16x1x64xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xbf16>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
   return
 }
 // Small heads for the > 16384-token split-KV case.

@@ -115,6 +115,31 @@ void buildROCDLKernelPipeline(OpPassManager &pm,
 void buildROCDLSerializePipeline(OpPassManager &pm,
                                  const ROCDLPipelineOptions &options);
 
+struct EmulatorPipelineOptions
+    : public PassPipelineOptions<EmulatorPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("The chip whose kernels are "
+                                          "emulated: gfx942, gfx950 or "
+                                          "sm_80"),
+                           llvm::cl::init("gfx942")};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Shared-memory pipeline stages of "
+                                        "matmul main loops (0: the chip's "
+                                        "default)"),
+                         llvm::cl::init(0)};
+};
+
+/// Kernel functions of tessel ops -> the chip's GPU kernels, lowered as for
+/// the chip up to its back end (ROCDL or NVVM) -> host LLVM dialect run lane
+/// by lane by the runtime's emulator (tessel-emulate-gpu); in two halves as
+/// for NVVM, the first being the chip's own kernel pipeline.
+void buildEmulatorPipeline(OpPassManager &pm,
+                           const EmulatorPipelineOptions &options);
+void buildEmulatorKernelPipeline(OpPassManager &pm,
+                                 const EmulatorPipelineOptions &options);
+void buildEmulatorSerializePipeline(OpPassManager &pm,
+                                    const EmulatorPipelineOptions &options);
+
 /// Registers what buildNVVMPipeline needs beyond its passes' dependent
 /// dialects: the convert-to-LLVM interfaces that convert-gpu-to-nvvm applies
 /// to every loaded dialect, and the LLVM IR translations of serialization.
@@ -122,8 +147,8 @@ void registerNVVMPipelineDependencies(DialectRegistry &registry);
 /// The same for buildROCDLPipeline.
 void registerROCDLPipelineDependencies(DialectRegistry &registry);
 
-/// Registers `tessel-host-pipeline`, `tessel-nvvm-pipeline` and
-/// `tessel-rocdl-pipeline` with tessel-opt.
+/// Registers `tessel-host-pipeline`, `tessel-nvvm-pipeline`,
+/// `tessel-rocdl-pipeline` and `tessel-emulator-pipeline` with tessel-opt.
 void registerTesselPipelines();
 
 } // namespace mlir::tessel

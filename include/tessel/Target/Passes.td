@@ -82,4 +82,35 @@ def TesselHsaco : Pass<"tessel-hsaco", "ModuleOp"> {
                            "::mlir::ROCDL::ROCDLDialect"];
 }
 
+def TesselEmulateGPU : Pass<"tessel-emulate-gpu", "ModuleOp"> {
+  let summary = "Turn GPU kernels into host code that the runtime's emulator "
+                "runs lane by lane";
+  let description = [{
+    Runs where the GPU pipelines would serialize: on gpu.modules whose
+    kernels are LLVM-dialect functions with ROCDL (gfx942, gfx950) or NVVM
+    (sm80) ops, the IR the AMDGPU and NVPTX back ends would compile. Each
+    kernel leaves its gpu.module as a host function run once per work-item
+    by the runtime's emulator (runtime/src/emulator; the contract is
+    runtime/include/tessel/emulator_abi.h):
+
+    - `@<kernel>(params: !llvm.ptr, lane: !llvm.ptr)` loads the parameters
+      as host kernels do and calls the kernel's body with the lane;
+    - work-item and workgroup ids are read from the lane; the workgroup
+      memory (LDS / shared) global becomes the lane's `shared` buffer, and
+      every pointer loses its address space;
+    - every intrinsic that involves other lanes or hardware state (barriers,
+      ds_swizzle, ds_bpermute, permlane swaps, ballots, mbcnt, MFMA,
+      shfl.sync, vote, mma.sync, ldmatrix, cp.async and its groups) becomes
+      a call through the lane's op table with an I/O record;
+    - the hardware exp2/log2 approximations become LLVM's exact exp2/log2.
+
+    Any other target op is an error naming it: an intrinsic the emulator
+    does not model is never skipped.
+
+    Post-condition: no gpu.module, no ROCDL/NVVM op, no non-zero address
+    space; the module is ready for the host object emitter.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // TESSEL_TARGET_PASSES_TD

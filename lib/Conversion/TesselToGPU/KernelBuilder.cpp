@@ -44,13 +44,21 @@ void KernelBuilder::ifThen(Value cond, function_ref<void()> body) {
   body();
 }
 
+std::pair<Value, Value> KernelBuilder::shuffleUp(Value x, int64_t d) {
+  auto up =
+      gpu::ShuffleOp::create(b, loc, x, d, warpSize, gpu::ShuffleMode::UP);
+  Value lane = remu(threadId(), warpSize);
+  Value valid =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane, idx(d));
+  return {up.getShuffleResult(), valid};
+}
+
 Value KernelBuilder::warpScan(Value x,
                               function_ref<Value(Value, Value)> combine) {
   for (int64_t d = 1; d < warpSize; d *= 2) {
-    auto up = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
-                                     gpu::ShuffleMode::UP);
-    // Lanes below d get no value (valid = false) and keep theirs.
-    x = select(up.getValid(), combine(x, up.getShuffleResult()), x);
+    // Lanes below d get no value and keep theirs.
+    auto [up, valid] = shuffleUp(x, d);
+    x = select(valid, combine(x, up), x);
   }
   return x;
 }
@@ -356,9 +364,8 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
     Value raw = select(isGroup, loadEnd(loadAt), tail ? T32 : zero);
     Value end = warpScan(maxsi(raw, carryEnd), maxsi);
     end = arith::MinSIOp::create(b, loc, end, T32);
-    auto prev = gpu::ShuffleOp::create(b, loc, end, 1, warpSize,
-                                       gpu::ShuffleMode::UP);
-    Value start = select(prev.getValid(), prev.getShuffleResult(), carryEnd);
+    auto [prev, hasPrev] = shuffleUp(end, 1);
+    Value start = select(hasPrev, prev, carryEnd);
     // ceil((end - start) / tileM); entries past the tail have none.
     Value tiles = arith::DivUIOp::create(
         b, loc, addi(arith::SubIOp::create(b, loc, end, start),

@@ -9,9 +9,9 @@
  *    tessel_status_free(). The runtime never aborts on bad input.
  *  - Handles are opaque. A bundle keeps its device alive until both are
  *    released; kernels are owned by their bundle.
- *  - Buffers are owned by the caller. On the host backend a "device pointer" is
- *    an ordinary pointer; on CUDA/HIP, a device allocation the caller made
- *    (cuMemAlloc, hipMalloc, a framework's allocator).
+ *  - Buffers are owned by the caller. On the host and emulated backends a
+ *    "device pointer" is an ordinary pointer; on CUDA/HIP, a device allocation
+ *    the caller made (cuMemAlloc, hipMalloc, a framework's allocator).
  *  - Loading and lookups are thread-safe; launches of one kernel from several
  *    threads are safe when they use distinct buffers.
  *
@@ -52,8 +52,13 @@ const char *tessel_status_code_name(tessel_status_code code);
 
 typedef struct tessel_device_t *tessel_device;
 
-/* backend: "host" (always available), "cuda" or "hip". ordinal: device index
- * (for CUDA, in the driver's order, which honours CUDA_VISIBLE_DEVICES). */
+/* backend: "host" (always available), "cuda" or "hip"; or an emulated GPU,
+ * "emu-gfx942", "emu-gfx950" or "emu-sm80" (always available): that chip's
+ * GPU kernels, compiled for the host, run on the CPU lane by lane, with the
+ * chip's bundle target ("emu-gfx942", ...), launch limits and compute-unit
+ * count; memory is host memory. ordinal: device index (for CUDA, in the
+ * driver's order, which honours CUDA_VISIBLE_DEVICES; 0 for host and
+ * emulated devices). */
 tessel_status tessel_device_open(const char *backend, int ordinal,
                                  tessel_device *out_device);
 void tessel_device_release(tessel_device device);
@@ -146,8 +151,8 @@ typedef struct tessel_tensor {
  * static dims, the consistency of symbolic dims, alignment, null data) and
  * launches. `stream` is a CUstream/hipStream_t of the kernel's device (NULL:
  * the default stream); GPU launches are asynchronous, and the grid, block and
- * shared memory are checked against the device's limits first. The host
- * backend takes NULL only, and its launches are synchronous. */
+ * shared memory are checked against the device's limits first. The host and
+ * emulated backends take NULL only, and their launches are synchronous. */
 tessel_status tessel_kernel_launch(tessel_kernel kernel,
                                    const tessel_tensor *args, size_t num_args,
                                    void *stream);

@@ -18,6 +18,11 @@ constexpr const char *kKnownTargets[] = {
               // (runs on compute capability 9.0 only)
     "gfx942", // AMD CDNA3 hsaco (MI300X / MI325X)
     "gfx950", // AMD CDNA4 hsaco (MI355X)
+    // The kernels of gfx942, gfx950 and sm80 compiled for the host, to run
+    // lane by lane on the emulator (tessel/emulator_abi.h)
+    "emu-gfx942",
+    "emu-gfx950",
+    "emu-sm80",
 };
 
 } // namespace

@@ -63,7 +63,8 @@ class Backend {
 public:
   virtual ~Backend() = default;
 
-  /// The name tessel_device_open accepts: "host", "cuda", "hip".
+  /// The name tessel_device_open accepts: "host", "cuda", "hip",
+  /// "emu-gfx942", "emu-gfx950", "emu-sm80".
   virtual const char *name() const = 0;
 
   /// The bundle targets whose kernels this device runs, most preferred
@@ -109,8 +110,8 @@ public:
                        name());
   }
 
-  /// SMs (CUDA), CUs (HIP) or hardware threads (host): what the dispatcher
-  /// sizes split-KV work to fill. Never 0.
+  /// SMs (CUDA), CUs (HIP), hardware threads (host) or the emulated chip's
+  /// SMs or CUs: what the dispatcher sizes split-KV work to fill. Never 0.
   virtual uint32_t computeUnits() const = 0;
 
   /// Copies `bytes` of host memory to device memory `dst` in order on
@@ -131,6 +132,13 @@ tessel_status createHostBackend(int ordinal, std::unique_ptr<Backend> &out);
 tessel_status createCudaBackend(int ordinal, std::unique_ptr<Backend> &out);
 /// AMD GPUs through the HIP module API of a dlopen'ed libamdhip64.
 tessel_status createHipBackend(int ordinal, std::unique_ptr<Backend> &out);
+/// A gfx942, gfx950 or sm_80 GPU emulated on the CPU, lane by lane
+/// (emulator/): kernels of the bundle targets of the same names.
+tessel_status createEmuGfx942Backend(int ordinal,
+                                     std::unique_ptr<Backend> &out);
+tessel_status createEmuGfx950Backend(int ordinal,
+                                     std::unique_ptr<Backend> &out);
+tessel_status createEmuSm80Backend(int ordinal, std::unique_ptr<Backend> &out);
 
 } // namespace tessel::runtime
 

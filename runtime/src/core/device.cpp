@@ -2,7 +2,8 @@
 //
 // The backend table: every backend name the API accepts, and how to open it.
 // Every backend is always built in: the GPU ones dlopen their driver when a
-// device is opened, so a machine without one only fails that open.
+// device is opened, so a machine without one only fails that open; the
+// emulated GPUs need nothing but the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,9 @@ constexpr BackendEntry kBackends[] = {
     {"host", createHostBackend},
     {"cuda", createCudaBackend},
     {"hip", createHipBackend},
+    {"emu-gfx942", createEmuGfx942Backend},
+    {"emu-gfx950", createEmuGfx950Backend},
+    {"emu-sm80", createEmuSm80Backend},
 };
 
 std::string backendNames() {

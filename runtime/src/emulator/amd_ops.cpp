@@ -1,0 +1,192 @@
+//===- emulator/amd_ops.cpp - AMD wave64 ops ------------------------------===//
+//
+// The CDNA3/CDNA4 ISA semantics of the cross-lane ops Tessel's AMD templates
+// use, as tessel/emulator_abi.h states them. Reads from lanes that returned
+// (or do not exist) give 0, as reads from disabled lanes do on the chip.
+//
+//===----------------------------------------------------------------------===//
+
+#include "half.h"
+#include "ops.h"
+
+namespace tessel::runtime::emulator {
+
+namespace {
+
+constexpr uint32_t kWave = 64;
+
+template <typename Io> Io *ioOf(const WaveCall &call, uint32_t lane) {
+  return static_cast<Io *>(call.io[lane]);
+}
+
+/// The lane ds_swizzle's `pattern` makes `lane` read, or -1 with `failure`
+/// filled if the pattern is not one the emulator implements.
+int swizzleSource(uint32_t pattern, uint32_t lane, OpFailure &failure) {
+  if (pattern > 0xffff) {
+    fail(failure, TESSEL_INTERNAL, int(lane),
+         "pattern 0x%x does not fit the instruction's 16-bit offset", pattern);
+    return -1;
+  }
+  if (pattern >= 0xc000) {
+    // The ISA's rotate (0xc000) and FFT (0xe000) modes; no Tessel template
+    // uses them.
+    fail(failure, TESSEL_UNSUPPORTED, int(lane),
+         "pattern 0x%04x selects the rotate or FFT mode, which the emulator "
+         "does not implement (it knows quad mode, 0x8000 | selectors, and "
+         "bit mode, patterns below 0x8000)",
+         pattern);
+    return -1;
+  }
+  if (pattern & 0x8000) {
+    if (pattern & 0x7f00) {
+      fail(failure, TESSEL_INTERNAL, int(lane),
+           "pattern 0x%04x: quad mode takes its four lane selectors from "
+           "bits 7:0, but bits 14:8 are set too",
+           pattern);
+      return -1;
+    }
+    const uint32_t selector = (pattern >> (2 * (lane % 4))) & 3;
+    return int((lane & ~3u) | selector);
+  }
+  const uint32_t andMask = pattern & 31, orMask = (pattern >> 5) & 31,
+                 xorMask = (pattern >> 10) & 31;
+  return int((lane & 32) | (((lane & andMask) | orMask) ^ xorMask));
+}
+
+} // namespace
+
+bool dsSwizzle(const WaveCall &call, OpFailure &failure) {
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    auto *io = ioOf<tessel_emu_u32_io>(call, lane);
+    if (!io)
+      continue;
+    int source = swizzleSource(io->b, lane, failure);
+    if (source < 0)
+      return false;
+    const auto *from = ioOf<tessel_emu_u32_io>(call, uint32_t(source));
+    io->result = from ? from->a : 0;
+  }
+  return true;
+}
+
+bool dsBpermute(const WaveCall &call, OpFailure &) {
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    auto *io = ioOf<tessel_emu_u32_io>(call, lane);
+    if (!io)
+      continue;
+    const auto *from = ioOf<tessel_emu_u32_io>(call, (io->a / 4) % kWave);
+    io->result = from ? from->b : 0;
+  }
+  return true;
+}
+
+bool permlaneSwap(const WaveCall &call, OpFailure &) {
+  // Rows of 16 lanes (permlane16) or halves of 32 (permlane32): the odd
+  // ones of `old` trade places with the even ones of `src`.
+  const uint32_t rows = call.op == TESSEL_EMU_PERMLANE16_SWAP ? 16 : 32;
+  auto oldOf = [&](uint32_t lane) {
+    const auto *io = ioOf<tessel_emu_swap_io>(call, lane);
+    return io ? io->old_value : 0u;
+  };
+  auto srcOf = [&](uint32_t lane) {
+    const auto *io = ioOf<tessel_emu_swap_io>(call, lane);
+    return io ? io->src_value : 0u;
+  };
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    auto *io = ioOf<tessel_emu_swap_io>(call, lane);
+    if (!io)
+      continue;
+    const bool oddRow = (lane / rows) % 2 == 1;
+    io->old_result = oddRow ? srcOf(lane - rows) : io->old_value;
+    io->src_result = oddRow ? io->src_value : oldOf(lane + rows);
+  }
+  return true;
+}
+
+bool amdBallot(const WaveCall &call, OpFailure &) {
+  uint64_t mask = 0;
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    const auto *io = ioOf<tessel_emu_ballot_io>(call, lane);
+    if (io && io->predicate)
+      mask |= uint64_t(1) << lane;
+  }
+  for (uint32_t lane = 0; lane < kWave; ++lane)
+    if (auto *io = ioOf<tessel_emu_ballot_io>(call, lane))
+      io->mask = mask;
+  return true;
+}
+
+bool mbcnt(const LaneCall &call, OpFailure &) {
+  auto &io = *static_cast<tessel_emu_u32_io *>(call.io);
+  const uint64_t below = (uint64_t(1) << call.lane.lane_id) - 1;
+  const uint32_t half =
+      call.op == TESSEL_EMU_MBCNT_LO ? uint32_t(below) : uint32_t(below >> 32);
+  io.result = io.b + uint32_t(__builtin_popcount(io.a & half));
+  return true;
+}
+
+bool mfma(const WaveCall &call, OpFailure &failure) {
+  const tessel_emu_mfma_io *shape = nullptr;
+  for (uint32_t lane = 0; lane < kWave && !shape; ++lane)
+    shape = ioOf<tessel_emu_mfma_io>(call, lane);
+  const uint32_t m = shape->m, n = shape->n, k = shape->k, elem = shape->elem;
+  const bool gfx942Shape = (m == 32 && k == 8) || (m == 16 && k == 16);
+  const bool gfx950Shape = (m == 32 && k == 16) || (m == 16 && k == 32);
+  if (m != n || !(gfx942Shape || gfx950Shape))
+    return fail(failure, TESSEL_INTERNAL, -1,
+                "shape %ux%ux%u is none of the MFMAs the ABI lists "
+                "(32x32x8, 16x16x16; on gfx950 also 32x32x16, 16x16x32)",
+                m, n, k);
+  if (gfx950Shape && !call.chip.hasGfx950Ops)
+    return fail(failure, TESSEL_INTERNAL, -1,
+                "v_mfma_f32_%ux%ux%u exists on gfx950 only; this is %s", m, n,
+                k, call.chip.description);
+  if (elem != TESSEL_EMU_BF16 && elem != TESSEL_EMU_F16)
+    return fail(failure, TESSEL_INTERNAL, -1,
+                "element type %u is neither bf16 (%d) nor f16 (%d)", elem,
+                TESSEL_EMU_BF16, TESSEL_EMU_F16);
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    const auto *io = ioOf<tessel_emu_mfma_io>(call, lane);
+    if (io && (io->m != m || io->n != n || io->k != k || io->elem != elem))
+      return fail(failure, TESSEL_INTERNAL, int(lane),
+                  "the lanes disagree on the instruction: %ux%ux%u elem %u "
+                  "here, %ux%ux%u elem %u in the first lane",
+                  io->m, io->n, io->k, io->elem, m, n, k, elem);
+  }
+
+  // The documented layout: G lane groups of M lanes, each lane holding
+  // `perLane` consecutive k of one row of A and one column of B.
+  const uint32_t groups = kWave / m, perLane = k / groups;
+  float a[32][32], b[32][32]; // [row][k], [k][column]
+  for (uint32_t kk = 0; kk < k; ++kk) {
+    for (uint32_t i = 0; i < m; ++i) {
+      const auto *io = ioOf<tessel_emu_mfma_io>(call, i + m * (kk / perLane));
+      a[i][kk] = io ? elementToFloat(elem, io->a[kk % perLane]) : 0.0f;
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      const auto *io = ioOf<tessel_emu_mfma_io>(call, j + n * (kk / perLane));
+      b[kk][j] = io ? elementToFloat(elem, io->b[kk % perLane]) : 0.0f;
+    }
+  }
+  // D[i][j] lives in lane j + N g, value v, for i = 4 G (v / 4) + 4 g + v % 4.
+  for (uint32_t i = 0; i < m; ++i) {
+    const uint32_t group = (i / 4) % groups;
+    const uint32_t value = 4 * (i / (4 * groups)) + i % 4;
+    for (uint32_t j = 0; j < n; ++j) {
+      auto *io = ioOf<tessel_emu_mfma_io>(call, j + n * group);
+      if (!io)
+        continue;
+      float sum = io->c[value];
+      for (uint32_t kk = 0; kk < k; ++kk) {
+        // Two statements: the product is exact, and must not be fused
+        // into an FMA by a compiler that contracts within expressions.
+        const float product = a[i][kk] * b[kk][j];
+        sum += product;
+      }
+      io->d[value] = sum;
+    }
+  }
+  return true;
+}
+
+} // namespace tessel::runtime::emulator

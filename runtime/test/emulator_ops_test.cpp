@@ -1,0 +1,734 @@
+//===- test/emulator_ops_test.cpp - The emulated intrinsics' semantics ----===//
+//
+// Each op of tessel/emulator_abi.h, run through emu_kernels.c on an emulated
+// device and checked against a computation written from the op's documented
+// meaning (for the matrix ops, a plain matmul of matrices the kernels lay
+// out in the documented fragments), including lanes that returned early.
+//
+//===----------------------------------------------------------------------===//
+
+#include "test_support.h"
+
+#include "tessel/emulator_abi.h"
+
+#include <bitset>
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+constexpr uint32_t kUnwritten = 0xdeadbeef;
+
+/// Whether the exit rule (lane_id % modulus == lane) makes thread t return.
+bool exits(uint32_t t, uint32_t waveSize, int32_t modulus, int32_t lane) {
+  return modulus && int32_t(t % waveSize % modulus) == lane;
+}
+
+/// Runs u32_op: op on a and b, one thread each, in blocks of `threads`.
+std::vector<uint32_t> runU32Op(const char *device, int32_t op,
+                               std::vector<uint32_t> a, std::vector<uint32_t> b,
+                               uint32_t threads, int32_t exitModulus = 0,
+                               int32_t exitLane = 0) {
+  std::vector<int32_t> config = {op, exitModulus, exitLane};
+  std::vector<uint32_t> out(a.size(), kUnwritten);
+  EmuLaunch launch;
+  launch.device = device;
+  launch.entry = "u32_op";
+  launch.grid = {uint32_t(a.size()) / threads, 1, 1};
+  launch.block = {threads, 1, 1};
+  launch.buffers = {emuBuffer("config", config), emuBuffer("a", a),
+                    emuBuffer("b", b), emuBuffer("out", out)};
+  EXPECT_TRUE(succeeds(runEmu(launch)));
+  return out;
+}
+
+std::vector<uint32_t> sequence(size_t n, uint32_t first) {
+  std::vector<uint32_t> values(n);
+  for (size_t i = 0; i < n; ++i)
+    values[i] = first + uint32_t(i);
+  return values;
+}
+
+//===-- AMD ---------------------------------------------------------------===//
+
+/// The lane ds_swizzle makes `lane` read, from the ISA's description.
+uint32_t swizzleSource(uint32_t pattern, uint32_t lane) {
+  if (pattern & 0x8000) // quad mode: two selector bits per lane of a quad
+    return lane / 4 * 4 + ((pattern >> (2 * (lane % 4))) & 3);
+  const uint32_t andMask = pattern & 0x1f, orMask = (pattern >> 5) & 0x1f,
+                 xorMask = (pattern >> 10) & 0x1f;
+  return lane / 32 * 32 + (((lane % 32 & andMask) | orMask) ^ xorMask);
+}
+
+TEST(EmulatedAmdOps, DsSwizzleBitAndQuadModes) {
+  const uint32_t threads = 128;
+  std::vector<uint32_t> values = sequence(threads, 1000);
+  // Swap neighbours, reverse 32 lanes, broadcast lane 31, a mixed one; quad
+  // reverse, broadcast, identity, a mixed one.
+  for (uint32_t pattern : {0x041fu, 0x7c1fu, 0x03e0u, 0x2a35u, 0x801bu, 0x8000u,
+                           0x80e4u, 0x8072u}) {
+    std::vector<uint32_t> out =
+        runU32Op("emu-gfx942", TESSEL_EMU_DS_SWIZZLE, values,
+                 std::vector<uint32_t>(threads, pattern), threads);
+    for (uint32_t t = 0; t < threads; ++t)
+      ASSERT_EQ(out[t], values[t / 64 * 64 + swizzleSource(pattern, t % 64)])
+          << "pattern 0x" << std::hex << pattern << " thread " << std::dec << t;
+  }
+  // Two patterns spelled out.
+  std::vector<uint32_t> swapped =
+      runU32Op("emu-gfx942", TESSEL_EMU_DS_SWIZZLE, values,
+               std::vector<uint32_t>(threads, 0x041f), threads);
+  EXPECT_EQ(swapped[0], 1001u);
+  EXPECT_EQ(swapped[1], 1000u);
+  EXPECT_EQ(swapped[65], 1064u);
+  std::vector<uint32_t> reversed =
+      runU32Op("emu-gfx950", TESSEL_EMU_DS_SWIZZLE, values,
+               std::vector<uint32_t>(threads, 0x801b), threads);
+  EXPECT_EQ(
+      std::vector<uint32_t>(reversed.begin(), reversed.begin() + 8),
+      (std::vector<uint32_t>{1003, 1002, 1001, 1000, 1007, 1006, 1005, 1004}));
+}
+
+TEST(EmulatedAmdOps, DsSwizzleReadsZeroFromReturnedLanes) {
+  const uint32_t threads = 64;
+  std::vector<uint32_t> values = sequence(threads, 1000);
+  std::vector<uint32_t> out =
+      runU32Op("emu-gfx942", TESSEL_EMU_DS_SWIZZLE, values,
+               std::vector<uint32_t>(threads, 0x041f), threads, 3, 1);
+  for (uint32_t t = 0; t < threads; ++t) {
+    if (exits(t, 64, 3, 1)) {
+      EXPECT_EQ(out[t], kUnwritten);
+      continue;
+    }
+    const uint32_t source = t ^ 1;
+    EXPECT_EQ(out[t], exits(source, 64, 3, 1) ? 0 : values[source])
+        << "thread " << t;
+  }
+}
+
+TEST(EmulatedAmdOps, DsBpermute) {
+  const uint32_t threads = 128;
+  std::mt19937 random(7);
+  std::vector<uint32_t> addresses(threads), values(threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    addresses[t] = random() % 1024; // beyond 256: the lane wraps mod 64
+    values[t] = random();
+  }
+  std::vector<uint32_t> out = runU32Op("emu-gfx942", TESSEL_EMU_DS_BPERMUTE,
+                                       addresses, values, threads, 4, 3);
+  for (uint32_t t = 0; t < threads; ++t) {
+    if (exits(t, 64, 4, 3))
+      continue;
+    const uint32_t source = t / 64 * 64 + addresses[t] / 4 % 64;
+    EXPECT_EQ(out[t], exits(source, 64, 4, 3) ? 0 : values[source])
+        << "thread " << t;
+  }
+}
+
+/// Runs swap on gfx950: out[2t] = old_result, out[2t + 1] = src_result.
+std::vector<uint32_t> runSwap(int32_t op, const std::vector<uint32_t> &old,
+                              const std::vector<uint32_t> &src) {
+  std::vector<int32_t> config = {op, 0, 0};
+  std::vector<uint32_t> a = old, b = src, out(2 * old.size(), kUnwritten);
+  EmuLaunch launch;
+  launch.device = "emu-gfx950";
+  launch.entry = "swap";
+  launch.grid = {uint32_t(old.size()) / 64, 1, 1};
+  launch.buffers = {emuBuffer("config", config), emuBuffer("a", a),
+                    emuBuffer("b", b), emuBuffer("out", out)};
+  EXPECT_TRUE(succeeds(runEmu(launch)));
+  return out;
+}
+
+TEST(EmulatedAmdOps, PermlaneSwaps) {
+  std::vector<uint32_t> old = sequence(128, 0), src = sequence(128, 1000);
+  std::vector<uint32_t> out = runSwap(TESSEL_EMU_PERMLANE32_SWAP, old, src);
+  // Lanes 32-63 of old trade places with lanes 0-31 of src.
+  for (uint32_t t = 0; t < 128; ++t) {
+    const uint32_t wave = t / 64 * 64, lane = t % 64;
+    const uint32_t oldResult = lane < 32 ? old[t] : src[wave + lane - 32];
+    const uint32_t srcResult = lane < 32 ? old[wave + lane + 32] : src[t];
+    EXPECT_EQ(out[2 * t], oldResult) << "thread " << t;
+    EXPECT_EQ(out[2 * t + 1], srcResult) << "thread " << t;
+  }
+  EXPECT_EQ(out[2 * 32], 1000u);
+  EXPECT_EQ(out[2 * 0 + 1], 32u);
+
+  out = runSwap(TESSEL_EMU_PERMLANE16_SWAP, old, src);
+  // Rows 1 and 3 of old trade places with rows 0 and 2 of src.
+  for (uint32_t t = 0; t < 128; ++t) {
+    const uint32_t lane = t % 64, row = lane / 16;
+    const bool oddRow = row == 1 || row == 3;
+    EXPECT_EQ(out[2 * t], oddRow ? src[t - 16] : old[t]) << "thread " << t;
+    EXPECT_EQ(out[2 * t + 1], oddRow ? src[t] : old[t + 16]) << "thread " << t;
+  }
+  EXPECT_EQ(out[2 * 16], 1000u);
+  EXPECT_EQ(out[2 * 48], 1032u);
+  EXPECT_EQ(out[2 * 32 + 1], 48u);
+}
+
+TEST(EmulatedAmdOps, BallotLeavesOutReturnedAndMissingLanes) {
+  // 100 threads: wave 1 has lanes 0-35 only.
+  const uint32_t threads = 100;
+  std::vector<int32_t> config = {TESSEL_EMU_BALLOT, 5, 1, 0};
+  std::vector<uint32_t> predicates(threads);
+  for (uint32_t t = 0; t < threads; ++t)
+    predicates[t] = t % 3 == 0 ? 1 + t : 0; // any non-zero value is true
+  std::vector<int64_t> out(threads, -1);
+  EmuLaunch launch;
+  launch.entry = "ballot";
+  launch.block = {threads, 1, 1};
+  launch.buffers = {emuBuffer("config", config),
+                    emuBuffer("predicates", predicates), emuBuffer("out", out)};
+  ASSERT_TRUE(succeeds(runEmu(launch)));
+  uint64_t expected[2] = {};
+  for (uint32_t t = 0; t < threads; ++t)
+    if (!exits(t, 64, 5, 1) && predicates[t])
+      expected[t / 64] |= uint64_t(1) << (t % 64);
+  for (uint32_t t = 0; t < threads; ++t)
+    EXPECT_EQ(uint64_t(out[t]),
+              exits(t, 64, 5, 1) ? ~uint64_t(0) : expected[t / 64])
+        << "thread " << t;
+}
+
+TEST(EmulatedAmdOps, MbcntCountsTheLanesBelow) {
+  const uint32_t threads = 64;
+  std::mt19937 random(11);
+  std::vector<uint32_t> masks(threads), addends(threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    masks[t] = random();
+    addends[t] = 7 * t;
+  }
+  std::vector<uint32_t> low =
+      runU32Op("emu-gfx942", TESSEL_EMU_MBCNT_LO, masks, addends, threads);
+  std::vector<uint32_t> high =
+      runU32Op("emu-gfx942", TESSEL_EMU_MBCNT_HI, masks, addends, threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    // The bits of the lanes below t, of lanes 0-31 and of lanes 32-63.
+    uint32_t belowLow = 0, belowHigh = 0;
+    for (uint32_t lane = 0; lane < t; ++lane)
+      lane < 32 ? belowLow += masks[t] >> lane & 1
+                : belowHigh += masks[t] >> (lane - 32) & 1;
+    EXPECT_EQ(low[t], addends[t] + belowLow) << "thread " << t;
+    EXPECT_EQ(high[t], addends[t] + belowHigh) << "thread " << t;
+  }
+}
+
+//===-- Matrices ----------------------------------------------------------===//
+
+/// A row-major matrix of values exact in bf16 and f16 (multiples of 1/8 in
+/// [-2, 2]), with their encodings in either type.
+struct Matrix {
+  uint32_t rows, columns;
+  std::vector<float> values;
+
+  Matrix(uint32_t rows, uint32_t columns, std::mt19937 &random)
+      : rows(rows), columns(columns), values(rows * columns) {
+    for (float &value : values)
+      value = float(int(random() % 33) - 16) / 8;
+  }
+  float at(uint32_t row, uint32_t column) const {
+    return values[row * columns + column];
+  }
+  std::vector<uint16_t> bits(uint32_t elem) const {
+    std::vector<uint16_t> out;
+    for (float value : values)
+      out.push_back(elem == TESSEL_EMU_BF16 ? bf16Bits(value) : f16Bits(value));
+    return out;
+  }
+  Matrix transposed() const {
+    Matrix out = *this;
+    std::swap(out.rows, out.columns);
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint32_t c = 0; c < columns; ++c)
+        out.values[c * rows + r] = at(r, c);
+    return out;
+  }
+
+  static uint16_t bf16Bits(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return uint16_t(bits >> 16);
+  }
+  /// Zero or a normal number with at most 11 significant bits.
+  static uint16_t f16Bits(float value) {
+    if (value == 0)
+      return 0;
+    int exponent = 0;
+    const float fraction = std::frexp(std::fabs(value), &exponent);
+    const uint16_t sign = value < 0 ? 0x8000 : 0;
+    return uint16_t(sign | (exponent + 14) << 10 |
+                    uint16_t((fraction * 2 - 1) * 1024));
+  }
+};
+
+/// C + A B with f32 products summed in k order.
+std::vector<float> matmul(const Matrix &a, const Matrix &b,
+                          const std::vector<float> &c) {
+  std::vector<float> d(a.rows * b.columns);
+  for (uint32_t i = 0; i < a.rows; ++i)
+    for (uint32_t j = 0; j < b.columns; ++j) {
+      float sum = c[i * b.columns + j];
+      for (uint32_t k = 0; k < a.columns; ++k) {
+        const float product = a.at(i, k) * b.at(k, j);
+        sum += product;
+      }
+      d[i * b.columns + j] = sum;
+    }
+  return d;
+}
+
+/// Runs mfma on `device`; the status, and D in `d`.
+tessel_status runMfma(const char *device, uint32_t m, uint32_t k, uint32_t elem,
+                      const Matrix &a, const Matrix &b, std::vector<float> c,
+                      std::vector<float> &d) {
+  std::vector<int32_t> config = {int32_t(m), int32_t(m), int32_t(k),
+                                 int32_t(elem)};
+  std::vector<uint16_t> aBits = a.bits(elem), bBits = b.bits(elem);
+  const tessel_dtype dtype =
+      elem == TESSEL_EMU_F16 ? TESSEL_DTYPE_F16 : TESSEL_DTYPE_BF16;
+  d.assign(c.size(), -99.0f);
+  EmuLaunch launch;
+  launch.device = device;
+  launch.entry = "mfma";
+  launch.buffers = {emuBuffer("config", config), emuBuffer("a", aBits, dtype),
+                    emuBuffer("b", bBits, dtype), emuBuffer("c", c),
+                    emuBuffer("d", d)};
+  return runEmu(launch);
+}
+
+TEST(EmulatedAmdOps, MfmaMatchesAMatmul) {
+  struct Shape {
+    uint32_t m, k;
+    bool gfx950Only;
+  };
+  std::mt19937 random(3);
+  for (Shape shape : {Shape{32, 8, false}, Shape{16, 16, false},
+                      Shape{32, 16, true}, Shape{16, 32, true}})
+    for (uint32_t elem : {TESSEL_EMU_BF16, TESSEL_EMU_F16})
+      for (const char *device : {"emu-gfx942", "emu-gfx950"}) {
+        if (shape.gfx950Only && std::string(device) == "emu-gfx942")
+          continue;
+        Matrix a(shape.m, shape.k, random), b(shape.k, shape.m, random);
+        Matrix c(shape.m, shape.m, random);
+        std::vector<float> d;
+        ASSERT_TRUE(succeeds(
+            runMfma(device, shape.m, shape.k, elem, a, b, c.values, d)));
+        EXPECT_EQ(d, matmul(a, b, c.values))
+            << device << " " << shape.m << "x" << shape.m << "x" << shape.k
+            << " elem " << elem;
+      }
+}
+
+TEST(EmulatedAmdOps, MfmaSumsInKOrder) {
+  // Row 0 of A is ones; column 0 of B is 2^24 and then ones: in k order
+  // each 1 is lost to rounding (2^24 + 1 is a tie, rounded to even), in
+  // any other order some survive.
+  std::mt19937 random(5);
+  Matrix a(16, 16, random), b(16, 16, random);
+  for (uint32_t k = 0; k < 16; ++k) {
+    a.values[k] = 1;
+    b.values[k * 16] = k == 0 ? 16777216.0f : 1;
+  }
+  std::vector<float> c(256, 0.0f), d;
+  ASSERT_TRUE(
+      succeeds(runMfma("emu-gfx942", 16, 16, TESSEL_EMU_BF16, a, b, c, d)));
+  EXPECT_EQ(d[0], 16777216.0f);
+  EXPECT_EQ(d, matmul(a, b, c));
+}
+
+TEST(EmulatedErrors, MfmaShapes) {
+  std::mt19937 random(1);
+  Matrix a(32, 16, random), b(16, 32, random);
+  std::vector<float> c(32 * 32, 0.0f), d;
+  EXPECT_TRUE(
+      failsWith(runMfma("emu-gfx942", 32, 16, TESSEL_EMU_F16, a, b, c, d),
+                TESSEL_INTERNAL,
+                {"block (0, 0, 0), wave 0: mfma: v_mfma_f32_32x32x16 "
+                 "exists on gfx950 only; this is gfx942 (MI300X)"}));
+  EXPECT_TRUE(failsWith(
+      runMfma("emu-gfx950", 16, 8, TESSEL_EMU_F16, a, b, c, d), TESSEL_INTERNAL,
+      {"mfma: shape 16x16x8 is none of the MFMAs the ABI "
+       "lists"}));
+  EXPECT_TRUE(failsWith(runMfma("emu-gfx950", 16, 16, 2, a, b, c, d),
+                        TESSEL_INTERNAL,
+                        {"mfma: element type 2 is neither bf16 (0) nor f16 "
+                         "(1)"}));
+}
+
+/// Runs mma: D = A B + C through ldmatrix, B stored transposed or not.
+tessel_status runMma(uint32_t elem, bool bAsIs, const Matrix &a,
+                     const Matrix &b, std::vector<float> c,
+                     std::vector<float> &d) {
+  std::vector<int32_t> config = {int32_t(elem), bAsIs ? 1 : 0};
+  std::vector<uint16_t> aBits = a.bits(elem);
+  std::vector<uint16_t> bBits =
+      bAsIs ? b.bits(elem) : b.transposed().bits(elem);
+  const tessel_dtype dtype =
+      elem == TESSEL_EMU_F16 ? TESSEL_DTYPE_F16 : TESSEL_DTYPE_BF16;
+  d.assign(c.size(), -99.0f);
+  EmuLaunch launch;
+  launch.device = "emu-sm80";
+  launch.entry = "mma";
+  launch.block = {32, 1, 1};
+  launch.sharedBytes = 2 * (256 + 128);
+  launch.buffers = {emuBuffer("config", config), emuBuffer("a", aBits, dtype),
+                    emuBuffer("b", bBits, dtype), emuBuffer("c", c),
+                    emuBuffer("d", d)};
+  return runEmu(launch);
+}
+
+TEST(EmulatedNvidiaOps, MmaWithLdmatrixMatchesAMatmul) {
+  std::mt19937 random(9);
+  for (uint32_t elem : {TESSEL_EMU_BF16, TESSEL_EMU_F16})
+    for (bool bAsIs : {false, true}) {
+      Matrix a(16, 16, random), b(16, 8, random), c(16, 8, random);
+      std::vector<float> d;
+      ASSERT_TRUE(succeeds(runMma(elem, bAsIs, a, b, c.values, d)));
+      EXPECT_EQ(d, matmul(a, b, c.values))
+          << "elem " << elem << (bAsIs ? ", ldmatrix.trans" : "");
+    }
+}
+
+TEST(EmulatedNvidiaOps, MmaSumsInKOrder) {
+  std::mt19937 random(13);
+  Matrix a(16, 16, random), b(16, 8, random);
+  for (uint32_t k = 0; k < 16; ++k) {
+    a.values[k] = 1;
+    b.values[k * 8] = k == 0 ? 16777216.0f : 1;
+  }
+  std::vector<float> c(128, 0.0f), d;
+  ASSERT_TRUE(succeeds(runMma(TESSEL_EMU_BF16, true, a, b, c, d)));
+  EXPECT_EQ(d[0], 16777216.0f);
+  EXPECT_EQ(d, matmul(a, b, c));
+}
+
+/// Runs ldmatrix over a table of 32 random rows: lane l names row rows[l].
+tessel_status runLdmatrix(uint32_t count, uint32_t transpose,
+                          const std::vector<uint16_t> &table,
+                          const std::vector<int32_t> &rows,
+                          std::vector<uint32_t> &out) {
+  std::vector<int32_t> config = {int32_t(count), int32_t(transpose)};
+  std::vector<uint16_t> tableCopy = table;
+  std::vector<int32_t> rowsCopy = rows;
+  out.assign(4 * 32, kUnwritten);
+  EmuLaunch launch;
+  launch.device = "emu-sm80";
+  launch.entry = "ldmatrix";
+  launch.block = {32, 1, 1};
+  launch.sharedBytes = 512;
+  launch.buffers = {emuBuffer("config", config), emuBuffer("table", tableCopy),
+                    emuBuffer("rows", rowsCopy), emuBuffer("out", out)};
+  return runEmu(launch);
+}
+
+TEST(EmulatedNvidiaOps, LdmatrixFragments) {
+  std::mt19937 random(17);
+  std::vector<uint16_t> table(32 * 8);
+  for (uint16_t &element : table)
+    element = uint16_t(random());
+  std::vector<int32_t> rows(32);
+  for (int32_t &row : rows)
+    row = int32_t(random() % 32);
+  for (uint32_t count : {1u, 2u, 4u})
+    for (uint32_t transpose : {0u, 1u}) {
+      std::vector<uint32_t> out;
+      ASSERT_TRUE(succeeds(runLdmatrix(count, transpose, table, rows, out)));
+      for (uint32_t i = 0; i < 4; ++i) {
+        // Matrix i: the rows lanes 8i..8i+7 named, possibly transposed.
+        uint16_t matrix[8][8];
+        for (uint32_t r = 0; r < 8; ++r)
+          for (uint32_t col = 0; col < 8; ++col) {
+            const uint16_t element =
+                i < count ? table[8 * rows[8 * i + r] + col] : 0;
+            (transpose ? matrix[col][r] : matrix[r][col]) = element;
+          }
+        for (uint32_t lane = 0; lane < 32; ++lane) {
+          const uint32_t expected =
+              i < count
+                  ? uint32_t(matrix[lane / 4][2 * (lane % 4)]) |
+                        uint32_t(matrix[lane / 4][2 * (lane % 4) + 1]) << 16
+                  : 0; // registers past count stay as the kernel set them
+          EXPECT_EQ(out[4 * lane + i], expected)
+              << ".x" << count << (transpose ? ".trans" : "") << " lane "
+              << lane << " register " << i;
+        }
+      }
+    }
+}
+
+TEST(EmulatedErrors, LdmatrixOperands) {
+  std::vector<uint16_t> table(32 * 8, 0);
+  std::vector<int32_t> rows(32, 0);
+  std::vector<uint32_t> out;
+  EXPECT_TRUE(failsWith(runLdmatrix(3, 0, table, rows, out), TESSEL_INTERNAL,
+                        {"emu-sm80: block (0, 0, 0), wave 0: ldmatrix: count "
+                         "3: ldmatrix loads 1, 2 or 4 matrices"}));
+  EXPECT_TRUE(failsWith(runLdmatrix(1, 2, table, rows, out), TESSEL_INTERNAL,
+                        {"ldmatrix: transpose is 2"}));
+  rows[5] = 32; // one row past the table: outside shared memory
+  EXPECT_TRUE(failsWith(runLdmatrix(1, 0, table, rows, out), TESSEL_INTERNAL,
+                        {"thread (5, 0, 0) (wave 0, lane 5): ldmatrix: row "
+                         "address",
+                         "is outside shared memory"}));
+}
+
+//===-- NVIDIA warp ops ---------------------------------------------------===//
+
+/// Runs shfl with `op`, `offset` and `c` over two warps of values
+/// 5000 + t: out[2t] = result, out[2t + 1] = valid.
+std::vector<uint32_t> runShfl(int32_t op, uint32_t offset, uint32_t c,
+                              int32_t exitModulus = 0, int32_t exitLane = 0,
+                              uint32_t member = 0xffffffff) {
+  std::vector<int32_t> config = {op,         int32_t(member), int32_t(offset),
+                                 int32_t(c), exitModulus,     exitLane};
+  std::vector<uint32_t> in = sequence(64, 5000), out(128, kUnwritten);
+  EmuLaunch launch;
+  launch.device = "emu-sm80";
+  launch.entry = "shfl";
+  launch.buffers = {emuBuffer("config", config), emuBuffer("in", in),
+                    emuBuffer("out", out)};
+  EXPECT_TRUE(succeeds(runEmu(launch)));
+  return out;
+}
+
+/// Checks a shfl's results: `source(lane)` is the lane it reads, or -1 if
+/// it is out of range (then it keeps its own value and valid is 0).
+template <typename Source>
+void expectShfl(const std::vector<uint32_t> &out, Source source,
+                const std::string &what) {
+  for (uint32_t t = 0; t < 64; ++t) {
+    const int from = source(t % 32);
+    const uint32_t lane = from < 0 ? t : t / 32 * 32 + uint32_t(from);
+    EXPECT_EQ(out[2 * t], 5000 + lane) << what << ", thread " << t;
+    EXPECT_EQ(out[2 * t + 1], from < 0 ? 0u : 1u) << what << ", thread " << t;
+  }
+}
+
+TEST(EmulatedNvidiaOps, ShflModesAsCudaUsesThem) {
+  // The c operand CUDA's __shfl_*_sync(mask, v, x, width) pass: the segment
+  // mask selects width-lane segments; the clamp is 31, or 0 for up.
+  for (int width : {32, 16, 8, 4}) {
+    const uint32_t segments = uint32_t(32 - width) << 8;
+    for (int source : {0, 3, 7, 13, 31})
+      expectShfl(
+          runShfl(TESSEL_EMU_SHFL_IDX, source, segments | 31),
+          [&](int lane) { return lane / width * width + source % width; },
+          "idx " + std::to_string(source) + " width " + std::to_string(width));
+    for (int delta : {1, 3, 5}) {
+      expectShfl(
+          runShfl(TESSEL_EMU_SHFL_UP, delta, segments),
+          [&](int lane) { return lane % width >= delta ? lane - delta : -1; },
+          "up " + std::to_string(delta) + " width " + std::to_string(width));
+      expectShfl(
+          runShfl(TESSEL_EMU_SHFL_DOWN, delta, segments | 31),
+          [&](int lane) {
+            return lane % width + delta < width ? lane + delta : -1;
+          },
+          "down " + std::to_string(delta) + " width " + std::to_string(width));
+    }
+    // xor may reach into earlier segments, not later ones.
+    for (int mask : {1, 2, 16, 31})
+      expectShfl(
+          runShfl(TESSEL_EMU_SHFL_BFLY, mask, segments | 31),
+          [&](int lane) {
+            int other = lane ^ mask;
+            return other < (lane / width + 1) * width ? other : -1;
+          },
+          "bfly " + std::to_string(mask) + " width " + std::to_string(width));
+  }
+}
+
+TEST(EmulatedNvidiaOps, ShflClamps) {
+  // No segments, lanes clamped to 0..15 going down and 8.. going up.
+  expectShfl(
+      runShfl(TESSEL_EMU_SHFL_DOWN, 4, 15),
+      [](int lane) { return lane + 4 <= 15 ? lane + 4 : -1; },
+      "down 4 clamp 15");
+  expectShfl(
+      runShfl(TESSEL_EMU_SHFL_UP, 3, 8),
+      [](int lane) { return lane - 3 >= 8 ? lane - 3 : -1; }, "up 3 clamp 8");
+  expectShfl(
+      runShfl(TESSEL_EMU_SHFL_IDX, 20, 15), [](int) { return -1; },
+      "idx 20 clamp 15");
+  // Only the offset's low five bits count.
+  expectShfl(
+      runShfl(TESSEL_EMU_SHFL_IDX, 40, 31), [](int) { return 8; }, "idx 40");
+}
+
+TEST(EmulatedNvidiaOps, ShflReadsZeroFromReturnedLanes) {
+  std::vector<uint32_t> out = runShfl(TESSEL_EMU_SHFL_BFLY, 1, 31, 3, 0);
+  for (uint32_t t = 0; t < 64; ++t) {
+    if (exits(t, 32, 3, 0)) {
+      EXPECT_EQ(out[2 * t], kUnwritten);
+      continue;
+    }
+    EXPECT_EQ(out[2 * t], exits(t ^ 1, 32, 3, 0) ? 0 : 5000 + (t ^ 1))
+        << "thread " << t;
+    EXPECT_EQ(out[2 * t + 1], 1u);
+  }
+}
+
+TEST(EmulatedErrors, ShflLaneOutsideItsMembermask) {
+  std::vector<int32_t> config = {
+      TESSEL_EMU_SHFL_IDX, int32_t(0xfffffffe), 0, 31, 0, 0};
+  std::vector<uint32_t> in(32), out(64);
+  EmuLaunch launch;
+  launch.device = "emu-sm80";
+  launch.entry = "shfl";
+  launch.block = {32, 1, 1};
+  launch.buffers = {emuBuffer("config", config), emuBuffer("in", in),
+                    emuBuffer("out", out)};
+  EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_INTERNAL,
+                        {"thread (0, 0, 0) (wave 0, lane 0): shfl.sync.idx: "
+                         "the lane is not in its own membermask 0xfffffffe"}));
+}
+
+/// Runs ballot with VOTE_BALLOT on two warps.
+tessel_status runVote(const std::vector<uint32_t> &predicates, uint32_t member,
+                      int32_t exitModulus, int32_t exitLane,
+                      std::vector<int64_t> &out) {
+  std::vector<int32_t> config = {TESSEL_EMU_VOTE_BALLOT, exitModulus, exitLane,
+                                 int32_t(member)};
+  std::vector<uint32_t> in = predicates;
+  out.assign(predicates.size(), -1);
+  EmuLaunch launch;
+  launch.device = "emu-sm80";
+  launch.entry = "ballot";
+  launch.block = {uint32_t(predicates.size()), 1, 1};
+  launch.buffers = {emuBuffer("config", config), emuBuffer("in", in),
+                    emuBuffer("out", out)};
+  return runEmu(launch);
+}
+
+TEST(EmulatedNvidiaOps, VoteBallot) {
+  std::mt19937 random(19);
+  std::vector<uint32_t> predicates(64);
+  for (uint32_t &predicate : predicates)
+    predicate = random() % 2;
+  std::vector<int64_t> out;
+  ASSERT_TRUE(succeeds(runVote(predicates, 0xffffffff, 4, 2, out)));
+  uint64_t expected[2] = {};
+  for (uint32_t t = 0; t < 64; ++t)
+    if (!exits(t, 32, 4, 2) && predicates[t])
+      expected[t / 32] |= uint64_t(1) << (t % 32);
+  for (uint32_t t = 0; t < 64; ++t)
+    EXPECT_EQ(uint64_t(out[t]),
+              exits(t, 32, 4, 2) ? ~uint64_t(0) : expected[t / 32])
+        << "thread " << t;
+}
+
+TEST(EmulatedErrors, VoteBallotMembermaskMustNameEveryLiveLane) {
+  std::vector<uint32_t> predicates(32, 1);
+  std::vector<int64_t> out;
+  EXPECT_TRUE(failsWith(runVote(predicates, 0x0000ffff, 0, 0, out),
+                        TESSEL_INTERNAL,
+                        {"vote.sync.ballot: membermask 0x0000ffff leaves out "
+                         "live lanes (0xffffffff are live)"}));
+  // Returned lanes may be left out.
+  ASSERT_TRUE(succeeds(runVote(predicates, 0x55555555, 2, 1, out)));
+  EXPECT_EQ(uint64_t(out[0]), 0x55555555u);
+}
+
+//===-- cp.async ----------------------------------------------------------===//
+
+tessel_status runCpAsync(int32_t mode, std::vector<uint8_t> &out,
+                         std::vector<uint32_t> &first,
+                         std::vector<uint32_t> &second) {
+  const uint32_t threads = 64;
+  std::vector<int32_t> config = {mode};
+  std::mt19937 random(23);
+  first.resize(4 * threads);
+  second.resize(4 * threads);
+  for (uint32_t &word : first)
+    word = random();
+  for (uint32_t &word : second)
+    word = random();
+  std::vector<uint32_t> records(16 * threads, kUnwritten);
+  EmuLaunch launch;
+  launch.device = "emu-sm80";
+  launch.entry = "cp_async";
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = 32 * threads;
+  launch.buffers = {emuBuffer("config", config), emuBuffer("first", first),
+                    emuBuffer("second", second), emuBuffer("out", records)};
+  tessel_status status = runEmu(launch);
+  out.resize(64 * threads);
+  std::memcpy(out.data(), records.data(), out.size());
+  return status;
+}
+
+TEST(EmulatedNvidiaOps, CpAsyncCopiesWhenAWaitRetiresItsGroup) {
+  std::vector<uint8_t> out;
+  std::vector<uint32_t> first, second;
+  ASSERT_TRUE(succeeds(runCpAsync(0, out, first, second)));
+  const std::vector<uint8_t> poison(16, 0xff);
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint8_t *record = &out[64 * t];
+    auto bytes = [&](int part) {
+      return std::vector<uint8_t>(record + 16 * part, record + 16 * part + 16);
+    };
+    const auto *firstBytes = reinterpret_cast<const uint8_t *>(first.data());
+    const auto *secondBytes = reinterpret_cast<const uint8_t *>(second.data());
+    // Before any wait: what shared memory held.
+    EXPECT_EQ(bytes(0), poison) << "thread " << t;
+    // wait_group 1 completed the first group only: src-size bytes, then
+    // zeros.
+    std::vector<uint8_t> copied(firstBytes + 16 * t,
+                                firstBytes + 16 * t + 4 * (t % 5));
+    copied.resize(16, 0);
+    EXPECT_EQ(bytes(1), copied) << "thread " << t;
+    EXPECT_EQ(bytes(2), poison) << "thread " << t;
+    // wait_group 0 completed the second.
+    EXPECT_EQ(bytes(3), std::vector<uint8_t>(secondBytes + 16 * t,
+                                             secondBytes + 16 * t + 16))
+        << "thread " << t;
+  }
+}
+
+TEST(EmulatedErrors, CpAsyncOutsideSharedMemory) {
+  std::vector<uint8_t> out;
+  std::vector<uint32_t> first, second;
+  EXPECT_TRUE(failsWith(runCpAsync(1, out, first, second), TESSEL_INTERNAL,
+                        {"block (0, 0, 0), thread (5, 0, 0) (wave 0, lane "
+                         "5): cp.async: destination",
+                         "is outside shared memory"}));
+}
+
+//===-- Bad operands ------------------------------------------------------===//
+
+TEST(EmulatedErrors, DsSwizzlePatternsOutsideTheKnownModes) {
+  struct Case {
+    uint32_t pattern;
+    tessel_status_code code;
+    const char *message;
+  };
+  for (Case c :
+       {Case{0xc000, TESSEL_UNSUPPORTED,
+             "ds_swizzle: pattern 0xc000 selects the rotate or FFT mode"},
+        Case{0xe01f, TESSEL_UNSUPPORTED,
+             "ds_swizzle: pattern 0xe01f selects the rotate or FFT mode"},
+        Case{0x10000, TESSEL_INTERNAL,
+             "ds_swizzle: pattern 0x10000 does not fit the instruction's "
+             "16-bit offset"},
+        Case{0x8100, TESSEL_INTERNAL,
+             "ds_swizzle: pattern 0x8100: quad mode takes its four lane "
+             "selectors from bits 7:0, but bits 14:8 are set too"}}) {
+    std::vector<int32_t> config = {TESSEL_EMU_DS_SWIZZLE, 0, 0};
+    std::vector<uint32_t> a(64), b(64, c.pattern), out(64);
+    EmuLaunch launch;
+    launch.entry = "u32_op";
+    launch.buffers = {emuBuffer("config", config), emuBuffer("a", a),
+                      emuBuffer("b", b), emuBuffer("out", out)};
+    EXPECT_TRUE(failsWith(runEmu(launch), c.code,
+                          {"emu-gfx942: block (0, 0, 0), thread (0, 0, 0) "
+                           "(wave 0, lane 0): ",
+                           c.message}));
+  }
+}
+
+} // namespace
