@@ -29,10 +29,16 @@ constexpr int64_t kQHeads = 4, kKvHeads = 2, kDim = 64, kBlock = 16;
 /// The dispatcher's default, 1/sqrt(kDim).
 constexpr double kScale = 0.125;
 
+/// f32 on the host; bf16 on an emulated GPU, whose templates take no f32
+/// attention (NumericsKernels.mlir has the dispatcher's set in both).
+tessel_dtype dispatchDtype() {
+  return onEmulatedGPU() ? TESSEL_DTYPE_BF16 : TESSEL_DTYPE_F32;
+}
+
 tessel_attention_config baseConfig() {
   tessel_attention_config c;
   tessel_attention_config_init(&c);
-  c.dtype = TESSEL_DTYPE_F32;
+  c.dtype = dispatchDtype();
   c.num_q_heads = kQHeads;
   c.num_kv_heads = kKvHeads;
   c.head_dim = kDim;
@@ -118,14 +124,14 @@ struct Batch {
     for (size_t b = 0; b < total.size(); ++b)
       total[b] = queryLens[b] + contextLens[b];
     cache = std::make_unique<PagedKV>(
-        PagedSpec{TESSEL_DTYPE_F32, ref::Layout::NHD, kBlock, kKvHeads, kDim,
+        PagedSpec{dispatchDtype(), ref::Layout::NHD, kBlock, kKvHeads, kDim,
                   kDim},
         total, rng);
     tokens = std::accumulate(queryLens.begin(), queryLens.end(), int64_t{0});
-    q = randomTensor(TESSEL_DTYPE_F32, {tokens, kQHeads, kDim}, rng);
-    k = Tensor(TESSEL_DTYPE_F32, {tokens, kKvHeads, kDim});
-    v = Tensor(TESSEL_DTYPE_F32, {tokens, kKvHeads, kDim});
-    out = Tensor::poisoned(TESSEL_DTYPE_F32, {tokens, kQHeads, kDim});
+    q = randomTensor(dispatchDtype(), {tokens, kQHeads, kDim}, rng);
+    k = Tensor(dispatchDtype(), {tokens, kKvHeads, kDim});
+    v = Tensor(dispatchDtype(), {tokens, kKvHeads, kDim});
+    out = Tensor::poisoned(dispatchDtype(), {tokens, kQHeads, kDim});
     seqLens = Tensor::i32({static_cast<int64_t>(total.size())}, total);
     std::vector<int32_t> slotOf;
     const int64_t columns = cache->blockTable.dim(1);
@@ -386,9 +392,11 @@ TEST(Dispatch, UnifiedSplitsSmallBatches) {
 TEST(Dispatch, BlockTablesNeedOnlyElementAlignment) {
   // The compiler marks block tables as read one entry at a time, which lets
   // the dispatcher pass row ranges and chunk-shifted tables to GPU kernels.
-  for (const char *name : {"dispatch_decode", "dispatch_decode_split",
-                           "dispatch_extend_context", "dispatch_unified"}) {
-    Kernel kernel(defaultBundle().path, name);
+  for (std::string role : {"decode", "decode_split", "extend_context",
+                           "unified"}) {
+    std::string name = (onEmulatedGPU() ? "dispatch_bf16_" : "dispatch_") +
+                       role;
+    Kernel kernel(defaultBundle().path, name.c_str());
     ASSERT_TRUE(kernel.valid());
     for (size_t i = 0; i < tessel_kernel_num_args(kernel.handle()); ++i)
       EXPECT_EQ(tessel_kernel_arg_is_elementwise(kernel.handle(), i),

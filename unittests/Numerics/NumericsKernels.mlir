@@ -342,6 +342,56 @@ func.func @dispatch_merge_out(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob
   return
 }
 
+// The same configuration in bf16, for the emulated GPUs (no GPU template
+// takes f32 attention): the dispatcher tests run on these there
+// (DispatchTest.cpp, dispatchDtype()). Written by
+// tessel.specs.dispatch_set("dispatch_bf16", 4, 2, 64, 16).
+func.func @dispatch_bf16_prefill(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %cu: memref<?xi32>, %out: memref<?x4x64xbf16>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xbf16>) scale(%scale) {causal}
+  return
+}
+func.func @dispatch_bf16_extend_new(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %cu: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.prefill_attention q(%q : memref<?x4x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) cu_seqlens(%cu : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) scale(%scale) {causal}
+  return
+}
+func.func @dispatch_bf16_extend_merge_acc(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob: memref<?x4x64xf32>, %lb: memref<4x?xf32>, %out: memref<?x4x64xf32>, %lo: memref<4x?xf32>) {
+  tessel.lse_merge a(%oa : memref<?x4x64xf32>, %la : memref<4x?xf32>) b(%ob : memref<?x4x64xf32>, %lb : memref<4x?xf32>) out(%out : memref<?x4x64xf32>) lse_out(%lo : memref<4x?xf32>)
+  return
+}
+func.func @dispatch_bf16_extend_merge_out(%oa: memref<?x4x64xf32>, %la: memref<4x?xf32>, %ob: memref<?x4x64xf32>, %lb: memref<4x?xf32>, %out: memref<?x4x64xbf16>) {
+  tessel.lse_merge a(%oa : memref<?x4x64xf32>, %la : memref<4x?xf32>) b(%ob : memref<?x4x64xf32>, %lb : memref<4x?xf32>) out(%out : memref<?x4x64xbf16>)
+  return
+}
+func.func @dispatch_bf16_lse_merge_n(%p: memref<?x?x4x64xf32>, %pl: memref<?x4x?xf32>, %out: memref<?x4x64xbf16>) {
+  tessel.lse_merge_n partials(%p : memref<?x?x4x64xf32>, %pl : memref<?x4x?xf32>) out(%out : memref<?x4x64xbf16>)
+  return
+}
+func.func @dispatch_bf16_decode(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xbf16>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xbf16>) layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_bf16_decode_split(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_bf16_extend_context(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_bf16_unified(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xbf16>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xbf16>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_bf16_unified_split(%q: memref<?x4x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x4x64xf32>, %lse: memref<?x4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x4x64xf32>) lse(%lse : memref<?x4x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @dispatch_bf16_reshape_and_cache(%k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>, %slots: memref<?xi32>) {
+  tessel.reshape_and_cache k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>) slot_mapping(%slots : memref<?xi32>) layout(nhd)
+  return
+}
+
+
 // SwiGLU and its backward (SwigluTest.cpp): gate | up fused as [R, 2I] in
 // f32, and apart as [2, R, I] in bf16.
 func.func @swiglu_f32_i13(%h: memref<?x26xf32>, %a: memref<?x13xf32>) {
