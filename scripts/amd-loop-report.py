@@ -55,15 +55,17 @@ HOST_ONLY = ("tessel.extend_attention",)
 
 # family (the kernel's op) -> limits; "share" and "waves" are floors, the
 # rest ceilings per main-loop iteration: the worst of the default set on
-# either chip on 2026-12-01 (--suggest prints them again).
+# either chip on 2026-12-01, the attention families' waits since their tile
+# loads left their branches (2026-12-02; they were 21 a decode tile on
+# gfx950) (--suggest prints them again).
 THRESHOLDS = {
     "tessel.prefill_attention": dict(share=0.12, waves=0.5, vmcnt0=1, flat=0,
                                      lds16=144),
-    "tessel.paged_attention": dict(share=0.07, waves=0.5, vmcnt0=5, flat=0,
+    "tessel.paged_attention": dict(share=0.07, waves=0.5, vmcnt0=2, flat=0,
                                    lds16=144),
-    "tessel.decode_attention": dict(share=0.06, waves=0.5, vmcnt0=21, flat=0,
+    "tessel.decode_attention": dict(share=0.07, waves=0.5, vmcnt0=2, flat=0,
                                     lds16=72),
-    "tessel.mla_decode": dict(share=0.11, waves=0.5, vmcnt0=3, flat=0,
+    "tessel.mla_decode": dict(share=0.11, waves=0.5, vmcnt0=2, flat=0,
                               lds16=132),
     # The K loop itself (before 2026-12-01 18:55 the report took a branch
     # back to the exit block for a loop and measured most of the kernel);

@@ -491,30 +491,26 @@ Value KernelBuilder::loadChunk(Value src, ValueRange indices,
   auto chunkType = VectorType::get({kChunk}, elem);
   Value zeros =
       arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
-  auto ifAny = scf::IfOp::create(
-      b, loc, chunkType,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, validElements,
-                            idx(0)),
-      true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifAny.thenBlock());
-  Value chunk = vector::LoadOp::create(b, loc, chunkType, src, indices, false,
+  // A chunk with no valid element reads src's first one: in bounds whenever
+  // any chunk is loaded at all (a tile exists only over data).
+  Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                    validElements, idx(0));
+  SmallVector<Value> at;
+  for (Value i : indices)
+    at.push_back(select(any, i, idx(0)));
+  Value chunk = vector::LoadOp::create(b, loc, chunkType, src, at, false,
                                        llvm::MaybeAlign(16));
-  if (partial) {
-    // Element e is kept when e < validElements (vector.create_mask has no
-    // lowering in the ROCDL conversion).
-    auto laneType = VectorType::get({kChunk}, b.getI32Type());
-    Value laneIds = arith::ConstantOp::create(
-        b, loc, laneType,
-        DenseElementsAttr::get(laneType,
-                               ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
-    Value mask = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::slt, laneIds,
-        vector::BroadcastOp::create(b, loc, laneType, toI32(validElements)));
-    chunk = select(mask, chunk, zeros);
-  }
-  scf::YieldOp::create(b, loc, chunk);
-  b.setInsertionPointToStart(ifAny.elseBlock());
-  scf::YieldOp::create(b, loc, zeros);
-  return ifAny.getResult(0);
+  if (!partial)
+    return select(any, chunk, zeros);
+  // Element e is kept when e < validElements (vector.create_mask has no
+  // lowering in the ROCDL conversion).
+  auto laneType = VectorType::get({kChunk}, b.getI32Type());
+  Value laneIds = arith::ConstantOp::create(
+      b, loc, laneType,
+      DenseElementsAttr::get(laneType,
+                             ArrayRef<int32_t>({0, 1, 2, 3, 4, 5, 6, 7})));
+  Value mask = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::slt, laneIds,
+      vector::BroadcastOp::create(b, loc, laneType, toI32(validElements)));
+  return select(mask, chunk, zeros);
 }

@@ -209,8 +209,11 @@ protected:
                              Type elem, ChunkEnumerator forEachChunk);
   /// 16 bytes of `src` at `indices`, of which the first `validElements` are
   /// kept and the rest zeroed (only `partial` chunks need that mask); zeros
-  /// without a load when none is valid. (Tiles past the end of their data
-  /// must be zeros: stale memory, even NaN, must not reach the MMAs.)
+  /// when none is valid, read from `src`'s first chunk instead (tiles past
+  /// the end of their data must be zeros: stale memory, even NaN, must not
+  /// reach the MMAs). The load is not under a branch, so a tile's loads
+  /// issue back to back: a branch per load made the AMD back end wait for
+  /// each (s_waitcnt vmcnt(0)) where its value met the zeros.
   Value loadChunk(Value src, ValueRange indices, Value validElements,
                   bool partial);
 
