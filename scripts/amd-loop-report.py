@@ -55,16 +55,17 @@ HOST_ONLY = ("tessel.extend_attention",)
 
 # family (the kernel's op) -> limits; "share" and "waves" are floors, the
 # rest ceilings per main-loop iteration: the worst of the default set on
-# either chip on 2026-12-01, the attention families' waits since their tile
-# loads left their branches (2026-12-02; they were 21 a decode tile on
-# gfx950) (--suggest prints them again).
+# either chip on 2026-12-01; the attention families' since their tile loads
+# left their branches and V is staged transposed (2026-12-02: 21 waits a
+# decode tile on gfx950 before, prefill 13% MFMA share and 144 2-byte LDS
+# accesses) (--suggest prints them again).
 THRESHOLDS = {
-    "tessel.prefill_attention": dict(share=0.12, waves=0.5, vmcnt0=1, flat=0,
-                                     lds16=144),
-    "tessel.paged_attention": dict(share=0.07, waves=0.5, vmcnt0=2, flat=0,
-                                   lds16=144),
-    "tessel.decode_attention": dict(share=0.07, waves=0.5, vmcnt0=2, flat=0,
-                                    lds16=72),
+    "tessel.prefill_attention": dict(share=0.19, waves=0.5, vmcnt0=2, flat=0,
+                                     lds16=16),
+    "tessel.paged_attention": dict(share=0.10, waves=0.5, vmcnt0=3, flat=0,
+                                   lds16=16),
+    "tessel.decode_attention": dict(share=0.08, waves=0.5, vmcnt0=2, flat=0,
+                                    lds16=8),
     "tessel.mla_decode": dict(share=0.11, waves=0.5, vmcnt0=2, flat=0,
                               lds16=132),
     # The K loop itself (before 2026-12-01 18:55 the report took a branch

@@ -38,13 +38,13 @@ Value AttentionBuilder::rowReduce(Value x, bool isMax) {
 }
 
 SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
-                                    bool kContig) {
+                                    bool kContig, bool rowGroups) {
   return SharedTile{memref,
-                    [this, outer, width](OpBuilder &, Location, Value row,
-                                         Value col) {
+                    [this, outer, width, rowGroups](OpBuilder &, Location,
+                                                    Value row, Value col) {
                       return swizzledIndices(
                           outer ? ValueRange{outer} : ValueRange{}, row, col,
-                          width);
+                          width, rowGroups);
                     },
                     kContig};
 }

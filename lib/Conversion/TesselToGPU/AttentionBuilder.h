@@ -62,8 +62,10 @@ protected:
   /// Max or sum of `x` over the lanes that hold one accumulator row.
   Value rowReduce(Value x, bool isMax);
   /// A swizzled shared-memory operand tile of rows of `width` elements
-  /// (`outer`, if any, indexes a stage or a warp's slice).
-  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig);
+  /// (`outer`, if any, indexes a stage or a warp's slice; `rowGroups` as
+  /// for swizzledIndices).
+  SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig,
+                    bool rowGroups = false);
 
   /// One online-softmax step over the scores `s` (`atoms` atoms along N,
   /// masked, and scaled unless `multiplier` is given): m := max(m, tile

@@ -247,7 +247,8 @@ Value KernelBuilder::sharedView(Value bytes, int64_t offset,
 }
 
 SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
-                                                  Value col, int64_t width) {
+                                                  Value col, int64_t width,
+                                                  bool rowGroups) {
   // Rows of `width` elements are width/8 chunks; a 128-byte bank line holds
   // 8/(width/8) rows (or a row spans several lines). XOR the chunk with
   // (row / rowsPerLine) % min(chunks, 8) so that 8 consecutive rows at one
@@ -256,7 +257,10 @@ SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
   // its row (width is then a multiple of 64).
   int64_t chunks = width / kChunk;
   int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
-  Value swz = remu(divu(row, rowsPerLine), std::min<int64_t>(chunks, 8));
+  Value line = divu(row, rowsPerLine);
+  if (rowGroups)
+    line = arith::XOrIOp::create(b, loc, line, divu(line, 8));
+  Value swz = remu(line, std::min<int64_t>(chunks, 8));
   Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
   SmallVector<Value> indices(outer);
   indices.push_back(row);
@@ -478,8 +482,15 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
     // Same order as fetch; the source side is dead code here.
     size_t i = 0;
     forEachChunk(stage, idx(0), [&](const StagedChunk &c) {
-      vector::StoreOp::create(b, loc, loaded[i++], c.shared, c.dst, false,
-                              llvm::MaybeAlign(16));
+      Value chunk = loaded[i++];
+      if (c.scatter.empty()) {
+        vector::StoreOp::create(b, loc, chunk, c.shared, c.dst, false,
+                                llvm::MaybeAlign(16));
+        return;
+      }
+      for (auto [e, at] : llvm::enumerate(c.scatter))
+        memref::StoreOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, chunk, e), c.shared, at);
     });
   };
   return p;

@@ -197,6 +197,10 @@ protected:
     SmallVector<Value> srcIndices;
     Value validElements;
     bool partial = false;
+    /// Register-staged targets only: element e of the chunk is stored at
+    /// scatter[e] instead of the 16 bytes at dst (a tile transposed on its
+    /// way to shared memory).
+    SmallVector<SmallVector<Value>> scatter;
   };
   /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
   /// same chunks in the same order on every call.
@@ -266,9 +270,11 @@ protected:
   /// stage of a ring): rows are 16-byte chunks XOR-swizzled with the row so
   /// that the eight row addresses of a fragment load hit eight different
   /// bank groups. A run of 8 elements starting at a multiple of 8 stays
-  /// contiguous.
+  /// contiguous. With `rowGroups`, the XOR also takes the row's group of 8
+  /// rows: then 8 rows 8 apart (a tile stored transposed, chunk by chunk)
+  /// hit different bank groups too.
   SmallVector<Value> swizzledIndices(ValueRange outer, Value row, Value col,
-                                     int64_t width);
+                                     int64_t width, bool rowGroups = false);
 
   OpBuilder &b;
   Location loc;

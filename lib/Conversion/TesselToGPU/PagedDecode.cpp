@@ -86,6 +86,13 @@ public:
 private:
   /// The tile rows: G heads padded to the atom's M.
   int64_t rows() const { return atom.m; }
+  /// Whether NHD V is staged transposed, [Dv, tokens], like the shuffled
+  /// layout's: where tiles go through registers (no async copy), so that
+  /// P.V reads a lane's consecutive tokens as one vector.
+  bool vTransposed() const {
+    return target.getAsyncCopyBytes() == 0 &&
+           pb.layout != KVLayout::Shuffled;
+  }
 
   void stageQuery();
   void forEachChunk(Value stage, Value tile,
@@ -184,8 +191,17 @@ void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
                     [&](int64_t i, Value row, Value col) {
       auto [token, block, offset] = locateRow(i, kChunk, row);
       Value valid = select(lt(token, end), idx(kChunk), none);
-      fn({sharedV, swizzledIndices({stage}, row, col, pb.valueDim), pb.vCache,
-          {block, offset, kvHead, col}, valid});
+      StagedChunk chunk{sharedV,
+                        swizzledIndices({stage}, row, col, pb.valueDim),
+                        pb.vCache,
+                        {block, offset, kvHead, col},
+                        valid};
+      // Register-staged V goes in dim-major, as Prefill.cpp's does.
+      if (vTransposed())
+        for (int64_t e = 0; e < kChunk; ++e)
+          chunk.scatter.push_back(swizzledIndices(
+              {stage}, add(col, e), row, tokens, /*rowGroups=*/true));
+      fn(chunk);
     });
     return;
   }
@@ -255,9 +271,9 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
     }
   gpu::BarrierOp::create(b, loc);
   SharedTile pTile = tileOf(sharedP, warp, tw, true);
-  bool shuffled = pb.layout == KVLayout::Shuffled;
-  SharedTile vTile =
-      tileOf(sharedV, stage, shuffled ? tokens : pb.valueDim, shuffled);
+  bool dimMajor = pb.layout == KVLayout::Shuffled || vTransposed();
+  SharedTile vTile = tileOf(sharedV, stage, dimMajor ? tokens : pb.valueDim,
+                            dimMajor, /*rowGroups=*/vTransposed());
   // B fragments of a few output atoms at a time keep registers in check.
   int64_t group = std::min<int64_t>(outAtoms, 8);
   auto pFrag = [&](int64_t ks) { return loadA(pTile, idx(0), ks); };
@@ -388,9 +404,9 @@ LogicalResult PagedDecodeBuilder::build() {
   sharedBytes = dynamicSharedBytes();
   int64_t kBytes = cfg.stages * tokens * pb.headDim * bytes;
   sharedK = sharedView(sharedBytes, 0, {cfg.stages, tokens, pb.headDim}, elem);
-  bool shuffled = pb.layout == KVLayout::Shuffled;
+  bool dimMajor = pb.layout == KVLayout::Shuffled || vTransposed();
   SmallVector<int64_t> vShape =
-      shuffled ? SmallVector<int64_t>{cfg.stages, pb.valueDim, tokens}
+      dimMajor ? SmallVector<int64_t>{cfg.stages, pb.valueDim, tokens}
                : SmallVector<int64_t>{cfg.stages, tokens, pb.valueDim};
   sharedV = sharedView(sharedBytes, kBytes, vShape, elem);
   ringBytes = kBytes + cfg.stages * tokens * pb.valueDim * bytes;

@@ -106,6 +106,13 @@ public:
 private:
   int64_t tileRows() const { return cfg.warps * atom.m; }
   int64_t tileTokens() const { return tileRows() / pb.packed; }
+  /// Whether V is staged transposed, [Dv, keys]: where tiles go through
+  /// registers (no async copy), and V is not already dim-major in memory
+  /// (the shuffled cache layout).
+  bool vTransposed() const {
+    return target.getAsyncCopyBytes() == 0 &&
+           !(pb.paged && pb.layout == KVLayout::Shuffled);
+  }
   /// The token of tile row `row` (rows from `rowStart`) and its query head.
   Value rowToken(Value row) { return add(rowStart, divu(row, pb.packed)); }
   Value rowHead(Value row) { return add(head, remu(row, pb.packed)); }
@@ -165,7 +172,10 @@ void PrefillBuilder::forEachChunk(
                           remu(token, pb.blockSize));
   };
   bool shuffled = pb.layout == KVLayout::Shuffled;
-  auto tileChunks = [&](Value shared, Value src, int64_t width, bool isK) {
+  using Scatter =
+      function_ref<SmallVector<SmallVector<Value>>(Value row, Value col)>;
+  auto tileChunks = [&](Value shared, Value src, int64_t width, bool isK,
+                        Scatter scatter = nullptr) {
     forEachRowChunk(cfg.tileKeys, width, threads,
                     [&](int64_t, Value row, Value col) {
       Value token = add(tileStart, row);
@@ -180,11 +190,31 @@ void PrefillBuilder::forEachChunk(
                                           offset, none}
                      : SmallVector<Value>{block, offset, kvHead, col};
       }
-      fn({shared, swizzledIndices({stage}, row, col, width), src, srcIdx,
-          select(valid, idx(kChunk), none)});
+      StagedChunk chunk{shared, swizzledIndices({stage}, row, col, width),
+                        src, srcIdx, select(valid, idx(kChunk), none)};
+      if (scatter)
+        chunk.scatter = scatter(row, col);
+      fn(chunk);
     });
   };
   tileChunks(sharedK, pb.k, pb.headDim, /*isK=*/true);
+  if (vTransposed()) {
+    // Register-staged V ([keys, Dv] rows) stored dim-major, [Dv, keys]:
+    // each chunk's 8 dims go to 8 rows, so that P.V reads a lane's
+    // consecutive keys as one vector (one element at a time otherwise).
+    // The lanes of one such store write rows 8 apart, which the row-group
+    // swizzle spreads over the banks.
+    tileChunks(sharedV, pb.v, pb.valueDim, /*isK=*/false,
+               [&](Value row, Value col) {
+                 SmallVector<SmallVector<Value>> scatter;
+                 for (int64_t e = 0; e < kChunk; ++e)
+                   scatter.push_back(swizzledIndices(
+                       {stage}, add(col, e), row, cfg.tileKeys,
+                       /*rowGroups=*/true));
+                 return scatter;
+               });
+    return;
+  }
   if (!(pb.paged && shuffled)) {
     tileChunks(sharedV, pb.v, pb.valueDim, /*isK=*/false);
     return;
@@ -306,9 +336,11 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
       pFrags.push_back((*fa)[0]);
     }
   }
-  bool vDimMajor = pb.paged && pb.layout == KVLayout::Shuffled;
-  SharedTile vTile = tileOf(sharedV, stage,
-                            vDimMajor ? cfg.tileKeys : pb.valueDim, vDimMajor);
+  bool vDimMajor =
+      vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled);
+  SharedTile vTile =
+      tileOf(sharedV, stage, vDimMajor ? cfg.tileKeys : pb.valueDim,
+             vDimMajor, /*rowGroups=*/vTransposed());
   return mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
                   cfg.tileKeys / atom.k,
                   [&](int64_t ks) -> FailureOr<Fragment> { return pFrags[ks]; },
@@ -453,7 +485,7 @@ LogicalResult PrefillBuilder::build() {
   };
   sharedQ = carve({tileRows(), pb.headDim});
   sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
-  if (pb.paged && pb.layout == KVLayout::Shuffled)
+  if (vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled))
     sharedV = carve({cfg.stages, pb.valueDim, cfg.tileKeys});
   else
     sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});

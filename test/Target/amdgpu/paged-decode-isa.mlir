@@ -6,25 +6,27 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
+// RUN: FileCheck %s --check-prefix=NOU16 < %t.942.s
+// RUN: FileCheck %s --check-prefix=NOU16 < %t.950.s
 
 // The AMDGCN of paged decode on CDNA3/CDNA4 (not run on hardware here): the
 // GQA heads are the rows of the chip's 16-row bf16 MFMA (16x16x16 on gfx942,
 // 16x16x32 on gfx950), K/V tiles by 16-byte global loads into an LDS double
-// buffer (16-byte LDS writes), fragments by LDS vector reads (K-contiguous;
-// 8 bytes per lane on gfx942, 16 on gfx950)
-// and 16-bit reads (NHD V, token-major), softmax exponentials and the LSE
+// buffer (K by 16-byte LDS writes; NHD V transposed into a [D, tokens]
+// tile by 2-byte writes), fragments by LDS vector reads (K-contiguous;
+// 8 bytes per lane on gfx942, 16 on gfx950; no 16-bit reads, which NHD V
+// took when it was staged token-major), softmax exponentials and the LSE
 // logarithm as single v_exp_f32 / v_log_f32 instructions (no ocml calls),
 // row reductions by cross-lane moves, out written with
 // 16-byte stores, and no scratch. The shuffled V layout ([.., BS/8, D, 8])
-// is read by 16-byte loads straight into its [D, tokens] tile, so that
-// kernel has no 16-bit LDS reads at all.
+// is read by 16-byte loads straight into its [D, tokens] tile.
 
 // CHECK-LABEL: decode_nhd:
 // CHECK-DAG:   global_load_dwordx4
 // CHECK-DAG:   ds_write_b128
 // GFX942-DAG:  ds_read_b64
 // GFX950-DAG:  ds_read_b128
-// CHECK-DAG:   ds_read_u16
+// CHECK-DAG:   ds_write_b16
 // CHECK-DAG:   s_barrier
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
@@ -38,10 +40,10 @@
 // CHECK:       .wavefront_size: 64
 
 // CHECK-LABEL: decode_shuffled:
-// CHECK-NOT:   ds_read_u16
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .private_segment_fixed_size: 0
 
+// NOU16-NOT:   ds_read_u16
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: .uses_dynamic_stack: true
 // NOSPILL-NOT: s_swappc

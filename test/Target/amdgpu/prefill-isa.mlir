@@ -6,19 +6,23 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
+// RUN: FileCheck %s --check-prefix=NOU16 < %t.942.s
+// RUN: FileCheck %s --check-prefix=NOU16 < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here):
 // the chip's 16-row bf16 MFMA (16x16x16 / 16x16x32), K/V tiles by 16-byte
-// global loads and LDS writes, Q/K/P fragments by LDS vector reads (P goes
-// through a per-wave LDS slice: the MFMA C and A layouts differ), V by
-// 16-bit reads (token-major tiles), v_exp_f32 / v_log_f32 (no ocml calls;
+// global loads, K by 16-byte LDS writes, Q/K/P fragments by LDS vector
+// reads (P goes through a per-wave LDS slice: the MFMA C and A layouts
+// differ), V staged transposed (2-byte LDS writes, dim-major) so that its
+// fragments are vector reads too: no 16-bit LDS read anywhere (they were
+// ds_read_u16 of token-major tiles), v_exp_f32 / v_log_f32 (no ocml calls;
 // the grid-stride loop computes its stride from T rather than asking for
 // the grid size, which would need the ROCm device library), no scratch.
 
 // CHECK-LABEL: prefill:
 // CHECK-DAG:   global_load_dwordx4
 // CHECK-DAG:   ds_write_b128
-// CHECK-DAG:   ds_read_u16
+// CHECK-DAG:   ds_write_b16
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
 // GFX942-DAG:  ds_read_b64
@@ -29,6 +33,7 @@
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
 
+// NOU16-NOT:   ds_read_u16
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
 func.func @prefill(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
