@@ -132,6 +132,20 @@ void endSwitch(void *fakeStack) {
   std::abort();
 }
 
+/// What both context switches' prepareFiber record before building the
+/// fiber's first frame.
+void recordFiber(FiberContext &fiber, FiberStack &stack,
+                 void (*run)(void *argument), void *argument) {
+  fiber.run = run;
+  fiber.argument = argument;
+  fiber.stackBase = stack.base();
+  fiber.stackSize = stack.size();
+#if defined(TESSEL_EMU_ASAN)
+  // Frames of an earlier fiber that never returned left their poison.
+  ASAN_UNPOISON_MEMORY_REGION(stack.base(), stack.size());
+#endif
+}
+
 } // namespace
 
 #if defined(__x86_64__)
@@ -199,14 +213,7 @@ void tessel::runtime::emulator::prepareFiber(FiberContext &fiber,
                                              FiberStack &stack,
                                              void (*run)(void *argument),
                                              void *argument) {
-  fiber.run = run;
-  fiber.argument = argument;
-  fiber.stackBase = stack.base();
-  fiber.stackSize = stack.size();
-#if defined(TESSEL_EMU_ASAN)
-  // Frames of an earlier fiber that never returned left their poison.
-  ASAN_UNPOISON_MEMORY_REGION(stack.base(), stack.size());
-#endif
+  recordFiber(fiber, stack, run, argument);
   // What tessel_emu_switch pops, from the new stack pointer up: the control
   // words, r15, r14, r13, r12, rbx, rbp, the return address. The `ret`
   // leaves the stack pointer at top - 16, 16-byte aligned, so the entry's
@@ -261,13 +268,7 @@ void tessel::runtime::emulator::prepareFiber(FiberContext &fiber,
                                              FiberStack &stack,
                                              void (*run)(void *argument),
                                              void *argument) {
-  fiber.run = run;
-  fiber.argument = argument;
-  fiber.stackBase = stack.base();
-  fiber.stackSize = stack.size();
-#if defined(TESSEL_EMU_ASAN)
-  ASAN_UNPOISON_MEMORY_REGION(stack.base(), stack.size());
-#endif
+  recordFiber(fiber, stack, run, argument);
   ::getcontext(&fiber.context);
   fiber.context.uc_stack.ss_sp = stack.base();
   fiber.context.uc_stack.ss_size = stack.size();
