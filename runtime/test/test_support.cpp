@@ -12,12 +12,18 @@
 
 namespace tessel::test {
 
+namespace {
+
+std::vector<uint8_t> readFile(const char *path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                              std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
 const std::vector<uint8_t> &hostKernelsObject() {
-  static const std::vector<uint8_t> bytes = [] {
-    std::ifstream in(TESSEL_TEST_HOST_KERNELS, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
-                                std::istreambuf_iterator<char>());
-  }();
+  static const std::vector<uint8_t> bytes = readFile(TESSEL_TEST_HOST_KERNELS);
   return bytes;
 }
 
@@ -78,11 +84,7 @@ bundle::Kernel rowSumKernel() {
 }
 
 const std::vector<uint8_t> &emuKernelsObject() {
-  static const std::vector<uint8_t> bytes = [] {
-    std::ifstream in(TESSEL_TEST_EMU_KERNELS, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
-                                std::istreambuf_iterator<char>());
-  }();
+  static const std::vector<uint8_t> bytes = readFile(TESSEL_TEST_EMU_KERNELS);
   return bytes;
 }
 

@@ -282,27 +282,35 @@ public:
     return *r;
   }
 
-  tessel_bundle bundle(const std::string &path, std::string &error) {
+  /// The bundle at `path` on the test device, or with `host` on the host
+  /// device (where it has every kernel).
+  tessel_bundle bundle(const std::string &path, std::string &error,
+                       bool host = false) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!device) {
-      error = consume(tessel_device_open(testDevice(), 0, &device));
+    Loaded &on = host ? hostDevice : testDevice_;
+    if (!on.device) {
+      error = consume(
+          tessel_device_open(host ? "host" : testDevice(), 0, &on.device));
       if (!error.empty())
         return nullptr;
     }
-    auto it = bundles.find(path);
-    if (it != bundles.end())
+    auto it = on.bundles.find(path);
+    if (it != on.bundles.end())
       return it->second;
     tessel_bundle b = nullptr;
-    error = consume(tessel_bundle_load_file(device, path.c_str(), &b));
+    error = consume(tessel_bundle_load_file(on.device, path.c_str(), &b));
     if (!error.empty())
       return nullptr;
-    return bundles[path] = b;
+    return on.bundles[path] = b;
   }
 
 private:
+  struct Loaded {
+    tessel_device device = nullptr;
+    std::map<std::string, tessel_bundle> bundles;
+  };
   std::mutex mutex;
-  tessel_device device = nullptr;
-  std::map<std::string, tessel_bundle> bundles;
+  Loaded testDevice_, hostDevice;
 };
 } // namespace
 
@@ -341,11 +349,34 @@ Kernel::Kernel(const char *bundlePath, const char *name) : name(name) {
   std::string error = consume(tessel_bundle_find_kernel(bundle, name, &kernel));
   // The numerics bundles hold every kernel for the host and, for each
   // emulated GPU, those its templates support (tessel-aot
-  // --skip-unsupported).
+  // --skip-unsupported). Only the kernels no GPU template is meant to take
+  // may be missing there (f32 operands: no f32 MMA; extend: several GPU
+  // kernels); any other gap is a template that stopped compiling.
   if (!error.empty() && onEmulatedGPU()) {
-    missing = "no " + std::string(testDevice()) + " kernel '" + name +
-              "' (the chip has no template for it)";
     kernel = nullptr;
+    std::string hostError;
+    tessel_bundle all = Registry::get().bundle(bundlePath, hostError, true);
+    tessel_kernel onHost = nullptr;
+    if (all)
+      hostError = consume(tessel_bundle_find_kernel(all, name, &onHost));
+    if (!onHost) {
+      ADD_FAILURE() << "kernel " << name << " not in " << bundlePath << ": "
+                    << hostError;
+      return;
+    }
+    bool noTemplate =
+        tessel_kernel_dtype(onHost) == TESSEL_DTYPE_F32 ||
+        std::strcmp(tessel_kernel_op(onHost), "tessel.extend_attention") == 0;
+    if (!noTemplate) {
+      ADD_FAILURE() << "no " << testDevice() << " kernel '" << name << "' in "
+                    << bundlePath << ", though its op ("
+                    << tessel_kernel_op(onHost)
+                    << ") has GPU templates for its dtype";
+      return;
+    }
+    missing = "no " + std::string(testDevice()) + " kernel '" + name +
+              "' (no GPU template takes f32 attention or matmuls, or extend "
+              "as one kernel)";
     return;
   }
   if (!error.empty()) {

@@ -162,6 +162,12 @@ public:
   /// inactive lanes would read as false).
   virtual Value ballot(OpBuilder &b, Location loc, Value pred) const = 0;
 
+  /// `x` of the lane `d` below this one in the warp, and whether there is
+  /// one (this lane >= d): gpu.shuffle up, with a validity that holds on
+  /// the target. Every lane of the warp must execute it.
+  virtual std::pair<Value, Value> shuffleUp(OpBuilder &b, Location loc, Value x,
+                                            int64_t d) const = 0;
+
   /// Starts copying `elements` contiguous elements (getAsyncCopyBytes()
   /// bytes) from `src[srcIndices...]` to `dst[dstIndices...]` in shared
   /// memory; only the first `validElements` are read, the rest written as

@@ -44,24 +44,11 @@ void KernelBuilder::ifThen(Value cond, function_ref<void()> body) {
   body();
 }
 
-std::pair<Value, Value> KernelBuilder::shuffleUp(Value x, int64_t d) {
-  auto up =
-      gpu::ShuffleOp::create(b, loc, x, d, warpSize, gpu::ShuffleMode::UP);
-  // shfl.sync.up reports the validity itself (and the compare below cost
-  // the d256 sm_90a prefill 3%).
-  if (target.getVendor() == GpuVendor::NVIDIA)
-    return {up.getShuffleResult(), up.getValid()};
-  Value lane = remu(threadId(), warpSize);
-  Value valid =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane, idx(d));
-  return {up.getShuffleResult(), valid};
-}
-
 Value KernelBuilder::warpScan(Value x,
                               function_ref<Value(Value, Value)> combine) {
   for (int64_t d = 1; d < warpSize; d *= 2) {
     // Lanes below d get no value and keep theirs.
-    auto [up, valid] = shuffleUp(x, d);
+    auto [up, valid] = target.shuffleUp(b, loc, x, d);
     x = select(valid, combine(x, up), x);
   }
   return x;
@@ -372,7 +359,7 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
     Value raw = select(isGroup, loadEnd(loadAt), tail ? T32 : zero);
     Value end = warpScan(maxsi(raw, carryEnd), maxsi);
     end = arith::MinSIOp::create(b, loc, end, T32);
-    auto [prev, hasPrev] = shuffleUp(end, 1);
+    auto [prev, hasPrev] = target.shuffleUp(b, loc, end, 1);
     Value start = select(hasPrev, prev, carryEnd);
     // ceil((end - start) / tileM); entries past the tail have none.
     Value tiles = arith::DivUIOp::create(

@@ -85,12 +85,6 @@ protected:
   Value threadId() { return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x); }
 
   // --- warp collectives ---------------------------------------------------
-  /// `x` of the lane `d` below this one, and whether there is one (this
-  /// lane >= d). On AMD the validity is computed here, not taken from
-  /// gpu.shuffle up: its ROCDL lowering (LLVM 22) checks only the segment's
-  /// upper end, so lanes below d were valid there and read the top of the
-  /// wave.
-  std::pair<Value, Value> shuffleUp(Value x, int64_t d);
   /// Inclusive scan of `x` (i32) over the lanes with `combine`.
   Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
   /// `combine` of `x` over all lanes (i32 or f32), in every lane; with

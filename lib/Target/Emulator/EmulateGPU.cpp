@@ -264,8 +264,6 @@ std::optional<MfmaShape> parseMfma(StringRef name) {
 // The intrinsics
 //===----------------------------------------------------------------------===//
 
-#define IO_OFFSET(record, field) offsetof(record, field)
-
 /// Replaces `op` (inside a kernel body) by its emulation. Fails, with an
 /// error naming the op, on an intrinsic the emulator does not model.
 LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
@@ -296,28 +294,23 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   // A u32 op: operands a, b (either may be absent), result.
   auto u32Op = [&](tessel_emu_op_index index, Value a, Value bv) {
     if (a)
-      calls.put(loc, IO_OFFSET(tessel_emu_u32_io, a), asI32(b, loc, a));
+      calls.put(loc, offsetof(tessel_emu_u32_io, a), asI32(b, loc, a));
     if (bv)
-      calls.put(loc, IO_OFFSET(tessel_emu_u32_io, b), asI32(b, loc, bv));
+      calls.put(loc, offsetof(tessel_emu_u32_io, b), asI32(b, loc, bv));
     calls.call(loc, index);
-    return calls.get(loc, IO_OFFSET(tessel_emu_u32_io, result), i32);
+    return calls.get(loc, offsetof(tessel_emu_u32_io, result), i32);
   };
 
   // --- Both vendors: ids, barriers, exact transcendental functions -------
+  // Block sizes are constants of the kernel (known_block_size) and grid
+  // sizes come from the shapes, so the templates read only these ids.
   for (auto [prefix, base] :
        {std::pair{"rocdl.workitem.id.", offsetof(tessel_emu_lane, thread_id)},
         {"rocdl.workgroup.id.", offsetof(tessel_emu_lane, block_id)},
-        {"rocdl.workgroup.dim.", offsetof(tessel_emu_lane, block_dim)},
-        {"rocdl.grid.dim.", offsetof(tessel_emu_lane, grid_dim)},
         {"nvvm.read.ptx.sreg.tid.", offsetof(tessel_emu_lane, thread_id)},
-        {"nvvm.read.ptx.sreg.ctaid.", offsetof(tessel_emu_lane, block_id)},
-        {"nvvm.read.ptx.sreg.ntid.", offsetof(tessel_emu_lane, block_dim)},
-        {"nvvm.read.ptx.sreg.nctaid.", offsetof(tessel_emu_lane, grid_dim)}})
+        {"nvvm.read.ptx.sreg.ctaid.", offsetof(tessel_emu_lane, block_id)}})
     if (name.starts_with(prefix))
       return idField(base, name.drop_front(StringRef(prefix).size()));
-  if (name == "nvvm.read.ptx.sreg.laneid")
-    return replace(
-        calls.laneField(loc, offsetof(tessel_emu_lane, lane_id), i32));
 
   if (name == "rocdl.barrier" || name == "nvvm.barrier0") {
     calls.call(loc, TESSEL_EMU_BARRIER, /*withRecord=*/false);
@@ -325,7 +318,8 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     return success();
   }
   // The hardware's approximations (v_exp_f32, v_log_f32, ex2.approx.ftz,
-  // lg2.approx.ftz) are within 2 ulp of these; all are base 2.
+  // lg2.approx.ftz), all base 2, become the exact functions: the emulator
+  // checks the kernels' arithmetic, not the units' last bits.
   auto exact = [&](bool exp2) {
     Value x = op->getOperand(0);
     Value v = exp2 ? LLVM::Exp2Op::create(b, loc, x.getType(), x).getResult()
@@ -362,9 +356,9 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
               op->getOperand(0), op->getOperand(1)));
   if (name == "rocdl.permlane16.swap" || name == "rocdl.permlane32.swap") {
     Type type = op->getOperand(0).getType();
-    calls.put(loc, IO_OFFSET(tessel_emu_swap_io, old_value),
+    calls.put(loc, offsetof(tessel_emu_swap_io, old_value),
               asI32(b, loc, op->getOperand(0)));
-    calls.put(loc, IO_OFFSET(tessel_emu_swap_io, src_value),
+    calls.put(loc, offsetof(tessel_emu_swap_io, src_value),
               asI32(b, loc, op->getOperand(1)));
     calls.call(loc, name == "rocdl.permlane16.swap"
                         ? TESSEL_EMU_PERMLANE16_SWAP
@@ -372,10 +366,10 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     Type result = op->getResult(0).getType();
     Value s = LLVM::UndefOp::create(b, loc, result);
     Value oldOut = fromI32(
-        b, loc, calls.get(loc, IO_OFFSET(tessel_emu_swap_io, old_result), i32),
+        b, loc, calls.get(loc, offsetof(tessel_emu_swap_io, old_result), i32),
         type);
     Value srcOut = fromI32(
-        b, loc, calls.get(loc, IO_OFFSET(tessel_emu_swap_io, src_result), i32),
+        b, loc, calls.get(loc, offsetof(tessel_emu_swap_io, src_result), i32),
         type);
     s = LLVM::InsertValueOp::create(b, loc, s, oldOut, ArrayRef<int64_t>{0});
     s = LLVM::InsertValueOp::create(b, loc, s, srcOut, ArrayRef<int64_t>{1});
@@ -388,14 +382,13 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
             NVVM::VoteSyncKind::ballot)
       return op->emitError() << "the GPU emulator models vote.sync.ballot only";
     Value predicate = op->getOperand(nvidia ? 1 : 0);
-    calls.put(loc, IO_OFFSET(tessel_emu_ballot_io, predicate),
+    calls.put(loc, offsetof(tessel_emu_ballot_io, predicate),
               LLVM::ZExtOp::create(b, loc, i32, predicate).getResult());
     if (nvidia)
-      calls.put(loc, IO_OFFSET(tessel_emu_ballot_io, member),
-                op->getOperand(0));
+      calls.put(loc, offsetof(tessel_emu_ballot_io, member), op->getOperand(0));
     calls.call(loc, nvidia ? TESSEL_EMU_VOTE_BALLOT : TESSEL_EMU_BALLOT);
     Value mask =
-        calls.get(loc, IO_OFFSET(tessel_emu_ballot_io, mask), b.getI64Type());
+        calls.get(loc, offsetof(tessel_emu_ballot_io, mask), b.getI64Type());
     Type type = op->getResult(0).getType();
     if (type != mask.getType())
       mask = LLVM::TruncOp::create(b, loc, type, mask);
@@ -412,15 +405,15 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     for (auto [i, what] : llvm::enumerate(modifiers))
       if (failed(expectConstant(op, 3 + i, 0, what)))
         return failure();
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, m), shape->m);
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, n), shape->n);
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, k), shape->k);
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, elem), shape->elem);
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, a), op->getOperand(0));
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, b), op->getOperand(1));
-    calls.put(loc, IO_OFFSET(tessel_emu_mfma_io, c), op->getOperand(2));
+    calls.put(loc, offsetof(tessel_emu_mfma_io, m), shape->m);
+    calls.put(loc, offsetof(tessel_emu_mfma_io, n), shape->n);
+    calls.put(loc, offsetof(tessel_emu_mfma_io, k), shape->k);
+    calls.put(loc, offsetof(tessel_emu_mfma_io, elem), shape->elem);
+    calls.put(loc, offsetof(tessel_emu_mfma_io, a), op->getOperand(0));
+    calls.put(loc, offsetof(tessel_emu_mfma_io, b), op->getOperand(1));
+    calls.put(loc, offsetof(tessel_emu_mfma_io, c), op->getOperand(2));
     calls.call(loc, TESSEL_EMU_MFMA);
-    return replace(calls.get(loc, IO_OFFSET(tessel_emu_mfma_io, d),
+    return replace(calls.get(loc, offsetof(tessel_emu_mfma_io, d),
                              op->getResult(0).getType()));
   }
 
@@ -443,21 +436,20 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     }
     // The verifier admits 32-bit values only.
     Type valueType = shfl.getVal().getType();
-    calls.put(loc, IO_OFFSET(tessel_emu_shfl_io, member), shfl.getThreadMask());
-    calls.put(loc, IO_OFFSET(tessel_emu_shfl_io, value),
+    calls.put(loc, offsetof(tessel_emu_shfl_io, member), shfl.getThreadMask());
+    calls.put(loc, offsetof(tessel_emu_shfl_io, value),
               asI32(b, loc, shfl.getVal()));
-    calls.put(loc, IO_OFFSET(tessel_emu_shfl_io, offset), shfl.getOffset());
-    calls.put(loc, IO_OFFSET(tessel_emu_shfl_io, clamp),
-              shfl.getMaskAndClamp());
+    calls.put(loc, offsetof(tessel_emu_shfl_io, offset), shfl.getOffset());
+    calls.put(loc, offsetof(tessel_emu_shfl_io, clamp), shfl.getMaskAndClamp());
     calls.call(loc, index);
     Value value = fromI32(
-        b, loc, calls.get(loc, IO_OFFSET(tessel_emu_shfl_io, result), i32),
+        b, loc, calls.get(loc, offsetof(tessel_emu_shfl_io, result), i32),
         valueType);
     if (!shfl.getReturnValueAndIsValid())
       return replace(value);
     Value valid = LLVM::TruncOp::create(
         b, loc, b.getI1Type(),
-        calls.get(loc, IO_OFFSET(tessel_emu_shfl_io, valid), i32));
+        calls.get(loc, offsetof(tessel_emu_shfl_io, valid), i32));
     Value s = LLVM::UndefOp::create(b, loc, op->getResult(0).getType());
     s = LLVM::InsertValueOp::create(b, loc, s, value, ArrayRef<int64_t>{0});
     s = LLVM::InsertValueOp::create(b, loc, s, valid, ArrayRef<int64_t>{1});
@@ -475,20 +467,20 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
         !mma.getOperandC()[0].getType().isF32())
       return op->emitError() << "the GPU emulator models mma.sync "
                                 "m16n8k16.row.col f32.{bf16,f16}.f32 only";
-    calls.put(loc, IO_OFFSET(tessel_emu_mma_io, elem),
+    calls.put(loc, offsetof(tessel_emu_mma_io, elem),
               bf16 ? TESSEL_EMU_BF16 : TESSEL_EMU_F16);
     for (auto [i, v] : llvm::enumerate(mma.getOperandA()))
-      calls.put(loc, IO_OFFSET(tessel_emu_mma_io, a) + 4 * i, asI32(b, loc, v));
+      calls.put(loc, offsetof(tessel_emu_mma_io, a) + 4 * i, asI32(b, loc, v));
     for (auto [i, v] : llvm::enumerate(mma.getOperandB()))
-      calls.put(loc, IO_OFFSET(tessel_emu_mma_io, b) + 4 * i, asI32(b, loc, v));
+      calls.put(loc, offsetof(tessel_emu_mma_io, b) + 4 * i, asI32(b, loc, v));
     for (auto [i, v] : llvm::enumerate(mma.getOperandC()))
-      calls.put(loc, IO_OFFSET(tessel_emu_mma_io, c) + 4 * i, v);
+      calls.put(loc, offsetof(tessel_emu_mma_io, c) + 4 * i, v);
     calls.call(loc, TESSEL_EMU_MMA_M16N8K16);
     Value s = LLVM::UndefOp::create(b, loc, mma.getResult().getType());
     for (int64_t i = 0; i < 4; ++i)
       s = LLVM::InsertValueOp::create(
           b, loc, s,
-          calls.get(loc, IO_OFFSET(tessel_emu_mma_io, d) + 4 * i,
+          calls.get(loc, offsetof(tessel_emu_mma_io, d) + 4 * i,
                     b.getF32Type()),
           ArrayRef<int64_t>{i});
     return replace(s);
@@ -499,13 +491,13 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
       return op->emitError()
              << "the GPU emulator models ldmatrix .m8n8 .b16 only";
     uint32_t count = ld.getNum();
-    calls.put(loc, IO_OFFSET(tessel_emu_ldmatrix_io, address), ld.getPtr());
-    calls.put(loc, IO_OFFSET(tessel_emu_ldmatrix_io, count), count);
-    calls.put(loc, IO_OFFSET(tessel_emu_ldmatrix_io, transpose),
+    calls.put(loc, offsetof(tessel_emu_ldmatrix_io, address), ld.getPtr());
+    calls.put(loc, offsetof(tessel_emu_ldmatrix_io, count), count);
+    calls.put(loc, offsetof(tessel_emu_ldmatrix_io, transpose),
               ld.getLayout() == NVVM::MMALayout::col ? 1u : 0u);
     calls.call(loc, TESSEL_EMU_LDMATRIX);
     auto reg = [&](int64_t i) {
-      return calls.get(loc, IO_OFFSET(tessel_emu_ldmatrix_io, result) + 4 * i,
+      return calls.get(loc, offsetof(tessel_emu_ldmatrix_io, result) + 4 * i,
                        i32);
     };
     Type type = ld.getResult().getType();
@@ -519,10 +511,10 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   if (auto copy = dyn_cast<NVVM::CpAsyncOp>(op)) {
     Value bytes = LLVM::ConstantOp::create(b, loc, i32, copy.getSize());
     Value srcBytes = copy.getCpSize() ? copy.getCpSize() : bytes;
-    calls.put(loc, IO_OFFSET(tessel_emu_cp_async_io, dst), copy.getDst());
-    calls.put(loc, IO_OFFSET(tessel_emu_cp_async_io, src), copy.getSrc());
-    calls.put(loc, IO_OFFSET(tessel_emu_cp_async_io, bytes), bytes);
-    calls.put(loc, IO_OFFSET(tessel_emu_cp_async_io, src_bytes), srcBytes);
+    calls.put(loc, offsetof(tessel_emu_cp_async_io, dst), copy.getDst());
+    calls.put(loc, offsetof(tessel_emu_cp_async_io, src), copy.getSrc());
+    calls.put(loc, offsetof(tessel_emu_cp_async_io, bytes), bytes);
+    calls.put(loc, offsetof(tessel_emu_cp_async_io, src_bytes), srcBytes);
     calls.call(loc, TESSEL_EMU_CP_ASYNC);
     op->erase();
     return success();
@@ -533,7 +525,7 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     return success();
   }
   if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
-    calls.put(loc, IO_OFFSET(tessel_emu_u32_io, a),
+    calls.put(loc, offsetof(tessel_emu_u32_io, a),
               static_cast<uint32_t>(wait.getN()));
     calls.call(loc, TESSEL_EMU_CP_ASYNC_WAIT);
     op->erase();

@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -66,6 +67,21 @@ public:
   // llvm.amdgcn.ballot.i64: an SGPR pair, uniform over the wave.
   Value ballot(OpBuilder &b, Location loc, Value pred) const override {
     return ROCDL::BallotOp::create(b, loc, b.getI64Type(), pred);
+  }
+
+  // The ROCDL lowering of gpu.shuffle up (LLVM 22) checks only the upper
+  // end of the lane segment, so its lanes below d were valid and read the
+  // top of the wave through ds_bpermute (found by the emulator: every scan
+  // was wrong). The validity is the lane id's instead.
+  std::pair<Value, Value> shuffleUp(OpBuilder &b, Location loc, Value x,
+                                    int64_t d) const override {
+    auto up = gpu::ShuffleOp::create(b, loc, x, d, getWarpSize(),
+                                     gpu::ShuffleMode::UP);
+    Value lane = gpu::LaneIdOp::create(b, loc, /*upper_bound=*/nullptr);
+    Value valid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane,
+                              arith::ConstantIndexOp::create(b, loc, d));
+    return {up.getShuffleResult(), valid};
   }
 
   int64_t getAccumulatorRun(const MmaAtom &) const override { return 1; }

@@ -14,6 +14,7 @@
 #include "tessel/Target/WarpgroupMma.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -216,6 +217,13 @@ public:
     Value all = arith::ConstantIntOp::create(b, loc, i32, -1);
     return NVVM::VoteSyncOp::create(b, loc, i32, all, pred,
                                     NVVM::VoteSyncKind::ballot);
+  }
+
+  std::pair<Value, Value> shuffleUp(OpBuilder &b, Location loc, Value x,
+                                    int64_t d) const override {
+    auto up = gpu::ShuffleOp::create(b, loc, x, d, getWarpSize(),
+                                     gpu::ShuffleMode::UP);
+    return {up.getShuffleResult(), up.getValid()};
   }
 
   LogicalResult asyncCommit(OpBuilder &b, Location loc) const override {

@@ -38,8 +38,9 @@ extern "C" {
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
 
-/* One work-item. The generated code reads the fields up to wave_size and
- * calls ops[]; `scheduler` is the runtime's. */
+/* One work-item. The generated code reads ops, shared, thread_id and
+ * block_id (block and grid sizes are constants or shape arithmetic in the
+ * templates); the ops read the rest, and `scheduler` is the runtime's. */
 struct tessel_emu_lane {
   const tessel_emu_op *ops;
   /* The workgroup's shared memory (LDS): the kernel's dynamic shared bytes,

@@ -237,19 +237,11 @@ void tessel::runtime::emulator::prepareFiber(FiberContext &fiber,
   fiber.stackPointer = sp;
 }
 
-void tessel::runtime::emulator::switchFiber(FiberContext &from,
-                                            FiberContext &to, bool leaving) {
-#if defined(TESSEL_EMU_ASAN)
-  void *fakeStack = nullptr;
-  beginSwitch(from, to, leaving, &fakeStack);
-#else
-  (void)leaving;
-#endif
+namespace {
+void switchStacks(FiberContext &from, FiberContext &to) {
   tessel_emu_switch(&from.stackPointer, to.stackPointer);
-#if defined(TESSEL_EMU_ASAN)
-  endSwitch(fakeStack);
-#endif
 }
+} // namespace
 
 #else // !__x86_64__
 
@@ -280,6 +272,14 @@ void tessel::runtime::emulator::prepareFiber(FiberContext &fiber,
                 static_cast<unsigned>(address));
 }
 
+namespace {
+void switchStacks(FiberContext &from, FiberContext &to) {
+  ::swapcontext(&from.context, &to.context);
+}
+} // namespace
+
+#endif // __x86_64__
+
 void tessel::runtime::emulator::switchFiber(FiberContext &from,
                                             FiberContext &to, bool leaving) {
 #if defined(TESSEL_EMU_ASAN)
@@ -288,10 +288,8 @@ void tessel::runtime::emulator::switchFiber(FiberContext &from,
 #else
   (void)leaving;
 #endif
-  ::swapcontext(&from.context, &to.context);
+  switchStacks(from, to);
 #if defined(TESSEL_EMU_ASAN)
   endSwitch(fakeStack);
 #endif
 }
-
-#endif // __x86_64__
