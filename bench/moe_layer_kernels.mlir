@@ -31,8 +31,8 @@ func.func @mlp_ref_down_wgrad(%a: memref<?x2048xbf16>, %b: memref<?x512xbf16>, %
   tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x512xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<128x2048x512xbf16>)
   return
 }
-func.func @mlp_ref_gate_up(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>, %off: memref<128xi32>, %c: memref<?x1024xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128x1024x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x1024xbf16>) {trans_b}
+func.func @mlp_ref_gate_up(%a: memref<?x2048xbf16>, %rows: memref<?xi32>, %b: memref<128x1024x2048xbf16>, %off: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<128x1024x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x1024xbf16>) {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @mlp_ref_gate_up_dgrad(%a: memref<?x1024xbf16>, %b: memref<128x1024x2048xbf16>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
@@ -51,8 +51,8 @@ func.func @mlp_ref_down_dgrad(%a: memref<?x2048xbf16>, %b: memref<128x2048x512xb
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128x2048x512xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>)
   return
 }
-func.func @mlp_ref_gate_or_up(%a: memref<?x2048xbf16>, %b: memref<128x512x2048xbf16>, %off: memref<128xi32>, %c: memref<?x512xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128x512x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {trans_b}
+func.func @mlp_ref_gate_or_up(%a: memref<?x2048xbf16>, %rows: memref<?xi32>, %b: memref<128x512x2048xbf16>, %off: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<128x512x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @mlp_ref_gate_or_up_dgrad(%a: memref<?x512xbf16>, %b: memref<128x512x2048xbf16>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
@@ -63,8 +63,8 @@ func.func @mlp_ref_gate_or_up_wgrad(%a: memref<?x512xbf16>, %b: memref<?x2048xbf
   tessel.grouped_matmul_wgrad a(%a : memref<?x512xbf16>) b(%b : memref<?x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<128x512x2048xbf16>)
   return
 }
-func.func @mlp_ref_gate_or_up_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>, %off: memref<128xi32>, %c: memref<?x512xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {trans_b, b_shape = array<i64: 512, 2048>}
+func.func @mlp_ref_gate_or_up_ptrs(%a: memref<?x2048xbf16>, %rows: memref<?xi32>, %b: memref<128xi64>, %off: memref<128xi32>, %c: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<128xi64>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {trans_b, b_shape = array<i64: 512, 2048>, a_rows_divisor = 8}
   return
 }
 func.func @mlp_ref_gate_or_up_dgrad_ptrs(%a: memref<?x512xbf16>, %b: memref<128xi64>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
@@ -119,8 +119,8 @@ func.func @mlp_dsv3_down_wgrad(%a: memref<?x7168xbf16>, %b: memref<?x2048xbf16>,
   tessel.grouped_matmul_wgrad a(%a : memref<?x7168xbf16>) b(%b : memref<?x2048xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<256x7168x2048xbf16>)
   return
 }
-func.func @mlp_dsv3_gate_up(%a: memref<?x7168xbf16>, %b: memref<256x4096x7168xbf16>, %off: memref<256xi32>, %c: memref<?x4096xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256x4096x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x4096xbf16>) {trans_b}
+func.func @mlp_dsv3_gate_up(%a: memref<?x7168xbf16>, %rows: memref<?xi32>, %b: memref<256x4096x7168xbf16>, %off: memref<256xi32>, %c: memref<?x4096xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<256x4096x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x4096xbf16>) {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @mlp_dsv3_gate_up_dgrad(%a: memref<?x4096xbf16>, %b: memref<256x4096x7168xbf16>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
@@ -139,8 +139,8 @@ func.func @mlp_dsv3_down_dgrad(%a: memref<?x7168xbf16>, %b: memref<256x7168x2048
   tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256x7168x2048xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>)
   return
 }
-func.func @mlp_dsv3_gate_or_up(%a: memref<?x7168xbf16>, %b: memref<256x2048x7168xbf16>, %off: memref<256xi32>, %c: memref<?x2048xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256x2048x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {trans_b}
+func.func @mlp_dsv3_gate_or_up(%a: memref<?x7168xbf16>, %rows: memref<?xi32>, %b: memref<256x2048x7168xbf16>, %off: memref<256xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<256x2048x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @mlp_dsv3_gate_or_up_dgrad(%a: memref<?x2048xbf16>, %b: memref<256x2048x7168xbf16>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
@@ -151,8 +151,8 @@ func.func @mlp_dsv3_gate_or_up_wgrad(%a: memref<?x2048xbf16>, %b: memref<?x7168x
   tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) b(%b : memref<?x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<256x2048x7168xbf16>)
   return
 }
-func.func @mlp_dsv3_gate_or_up_ptrs(%a: memref<?x7168xbf16>, %b: memref<256xi64>, %off: memref<256xi32>, %c: memref<?x2048xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) b(%b : memref<256xi64>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {trans_b, b_shape = array<i64: 2048, 7168>}
+func.func @mlp_dsv3_gate_or_up_ptrs(%a: memref<?x7168xbf16>, %rows: memref<?xi32>, %b: memref<256xi64>, %off: memref<256xi32>, %c: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<256xi64>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {trans_b, b_shape = array<i64: 2048, 7168>, a_rows_divisor = 8}
   return
 }
 func.func @mlp_dsv3_gate_or_up_dgrad_ptrs(%a: memref<?x2048xbf16>, %b: memref<256xi64>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
@@ -207,8 +207,8 @@ func.func @mlp_toy_down_wgrad(%a: memref<?x256xbf16>, %b: memref<?x128xbf16>, %o
   tessel.grouped_matmul_wgrad a(%a : memref<?x256xbf16>) b(%b : memref<?x128xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<16x256x128xbf16>)
   return
 }
-func.func @mlp_toy_gate_up(%a: memref<?x256xbf16>, %b: memref<16x256x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16x256x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x256xbf16>) {trans_b}
+func.func @mlp_toy_gate_up(%a: memref<?x256xbf16>, %rows: memref<?xi32>, %b: memref<16x256x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x256xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<16x256x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x256xbf16>) {trans_b, a_rows_divisor = 4}
   return
 }
 func.func @mlp_toy_gate_up_dgrad(%a: memref<?x256xbf16>, %b: memref<16x256x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
@@ -227,8 +227,8 @@ func.func @mlp_toy_down_dgrad(%a: memref<?x256xbf16>, %b: memref<16x256x128xbf16
   tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16x256x128xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>)
   return
 }
-func.func @mlp_toy_gate_or_up(%a: memref<?x256xbf16>, %b: memref<16x128x256xbf16>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16x128x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {trans_b}
+func.func @mlp_toy_gate_or_up(%a: memref<?x256xbf16>, %rows: memref<?xi32>, %b: memref<16x128x256xbf16>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x256xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<16x128x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {trans_b, a_rows_divisor = 4}
   return
 }
 func.func @mlp_toy_gate_or_up_dgrad(%a: memref<?x128xbf16>, %b: memref<16x128x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
@@ -239,8 +239,8 @@ func.func @mlp_toy_gate_or_up_wgrad(%a: memref<?x128xbf16>, %b: memref<?x256xbf1
   tessel.grouped_matmul_wgrad a(%a : memref<?x128xbf16>) b(%b : memref<?x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<16x128x256xbf16>)
   return
 }
-func.func @mlp_toy_gate_or_up_ptrs(%a: memref<?x256xbf16>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x256xbf16>) b(%b : memref<16xi64>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {trans_b, b_shape = array<i64: 128, 256>}
+func.func @mlp_toy_gate_or_up_ptrs(%a: memref<?x256xbf16>, %rows: memref<?xi32>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x256xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<16xi64>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {trans_b, b_shape = array<i64: 128, 256>, a_rows_divisor = 4}
   return
 }
 func.func @mlp_toy_gate_or_up_dgrad_ptrs(%a: memref<?x128xbf16>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {

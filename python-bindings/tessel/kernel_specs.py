@@ -30,22 +30,27 @@ def _func(name: str, op: str, operands: List[_Operand], attrs: str) -> str:
             f"  return\n}}\n")
 
 
-def _grouped_matmul(e, groups, N, K, trans_b, pointer_table):
+def _grouped_matmul(e, groups, N, K, trans_b, pointer_table,
+                    a_rows_divisor=0):
     """c [T, N] = a [T, K] . op(b[g]); b stacked or a table of pointers to
-    [N, K] (trans_b) or [K, N] matrices."""
+    [N, K] (trans_b) or [K, N] matrices; with a_rows_divisor, row t of the
+    product reads row a_rows[t] / a_rows_divisor of a [S, K]."""
     rows = (N, K) if trans_b else (K, N)
+    attrs = ["trans_b"] if trans_b else []
     if pointer_table:
         b = _memref(groups, element="i64")
         shape = ", ".join(str(d) for d in rows)
-        attrs = ["trans_b"] if trans_b else []
         attrs.append(f"b_shape = array<i64: {shape}>")
-        attr = " {" + ", ".join(attrs) + "}"
     else:
         b = _memref(groups, *rows, element=e)
-        attr = " {trans_b}" if trans_b else ""
-    return ([("a", "a", _memref("?", K, element=e)), ("b", "b", b),
-             ("group_offsets", "off", _memref(groups, element="i32")),
-             ("c", "c", _memref("?", N, element=e))], attr)
+    operands = [("a", "a", _memref("?", K, element=e)), ("b", "b", b),
+                ("group_offsets", "off", _memref(groups, element="i32")),
+                ("c", "c", _memref("?", N, element=e))]
+    if a_rows_divisor:
+        attrs.append(f"a_rows_divisor = {a_rows_divisor}")
+        operands.insert(1, ("a_rows", "rows", _memref("?", element="i32")))
+    attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    return (operands, attr)
 
 
 def _grouped_matmul_wgrad(e, groups, M, N):

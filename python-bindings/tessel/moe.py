@@ -17,8 +17,9 @@ the device with no host synchronisation:
 
     topk_ids [T, k]  -expert_histogram->  group_offsets [E]
                      -expert_sort->       sorted_rows [R], row_positions [T, k]
-    x [T, H]  -moe_permute->  xs [R, H]  (rows in expert order)
-    xs   -grouped_matmul(w_gate_up, trans_b)->  h [R, 2I]  (gate | up)
+    x [T, H]  -grouped_matmul(w_gate_up, trans_b, a_rows = sorted_rows / k)->
+              h [R, 2I]  (gate | up; x's rows read in expert order, xs =
+              x[sorted_rows / k] never written)
     h    -swiglu->  act = silu(gate) * up  [R, I]
     act  -grouped_matmul(w_down, trans_b)->  y [R, H]
     y    -moe_unpermute(topk_weights)->  out [T, H]  (fp32 sums, no atomics)
@@ -465,15 +466,13 @@ def forward(plan: _Plan, x: torch.Tensor, topk_ids: torch.Tensor,
     k["sort"](ids, offsets, sorted_rows, row_positions)
 
     up_bs, down_b = form.operands(weights)
-    xs = _permute(plan, x, sorted_rows)
     # h (gate | up) is what the backward keeps of the activations:
     # recomputing it would cost a grouped matmul, while act comes back
     # from it elementwise (keeping act too would add R x I) and xs from
     # x by one more permute (keeping xs would add R x H).
     h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
     for part, b in enumerate(up_bs):
-        k["up"](xs, b, offsets, h[part])
-    del xs
+        k["up"](x, sorted_rows, b, offsets, h[part])
     act = x.new_empty(rows, dims.intermediate)
     k["act"](_gate_up_operand(h), act)
     y = x.new_empty(rows, dims.hidden)

@@ -291,9 +291,9 @@ def grouped_mm_kernels(n: int, k: int, trans_b: bool) -> Roles:
     m_cols, n_cols = (n, k) if trans_b else (k, n)
     return {
         "fwd": ("grouped_matmul", dict(N=n, K=k, trans_b=int(trans_b),
-                                       pointer_table=0)),
+                                       pointer_table=0, a_rows_divisor=0)),
         "dgrad": ("grouped_matmul", dict(N=k, K=n, trans_b=int(not trans_b),
-                                         pointer_table=0)),
+                                         pointer_table=0, a_rows_divisor=0)),
         "wgrad": ("grouped_matmul_wgrad", dict(M=m_cols, N=n_cols)),
     }
 
@@ -311,9 +311,12 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
     role -> (op, shape params)."""
     H, I = hidden, intermediate
 
-    def ragged_m(N, K, trans_b, pointer_table):
+    def ragged_m(N, K, trans_b, pointer_table, gather=False):
+        # gather: a's rows through expert_sort's sorted rows (x [T, H]
+        # read in expert order, no permuted copy).
         return ("grouped_matmul", dict(N=N, K=K, trans_b=int(trans_b),
-                                       pointer_table=int(pointer_table)))
+                                       pointer_table=int(pointer_table),
+                                       a_rows_divisor=topk if gather else 0))
 
     return {
         "histogram": ("expert_histogram", dict(topk=topk)),
@@ -324,18 +327,18 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
         "unpermute_parts": ("moe_unpermute", dict(hidden=H, topk=2 * topk)),
         "down_wgrad": ("grouped_matmul_wgrad", dict(M=H, N=I)),
         # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I].
-        "gate_up": ragged_m(2 * I, H, True, False),
+        "gate_up": ragged_m(2 * I, H, True, False, gather=True),
         "gate_up_dgrad": ragged_m(H, 2 * I, False, False),
         "gate_up_wgrad": ("grouped_matmul_wgrad", dict(M=2 * I, N=H)),
         "down": ragged_m(H, I, True, False),
         "down_dgrad": ragged_m(I, H, False, False),
         # Split: w_gate and w_up [E, I, H] each (and the stacked w_down).
-        "gate_or_up": ragged_m(I, H, True, False),
+        "gate_or_up": ragged_m(I, H, True, False, gather=True),
         "gate_or_up_dgrad": ragged_m(H, I, False, False),
         "gate_or_up_wgrad": ("grouped_matmul_wgrad", dict(M=I, N=H)),
         # Unstacked: pointer tables of [I, H] gate or up and [H, I] down
         # matrices (the dgrads read the same matrices as [K, N]).
-        "gate_or_up_ptrs": ragged_m(I, H, True, True),
+        "gate_or_up_ptrs": ragged_m(I, H, True, True, gather=True),
         "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
         "down_ptrs": ragged_m(H, I, True, True),
         "down_dgrad_ptrs": ragged_m(I, H, False, True),

@@ -87,8 +87,8 @@ func.func @moe_k3_down_wgrad(%a: memref<?x19xf32>, %b: memref<?x11xf32>, %off: m
   tessel.grouped_matmul_wgrad a(%a : memref<?x19xf32>) b(%b : memref<?x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x19x11xf32>)
   return
 }
-func.func @moe_k3_gate_up(%a: memref<?x19xf32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x22xf32>) {
-  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x22xf32>) {trans_b}
+func.func @moe_k3_gate_up(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x22xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x22xf32>) {trans_b, a_rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_up_dgrad(%a: memref<?x22xf32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
@@ -107,8 +107,8 @@ func.func @moe_k3_down_dgrad(%a: memref<?x19xf32>, %b: memref<5x19x11xf32>, %off
   tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5x19x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>)
   return
 }
-func.func @moe_k3_gate_or_up(%a: memref<?x19xf32>, %b: memref<5x11x19xf32>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
-  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5x11x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {trans_b}
+func.func @moe_k3_gate_or_up(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x11x19xf32>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5x11x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {trans_b, a_rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_or_up_dgrad(%a: memref<?x11xf32>, %b: memref<5x11x19xf32>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
@@ -119,8 +119,8 @@ func.func @moe_k3_gate_or_up_wgrad(%a: memref<?x11xf32>, %b: memref<?x19xf32>, %
   tessel.grouped_matmul_wgrad a(%a : memref<?x11xf32>) b(%b : memref<?x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x11x19xf32>)
   return
 }
-func.func @moe_k3_gate_or_up_ptrs(%a: memref<?x19xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
-  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {trans_b, b_shape = array<i64: 11, 19>}
+func.func @moe_k3_gate_or_up_ptrs(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {trans_b, b_shape = array<i64: 11, 19>, a_rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_or_up_dgrad_ptrs(%a: memref<?x11xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
@@ -175,8 +175,8 @@ func.func @moe_k2_down_wgrad(%a: memref<?x24xbf16>, %b: memref<?x10xbf16>, %off:
   tessel.grouped_matmul_wgrad a(%a : memref<?x24xbf16>) b(%b : memref<?x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x24x10xbf16>)
   return
 }
-func.func @moe_k2_gate_up(%a: memref<?x24xbf16>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x20xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x20xbf16>) {trans_b}
+func.func @moe_k2_gate_up(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x20xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x20xbf16>) {trans_b, a_rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_up_dgrad(%a: memref<?x20xbf16>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
@@ -195,8 +195,8 @@ func.func @moe_k2_down_dgrad(%a: memref<?x24xbf16>, %b: memref<4x24x10xbf16>, %o
   tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4x24x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>)
   return
 }
-func.func @moe_k2_gate_or_up(%a: memref<?x24xbf16>, %b: memref<4x10x24xbf16>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4x10x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {trans_b}
+func.func @moe_k2_gate_or_up(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x10x24xbf16>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x10x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {trans_b, a_rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_or_up_dgrad(%a: memref<?x10xbf16>, %b: memref<4x10x24xbf16>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
@@ -207,8 +207,8 @@ func.func @moe_k2_gate_or_up_wgrad(%a: memref<?x10xbf16>, %b: memref<?x24xbf16>,
   tessel.grouped_matmul_wgrad a(%a : memref<?x10xbf16>) b(%b : memref<?x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x10x24xbf16>)
   return
 }
-func.func @moe_k2_gate_or_up_ptrs(%a: memref<?x24xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {trans_b, b_shape = array<i64: 10, 24>}
+func.func @moe_k2_gate_or_up_ptrs(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {trans_b, b_shape = array<i64: 10, 24>, a_rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_or_up_dgrad_ptrs(%a: memref<?x10xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {

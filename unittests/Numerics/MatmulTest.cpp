@@ -3,7 +3,8 @@
 // Groups of 0, 1, 7 and 300 rows, rows past the last offset (which must come
 // out as exact zeros), offsets that need clamping, B stacked or as a table of
 // pointers to separately allocated per-group matrices, trans_b and not, f32
-// and bf16, K and N of 48, 64 and 96.
+// and bf16, K and N of 48, 64 and 96; rows of a gathered through a_rows,
+// entries outside a among them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,13 +31,45 @@ struct MatmulCase {
   tessel_dtype dtype, outDtype;
   int64_t k, n;
   bool transB, pointerTable;
+  /// With a_rows: its divisor (the MoE's top-k), a's rows being `sources`.
+  int64_t divisor = 0, sources = 0;
 };
+
+/// a_rows for `rows` product rows over `sources` rows of a: random entries
+/// in [0, sources * divisor), and every 13th one outside it (negative or
+/// past the end), which must read as zeros.
+std::vector<int32_t> gatherEntries(int64_t rows, int64_t sources,
+                                   int64_t divisor, Rng &rng) {
+  std::vector<int32_t> entries;
+  int64_t limit = sources * divisor;
+  for (int64_t t = 0; t < rows; ++t) {
+    int64_t entry = rng.integer(0, limit - 1);
+    if (t % 13 == 5)
+      entry = t % 2 ? -1 - entry : limit + entry;
+    entries.push_back(static_cast<int32_t>(entry));
+  }
+  return entries;
+}
 
 void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
                         const std::vector<int32_t> &offsets, uint64_t seed) {
   Rng rng(seed);
   const int64_t groups = static_cast<int64_t>(offsets.size());
-  Tensor a = randomTensor(c.dtype, {rows, c.k}, rng);
+  Tensor a = randomTensor(c.dtype, {c.divisor ? c.sources : rows, c.k}, rng);
+  // The rows the product reads: a's, or those a_rows picks.
+  std::vector<double> aRead = a.values();
+  Tensor aRows;
+  if (c.divisor) {
+    std::vector<int32_t> entries =
+        gatherEntries(rows, c.sources, c.divisor, rng);
+    aRows = Tensor::i32({rows}, entries);
+    std::vector<double> source = aRead;
+    aRead.assign(rows * c.k, 0.0);
+    for (int64_t t = 0; t < rows; ++t)
+      if (entries[t] >= 0 && entries[t] < c.sources * c.divisor)
+        std::copy_n(source.begin() + entries[t] / c.divisor * c.k, c.k,
+                    aRead.begin() + t * c.k);
+  }
   // Each group's B as stored: [N, K] with trans_b, else [K, N].
   std::vector<int64_t> bShape = c.transB ? std::vector<int64_t>{c.n, c.k}
                                          : std::vector<int64_t>{c.k, c.n};
@@ -62,13 +95,17 @@ void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
   Tensor groupOffsets = Tensor::i32({groups}, offsets);
   Tensor out = Tensor::poisoned(c.outDtype, {rows, c.n});
   TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
-  ASSERT_TRUE(kernel.run({{"a", &a},
-                          {"b", c.pointerTable ? &pointers : &stacked},
-                          {"group_offsets", &groupOffsets},
-                          {"c", &out}}));
+  std::vector<NamedArg> args = {
+      {"a", &a},
+      {"b", c.pointerTable ? &pointers : &stacked},
+      {"group_offsets", &groupOffsets},
+      {"c", &out}};
+  if (c.divisor)
+    args.push_back({"a_rows", &aRows});
+  ASSERT_TRUE(kernel.run(args));
 
   std::vector<double> want =
-      ref::groupedMatmul(a.values(), rows, c.k, c.n, offsets, bAt);
+      ref::groupedMatmul(aRead, rows, c.k, c.n, offsets, bAt);
   EXPECT_TRUE(near("c", out, want));
   int64_t end = ref::groupRows(offsets, rows).back().second;
   std::vector<int64_t> tail = rowRange(end, rows);
@@ -109,6 +146,30 @@ TEST(GroupedMatmul, F32PointerTableTransB) {
 TEST(GroupedMatmul, Bf16PointerTableK48N96) {
   checkGroupedMatmul({"gmm_bf16_ptr_k48_n96", BF16, BF16, 48, 96, false, true},
                      kRaggedRows, {7, 7, 307, 308}, 906);
+}
+
+/// The MoE forward's form: x's rows through expert_sort's sorted rows
+/// (divisor top-k), 45 tokens x 7 slots.
+TEST(GroupedMatmul, Bf16GatheredRowsTransB) {
+  MatmulCase c{"gmm_bf16_gather_tb_k48_n64", BF16, BF16, 48, 64, true, false};
+  c.divisor = 7;
+  c.sources = 45;
+  checkGroupedMatmul(c, kRaggedRows, kRaggedOffsets, 909);
+}
+
+TEST(GroupedMatmul, Bf16GatheredRowsPointerTable) {
+  MatmulCase c{"gmm_bf16_gather_ptr_tb_k72_n200", BF16, BF16, 72, 200, true,
+               true};
+  c.divisor = 2;
+  c.sources = 150;
+  checkGroupedMatmul(c, 300, {0, 130, 131, 290}, 910);
+}
+
+TEST(GroupedMatmul, F32GatheredRowsK96N48) {
+  MatmulCase c{"gmm_f32_gather_k96_n48", F32, F32, 96, 48, false, false};
+  c.divisor = 1;
+  c.sources = 20;
+  checkGroupedMatmul(c, kRaggedRows, kRaggedOffsets, 911);
 }
 
 /// Offsets clamp to [previous end, T]: {2, 1, 9, 1000} over 20 rows are the

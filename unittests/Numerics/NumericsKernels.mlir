@@ -249,6 +249,18 @@ func.func @gmm_bf16_ptr_k48_n96(%a: memref<?x48xbf16>, %b: memref<4xi64>, %off: 
   tessel.grouped_matmul a(%a : memref<?x48xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xbf16>) {b_shape = array<i64: 48, 96>}
   return
 }
+func.func @gmm_bf16_gather_tb_k48_n64(%a: memref<?x48xbf16>, %b: memref<4x64x48xbf16>, %off: memref<4xi32>, %c: memref<?x64xbf16>, %rows: memref<?xi32>) {
+  tessel.grouped_matmul a(%a : memref<?x48xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x64x48xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x64xbf16>) {a_rows_divisor = 7, trans_b}
+  return
+}
+func.func @gmm_bf16_gather_ptr_tb_k72_n200(%a: memref<?x72xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x200xbf16>, %rows: memref<?xi32>) {
+  tessel.grouped_matmul a(%a : memref<?x72xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x200xbf16>) {a_rows_divisor = 2, trans_b, b_shape = array<i64: 200, 72>}
+  return
+}
+func.func @gmm_f32_gather_k96_n48(%a: memref<?x96xf32>, %b: memref<4x96x48xf32>, %off: memref<4xi32>, %c: memref<?x48xf32>, %rows: memref<?xi32>) {
+  tessel.grouped_matmul a(%a : memref<?x96xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x96x48xf32>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x48xf32>) {a_rows_divisor = 1}
+  return
+}
 func.func @wgrad_f32_m64_n48(%a: memref<?x64xf32>, %b: memref<?x48xf32>, %off: memref<5xi32>, %c: memref<5x64x48xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x64xf32>) b(%b : memref<?x48xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x64x48xf32>)
   return

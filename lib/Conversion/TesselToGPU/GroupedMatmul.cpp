@@ -89,10 +89,13 @@ public:
 
   /// Writes the kernel body at the builder's insertion point.
   /// `transB`: b holds [N, K] matrices (else [K, N]); `bShape`: b is a
-  /// pointer table of addresses of matrices of this shape (else stacked).
+  /// pointer table of addresses of matrices of this shape (else stacked);
+  /// `gather`: the rows of a that the product's rows read (a_rows and its
+  /// divisor), else none.
   LogicalResult build(Value a, Value bMat, Value offsets, Value c, Value T,
                       int64_t groups, int64_t n, int64_t k, bool transB,
-                      std::optional<ArrayRef<int64_t>> bShape);
+                      std::optional<ArrayRef<int64_t>> bShape,
+                      std::optional<std::pair<Value, int64_t>> gather);
   /// Writes the ragged-K kernel body: c [G, m, n] from a [T, m], b [T, n].
   LogicalResult buildWgrad(Value a, Value bMat, Value offsets, Value c,
                            Value T, int64_t groups, int64_t m, int64_t n);
@@ -119,6 +122,8 @@ private:
   void allocateRings();
   /// Thread, lane and warp coordinates, and the block's first column of c.
   void setThreadIds();
+  /// Fills gatheredRows for the M-tile from `aRows` [T] and `divisor`.
+  void gatherRows(Value aRows, int64_t divisor);
   /// Accumulators of this warp's C block, zero.
   SmallVector<Value> zeroAccumulators();
 
@@ -134,6 +139,9 @@ private:
   Value numK;
   /// The group's B matrix ([N, K] or [K, N]) when b is a pointer table.
   Value bGroup;
+  /// Gathered A rows (a_rows): per A copy of a thread, a's row and whether
+  /// it exists, found once per M-tile.
+  SmallVector<std::pair<Value, Value>> gatheredRows;
   Value tid, lane, warpRow, warpCol;
   /// Ragged M: the M-tile's rows of a and c. Ragged K: the group's rows
   /// of a and b. colStart: the N-tile's first column; mStart: the M-tile's
@@ -163,7 +171,7 @@ void GroupedMatmulBuilder::forEachChunk(
       Value id = add(tid, i * threads);
       Value row = divu(id, chunksPerRow);
       Value col = mul(remu(id, chunksPerRow), kChunk);
-      auto [valid, srcIndices] = source(row, col);
+      auto [valid, srcIndices] = source(i, row, col);
       // Zero-filled copies still need an in-bounds source address.
       for (Value &index : srcIndices)
         index = select(valid, index, none);
@@ -185,10 +193,14 @@ void GroupedMatmulBuilder::forEachChunk(
       valid = andi(valid, lt(column, idx(limit)));
     return std::make_pair(valid, SmallVector<Value>{r, column});
   };
-  auto fromA = [&](Value row, Value col) {
+  auto fromA = [&](int64_t i, Value row, Value col) {
     if (raggedK)
       return fromGroupRows(row, col, mStart, m, cfg.tileM);
-    Value r = add(rowStart, row), kc = add(k0, col);
+    Value kc = add(k0, col);
+    if (!gatheredRows.empty())
+      return std::make_pair(kInside(gatheredRows[i].second, kc),
+                            SmallVector<Value>{gatheredRows[i].first, kc});
+    Value r = add(rowStart, row);
     return std::make_pair(kInside(lt(r, rowEnd), kc),
                           SmallVector<Value>{r, kc});
   };
@@ -199,7 +211,7 @@ void GroupedMatmulBuilder::forEachChunk(
     return SmallVector<Value>{group, first, second};
   };
   // With trans_b a B tile row is an n, else a k.
-  auto fromB = [&](Value row, Value col) {
+  auto fromB = [&](int64_t, Value row, Value col) {
     if (raggedK)
       return fromGroupRows(row, col, colStart, n, cfg.tileN);
     if (transB) {
@@ -382,11 +394,27 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(Value aArg, Value bArg,
   return success();
 }
 
-LogicalResult
-GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
-                            Value T, int64_t groups, int64_t nDim, int64_t kDim,
-                            bool transBArg,
-                            std::optional<ArrayRef<int64_t>> bShape) {
+void GroupedMatmulBuilder::gatherRows(Value aRows, int64_t divisor) {
+  // The rows forEachChunk's A copies of this thread take, in its order.
+  int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
+  int64_t chunksPerRow = cfg.tileK / kChunk;
+  Value sourceRows = memref::DimOp::create(b, loc, a, 0);
+  for (int64_t i = 0; i < cfg.tileM * chunksPerRow / threads; ++i) {
+    Value r = add(rowStart, divu(add(tid, i * threads), chunksPerRow));
+    Value inGroup = lt(r, rowEnd);
+    Value entry = toIndex(
+        memref::LoadOp::create(b, loc, aRows, select(inGroup, r, idx(0))));
+    Value valid = andi(inGroup, ltu(entry, mul(sourceRows, divisor)));
+    gatheredRows.push_back(
+        {select(valid, divu(entry, divisor), idx(0)), valid});
+  }
+}
+
+LogicalResult GroupedMatmulBuilder::build(
+    Value aArg, Value bArg, Value offsets, Value cArg, Value T, int64_t groups,
+    int64_t nDim, int64_t kDim, bool transBArg,
+    std::optional<ArrayRef<int64_t>> bShape,
+    std::optional<std::pair<Value, int64_t>> gather) {
   a = aArg;
   transB = transBArg;
   bMat = bArg;
@@ -412,6 +440,8 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
   rowStart = tile.rowStart;
   rowEnd = tile.rowEnd;
   group = tile.group;
+  if (gather)
+    gatherRows(gather->first, gather->second);
 
   SmallVector<Value> acc = zeroAccumulators();
   // The tail (rows past the last group) skips the K loop: zeros.
@@ -587,13 +617,18 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
 
   Location loc = op.getLoc();
   GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
+  std::optional<std::pair<Value, int64_t>> gather;
+  if (op.getARows())
+    gather = {ctx.arg(op.getARows()), op.getRowsDivisor()};
+  // c's rows: a's, or a_rows' when gathered.
   if (failed(builder.build(
-          ctx.args[0], ctx.args[1], ctx.args[2], ctx.args[3],
-          ctx.dimValue(b, op.getA(), 0), groups, n, k, op.getTransB(),
-          op.isPointerTable() ? op.getBShape() : std::nullopt)))
+          ctx.arg(op.getA()), ctx.arg(op.getB()),
+          ctx.arg(op.getGroupOffsets()), ctx.arg(op.getC()),
+          ctx.dimValue(b, op.getC(), 0), groups, n, k, op.getTransB(),
+          op.isPointerTable() ? op.getBShape() : std::nullopt, gather)))
     return failure();
 
-  const KernelDim &rows = ctx.sig.args[0].dims[0];
+  const KernelDim &rows = ctx.dim(op.getC(), 0);
   LaunchGeometry geometry;
   geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
   geometry.grid[1] = GridDim{rows.symbol, 1,

@@ -16,7 +16,8 @@
 // first warp issues, per K-tile, the TMA copies of the A and B tiles into a
 // `stages`-deep ring of 128-byte-swizzled stages, each completing on its
 // `full` mbarrier; it first waits on the stage's `empty` mbarrier. (With a
-// pointer table, all 128 producer threads copy B by cp.async instead.)
+// pointer table, all 128 producer threads copy B by cp.async instead; with
+// gathered rows (a_rows), A: TMA copies boxes, not rows picked one by one.)
 // Warpgroups 1 and 2 are consumers, each owning 64 rows of the 128-row C
 // tile: they wait on `full`, issue 4 wgmma m64n<tileN>k16 from shared
 // memory (accumulators in registers), keep one group of MMAs in flight and
@@ -146,9 +147,12 @@ protected:
   /// Issues the TMA copies of K-tile `kt` into the stage at byte `slot` of
   /// the ring, completing on `full`.
   virtual void loadStage(Value slot, Value kt, Value full) = 0;
-  /// With `bByCopies`, every producer thread's cp.async copies of K-tile
-  /// `kt`'s B tile into the stage at byte `slot`.
-  virtual void copyStageB(Value slot, Value kt) {}
+  /// With aByCopies or bByCopies: once per tile, before its K-tiles, what
+  /// the producer threads' copies of every K-tile share.
+  virtual void prepareCopies() {}
+  /// With aByCopies or bByCopies, every producer thread's cp.async copies
+  /// of K-tile `kt`'s A or B tile into the stage at byte `slot`.
+  virtual void copyStage(Value slot, Value kt) {}
   /// Runs in the consumers once K-tile `kt` is in the stage at `slot`.
   virtual void prepareStage(Value slot, Value kt) {}
   /// Stores consumer `consumer`'s (0 or 1) accumulators of the tile.
@@ -179,11 +183,12 @@ protected:
   Type elem;
   int64_t elemBytes, stageBytes;
   WarpgroupMma::SharedOperand aOperand, bOperand;
-  /// B reaches the ring by the producer threads' cp.async copies (in the
-  /// TMA layout) rather than by TMA: a stage's `full` barrier then counts
-  /// the elected lane's expect_tx arrival (A's TMA bytes) and one arrival
-  /// per producer thread.
-  bool bByCopies = false;
+  /// A or B reaches the ring by the producer threads' cp.async copies (in
+  /// the TMA layout) rather than by TMA: a stage's `full` barrier then
+  /// counts the elected lane's expect_tx arrival (the other operand's TMA
+  /// bytes) and one arrival per producer thread.
+  bool aByCopies = false, bByCopies = false;
+  bool byCopies() const { return aByCopies || bByCopies; }
   /// K-tiles of the block's tile.
   Value numK;
   /// C's element type.
@@ -227,10 +232,15 @@ void WarpgroupGemm::produce(Value base) {
                                           warp, idx(0)),
                     wg.electOne(b, loc));
   // The elected lane waits for each stage and issues its TMA copies. With
-  // bByCopies every producer thread also copies B, but still only the
+  // copies every producer thread also copies A or B, but still only the
   // elected lane waits on the mbarrier (the wait loop is not safe for
   // lanes leaving it apart): named barrier 4 then frees the stage for the
   // others.
+  int64_t tmaBytes = stageBytes;
+  if (aByCopies)
+    tmaBytes -= cfg.aBytes(elemBytes);
+  if (bByCopies)
+    tmaBytes -= stageBytes - cfg.aBytes(elemBytes);
   auto loopOverK = [&] {
     auto loop = scf::ForOp::create(b, loc, idx(0), numK, idx(1));
     OpBuilder::InsertionGuard guard(b);
@@ -240,23 +250,24 @@ void WarpgroupGemm::produce(Value base) {
     Value full = barrier(stage);
     auto waitAndLoad = [&] {
       wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity(i, true));
-      wg.arriveExpectBytes(b, loc, full,
-                           bByCopies ? cfg.aBytes(elemBytes) : stageBytes);
+      wg.arriveExpectBytes(b, loc, full, tmaBytes);
       loadStage(slot, kt, full);
     };
-    if (!bByCopies) {
+    if (!byCopies()) {
       waitAndLoad();
       return;
     }
     ifThen(lead, waitAndLoad);
     wg.barrier(b, loc, i32(4), WarpgroupMma::kWarpgroupThreads);
-    copyStageB(slot, kt);
+    copyStage(slot, kt);
     wg.asyncCopiesArrive(b, loc, full);
   };
-  if (bByCopies)
+  if (byCopies()) {
+    prepareCopies();
     loopOverK();
-  else
+  } else {
     ifThen(lead, loopOverK);
+  }
 }
 
 Value WarpgroupGemm::consume(Value consumer, Value base) {
@@ -272,7 +283,7 @@ Value WarpgroupGemm::consume(Value consumer, Value base) {
     Value stage = remu(i, cfg.stages);
     wg.waitParity(b, loc, barrier(stage), parity(i, false));
     // cp.async writes are the generic proxy's; wgmma reads the async one.
-    if (bByCopies)
+    if (byCopies())
       wg.fenceSharedForAsync(b, loc);
     Value slot = mul(stage, stageBytes);
     prepareStage(slot, kt);
@@ -318,7 +329,7 @@ SmallVector<std::pair<Value, int64_t>> WarpgroupGemm::ringBarriers() {
       alignedSharedBase(WarpgroupMma::kSwizzleAlignment);
   SmallVector<std::pair<Value, int64_t>> barriers;
   int64_t fullArrivals =
-      1 + (bByCopies ? WarpgroupMma::kWarpgroupThreads : 0);
+      1 + (byCopies() ? WarpgroupMma::kWarpgroupThreads : 0);
   for (int64_t s = 0; s < cfg.stages; ++s)
     barriers.push_back({barrier(idx(s)), fullArrivals});
   for (int64_t s = 0; s < cfg.stages; ++s)
@@ -442,24 +453,36 @@ class RaggedMGemm : public WarpgroupGemm {
 public:
   RaggedMGemm(OpBuilder &b, Location loc, const TargetInfo &target,
               const WarpgroupMma &wg, const Sm90Config &cfg, Type elem,
-              bool transB, bool pointerTable)
+              bool transB, bool pointerTable, bool gather)
       : WarpgroupGemm(b, loc, target, wg, cfg, elem, {true, 0},
                       {transB, Sm90Config::chunkBytes(
                                    elem.getIntOrFloatBitWidth() / 8)}),
         transB(transB) {
+    aByCopies = gather;
     bByCopies = pointerTable;
   }
 
   /// `bArg`: the stacked b (read through `mapB`) or the pointer table.
   /// The grid has `mTiles` M-tiles (findRowTile's count for the largest
-  /// T); `mapC` is c [T, N] as {N, T}.
+  /// T); `mapC` is c [T, N] as {N, T}. With gathered rows, `aArg` is a
+  /// [S, K] and `aRows` [T] its rows with their divisor (no mapA).
   void build(Value offsets, Value c, Value T, Value mTiles, Value mapA,
              Value mapB, Value mapC, Value bArg, int64_t groups, int64_t n,
-             int64_t k);
+             int64_t k, Value aArg, Value aRows, int64_t divisor);
 
 private:
   void loadStage(Value slot, Value kt, Value full) override;
-  void copyStageB(Value slot, Value kt) override;
+  void prepareCopies() override;
+  void copyStage(Value slot, Value kt) override {
+    if (aByCopies)
+      copyStageA(slot, kt);
+    if (bByCopies)
+      copyStageB(slot, kt);
+  }
+  /// The gathered A tile: 128 rows of 64 K-elements, 16-byte piece p of
+  /// row r at piece p ^ (r % 8), as TMA would write it.
+  void copyStageA(Value slot, Value kt);
+  void copyStageB(Value slot, Value kt);
   void epilogue(Value consumer, Value acc) override;
   /// 16-byte copies of the staged part's rows below rowEnd and columns
   /// below N, from `buffer` to c at (row, firstColumn) of C.
@@ -473,13 +496,21 @@ private:
   Value rowStart, rowEnd, group, colStart;
   /// With a pointer table: the group's matrix (!llvm.ptr<1>).
   Value bMatrix;
+  /// With gathered rows: a (!llvm.ptr<1>), its row count S, a_rows and
+  /// the divisor; per A copy of a producer thread (prepareCopies), the
+  /// first element of its row in a and the bytes it copies (16, or 0 for
+  /// a row outside the group or outside a).
+  Value aMatrix, sourceRows, aRows;
+  int64_t divisor = 1;
+  SmallVector<Value> aRowElements, aRowBytes;
 };
 
 void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
   Value k0 = mul(kt, cfg.tileK);
   Value bSlot = add(slot, cfg.aBytes(elemBytes));
-  wg.tmaLoad(b, loc, sharedPointer(slot), mapA, full,
-             {toI32(k0), toI32(rowStart)});
+  if (!aByCopies)
+    wg.tmaLoad(b, loc, sharedPointer(slot), mapA, full,
+               {toI32(k0), toI32(rowStart)});
   if (bByCopies)
     return;
   if (transB) {
@@ -492,6 +523,68 @@ void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
     wg.tmaLoad(b, loc,
                sharedPointer(add(bSlot, j * Sm90Config::chunkBytes(elemBytes))),
                mapB, full, {toI32(add(colStart, j * Sm90Config::chunk)), bRow});
+}
+
+/// Producer thread t copies piece t % 8 of A rows t / 8 + 16 i.
+constexpr int64_t kPiecesPerLine = WarpgroupMma::kSwizzleBytes / 16;
+constexpr int64_t kLinesPerRound =
+    WarpgroupMma::kWarpgroupThreads / kPiecesPerLine;
+
+void RaggedMGemm::prepareCopies() {
+  if (!aByCopies)
+    return;
+  aRowElements.clear();
+  aRowBytes.clear();
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  Value limit = mul(sourceRows, divisor);
+  for (int64_t line = 0; line < Sm90Config::tileM; line += kLinesPerRound) {
+    Value r = add(rowStart, add(divu(thread, kPiecesPerLine), line));
+    // Rows past the tile's group (or any row of a block without a tile,
+    // whose a_rows may be empty) read nothing.
+    Value inGroup = andi(found, lt(r, rowEnd));
+    auto load = scf::IfOp::create(b, loc, TypeRange{b.getIndexType()},
+                                  inGroup, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(load.thenBlock());
+      scf::YieldOp::create(
+          b, loc, toIndex(memref::LoadOp::create(b, loc, aRows, r)));
+      b.setInsertionPointToStart(load.elseBlock());
+      scf::YieldOp::create(b, loc, limit);
+    }
+    Value valid = ltu(load.getResult(0), limit);
+    aRowElements.push_back(
+        select(valid, mul(divu(load.getResult(0), divisor), k), idx(0)));
+    aRowBytes.push_back(select(valid, i32(16), i32(0)));
+  }
+}
+
+void RaggedMGemm::copyStageA(Value slot, Value kt) {
+  Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
+  Value piece = remu(thread, kPiecesPerLine);
+  Value firstLine = divu(thread, kPiecesPerLine);
+  // Every line of the thread has the same line % 8.
+  Value swizzled =
+      mul(arith::XOrIOp::create(b, loc, piece, remu(firstLine, 8)), 16);
+  Value column = add(mul(kt, cfg.tileK), mul(piece, 8));
+  Value columnInside = lt(column, idx(k));
+  for (auto [i, element] : llvm::enumerate(aRowElements)) {
+    Value line = add(firstLine, static_cast<int64_t>(i) * kLinesPerRound);
+    Value bytes = aRowBytes[i];
+    Value offset = add(element, column);
+    // Pieces past K (a partial last K-tile) are zero-filled.
+    if (k % cfg.tileK) {
+      bytes = select(columnInside, bytes, i32(0));
+      offset = select(columnInside, offset, idx(0));
+    }
+    Value src = LLVM::GEPOp::create(
+        b, loc, aMatrix.getType(), elem, aMatrix,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), offset)
+                       .getResult()});
+    Value dst = sharedPointer(
+        add(slot, add(mul(line, WarpgroupMma::kSwizzleBytes), swizzled)));
+    wg.asyncCopy16(b, loc, dst, src, bytes);
+  }
 }
 
 void RaggedMGemm::copyStageB(Value slot, Value kt) {
@@ -610,8 +703,19 @@ void RaggedMGemm::copyOut(Value buffer, int64_t boxes, Value partRow,
 void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mTiles,
                         Value mapAArg, Value mapBArg, Value mapCArg,
                         Value bArg, int64_t groups, int64_t nCols,
-                        int64_t kDepth) {
+                        int64_t kDepth, Value aArg, Value aRowsArg,
+                        int64_t rowsDivisor) {
   c = cArg;
+  if (aByCopies) {
+    aRows = aRowsArg;
+    divisor = rowsDivisor;
+    sourceRows = memref::DimOp::create(b, loc, aArg, 0);
+    Value address = arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, aArg));
+    aMatrix = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+  }
   cElem = cast<MemRefType>(c.getType()).getElementType();
   mapA = mapAArg;
   mapB = mapBArg;
@@ -834,39 +938,46 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
   // or b [G, K, N] as {N, G * K} in boxes of 64 x 64; c [T, N] as {N, T}
   // in boxes of 128 bytes x 64 rows; 128-byte swizzled.
   bool transB = op.getTransB();
-  Value mapA = ctx.addTensorMap(
-      {0, {{1, 2}, {0, 1}}, {Sm90Config::tileK, Sm90Config::tileM},
-       kSwizzle128});
+  // Gathered rows of a are copied by the producer threads instead.
+  bool gather = static_cast<bool>(op.getARows());
+  Value mapA;
+  if (!gather)
+    mapA = ctx.addTensorMap(
+        {ctx.argIndex(op.getA()), {{1, 2}, {0, 1}},
+         {Sm90Config::tileK, Sm90Config::tileM}, kSwizzle128});
   // A pointer table's matrices are copied by the producer threads instead.
   bool pointerTable = op.isPointerTable();
   Value mapB;
   if (!pointerTable)
     mapB = ctx.addTensorMap(
-        {1,
+        {ctx.argIndex(op.getB()),
          {{2, 3}, {0, 2}},
          {transB ? Sm90Config::tileK : Sm90Config::chunk,
           transB ? cfg->tileN : Sm90Config::tileK},
          kSwizzle128});
   Value mapC = ctx.addTensorMap(
-      {3,
+      {ctx.argIndex(op.getC()),
        {{1, 2}, {0, 1}},
        {Sm90Config::boxColumns(cElem), WarpgroupMma::kRows},
        kSwizzle128});
   // findRowTile's M-tiles: each group's, and the tail's, last one may be
   // partial, so T rows take at most (T + (G + 1) * (tileM - 1)) / tileM.
   int64_t slack = (groups + 1) * (Sm90Config::tileM - 1);
-  Value T = ctx.dimValue(b, op.getA(), 0);
+  Value T = ctx.dimValue(b, op.getC(), 0);
   Value mTiles = arith::DivUIOp::create(
       b, loc,
       arith::AddIOp::create(
           b, loc, T, arith::ConstantIndexOp::create(b, loc, slack)),
       arith::ConstantIndexOp::create(b, loc, Sm90Config::tileM));
-  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB, pointerTable)
-      .build(ctx.args[2], ctx.args[3], T, mTiles, mapA, mapB, mapC,
-             ctx.args[1], groups, n, k);
+  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB, pointerTable,
+              gather)
+      .build(ctx.arg(op.getGroupOffsets()), ctx.arg(op.getC()), T, mTiles,
+             mapA, mapB, mapC, ctx.arg(op.getB()), groups, n, k,
+             ctx.arg(op.getA()), ctx.arg(op.getARows()),
+             op.getRowsDivisor());
 
   // One block an SM, fewer when T is a constant with fewer tiles.
-  const KernelDim &rows = ctx.dim(op.getA(), 0);
+  const KernelDim &rows = ctx.dim(op.getC(), 0);
   int64_t blocks = Sm90Config::persistentBlocks;
   if (rows.symbol < 0)
     blocks = std::min(blocks, tilesOf(n, cfg->tileN) *

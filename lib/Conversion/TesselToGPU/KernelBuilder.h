@@ -69,6 +69,10 @@ protected:
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }
+  /// Unsigned: a negative x is past any y.
+  Value ltu(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);

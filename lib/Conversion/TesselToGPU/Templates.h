@@ -66,6 +66,10 @@ struct KernelContext {
       return Value();
     return args[cast<BlockArgument>(operand).getArgNumber()];
   }
+  /// The kernel argument number of `operand` (a tensor map's `arg`).
+  unsigned argIndex(Value operand) const {
+    return cast<BlockArgument>(operand).getArgNumber();
+  }
   /// Dimension `d` of `operand` as the signature has it (symbol or constant).
   const KernelDim &dim(Value operand, unsigned d) const {
     return sig.args[cast<BlockArgument>(operand).getArgNumber()].dims[d];

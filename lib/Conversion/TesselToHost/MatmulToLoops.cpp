@@ -63,29 +63,29 @@ static GroupMatrix groupMatrix(LoopBuilder &lb, GroupedMatmulOp op, Value g) {
   return {buildArgMemRef(builder, loc, matrix, ptr, /*symbols=*/{}), Value()};
 }
 
-/// c[t, :] = a[t, :] . bg^T with bg `[N, K]`: one dot product per column,
+/// c[t, :] = a[s, :] . bg^T with bg `[N, K]`: one dot product per column,
 /// both operands contiguous along K.
 static void rowTimesTransposed(LoopBuilder &lb, Value a, const GroupMatrix &bg,
-                               Value c, Value t, Value n, Value k) {
+                               Value c, Value t, Value s, Value n, Value k) {
   Value zero = lb.idx(0);
   lb.forLoop(zero, n, [&](Value j) {
     Value dot = lb.forLoop(
         zero, k, lb.f32(0), [&](Value i, ValueRange sum) -> SmallVector<Value> {
-          return {lb.mulAddFree(sum.front(), lb.loadF32(a, {t, i}),
+          return {lb.mulAddFree(sum.front(), lb.loadF32(a, {s, i}),
                                 bg.load(lb, j, i))};
         })[0];
     lb.storeF32(dot, c, {t, j});
   });
 }
 
-/// c[t, :] = a[t, :] . bg with bg `[K, N]`: rows of bg scaled by a[t, i] are
+/// c[t, :] = a[s, :] . bg with bg `[K, N]`: rows of bg scaled by a[s, i] are
 /// added into the f32 row `acc`, contiguous along N.
 static void rowTimes(LoopBuilder &lb, Value a, const GroupMatrix &bg, Value c,
-                     Value acc, Value t, Value n, Value k) {
+                     Value acc, Value t, Value s, Value n, Value k) {
   Value zero = lb.idx(0);
   lb.fill(acc, lb.f32(0));
   lb.forLoop(zero, k, [&](Value i) {
-    Value x = lb.loadF32(a, {t, i});
+    Value x = lb.loadF32(a, {s, i});
     lb.forLoop(zero, n, [&](Value j) {
       lb.storeF32(lb.mulAddFree(lb.loadF32(acc, j), x, bg.load(lb, i, j)), acc,
                   j);
@@ -101,27 +101,40 @@ LogicalResult host::lowerGroupedMatmul(GroupedMatmulOp op, OpBuilder &b) {
   Value a = op.getA(), c = op.getC(), offsets = op.getGroupOffsets();
   int64_t n = op.getN();
   Value numCols = lb.idx(n), k = lb.idx(op.getK());
-  Value rows = lb.minDim({{a, 0}, {c, 0}});
+  Value aRows = op.getARows();
+  Value rows = aRows ? lb.minDim({{aRows, 0}, {c, 0}})
+                     : lb.minDim({{a, 0}, {c, 0}});
   Value numGroups = lb.minDim({{offsets, 0}, {op.getB(), 0}});
   bool transB = op.getTransB();
   Value acc =
       transB ? Value() : lb.alloc(MemRefType::get({n}, b.getF32Type()), {});
+  auto zeroRow = [&](Value t) {
+    lb.forLoop(lb.idx(0), numCols, [&](Value j) {
+      lb.storeF32(lb.f32(0), c, {t, j});
+    });
+  };
   Value lastEnd = lb.forEachGroup(
       offsets, numGroups, rows, [&](Value g, Value begin, Value end) {
         GroupMatrix bg = groupMatrix(lb, op, g);
         lb.forLoop(begin, end, [&](Value t) {
-          if (transB)
-            rowTimesTransposed(lb, a, bg, c, t, numCols, k);
-          else
-            rowTimes(lb, a, bg, c, acc, t, numCols, k);
+          auto product = [&](Value s) {
+            if (transB)
+              rowTimesTransposed(lb, a, bg, c, t, s, numCols, k);
+            else
+              rowTimes(lb, a, bg, c, acc, t, s, numCols, k);
+          };
+          if (!aRows)
+            return product(t);
+          // An entry past a's rows (or negative) reads as zeros.
+          Value entry = lb.loadIndex(aRows, {t});
+          Value divisor = lb.idx(op.getRowsDivisor());
+          lb.ifThenElse(
+              lb.inBounds(entry, lb.mul(lb.dim(a, 0), divisor)),
+              [&] { product(lb.div(entry, divisor)); }, [&] { zeroRow(t); });
         });
       });
   // Rows past the last group belong to none: they are zero.
-  lb.forLoop(lastEnd, rows, [&](Value t) {
-    lb.forLoop(lb.idx(0), numCols, [&](Value j) {
-      lb.storeF32(lb.f32(0), c, {t, j});
-    });
-  });
+  lb.forLoop(lastEnd, rows, zeroRow);
   if (acc)
     lb.dealloc(acc);
   return success();

@@ -25,6 +25,8 @@
 //   GroupedMatmulOp          "b_shape must be positive"
 //   GroupedMatmulOp          "b_shape K (A) must match 'a' dim 1 (B)"
 //   GroupedMatmulOp          "b_shape is only allowed when 'b' is a pointer table"
+//   GroupedMatmulOp          "a_rows_divisor must be positive"
+//   GroupedMatmulOp          "a_rows_divisor is only allowed with 'a_rows'"
 //   MoePermuteOp             "topk must be positive"
 // and the shared checks again where an op adds its own operands.
 
@@ -1147,5 +1149,37 @@ func.func @swiglu_backward_sorted_rows(%g: memref<5x64xbf16>, %h: memref<5x128xb
 func.func @swiglu_backward_rows_per_slot(%g: memref<?x64xbf16>, %h: memref<?x128xbf16>, %w: memref<3x2xf32>, %s: memref<5xi32>, %p: memref<3x2xi32>, %dh: memref<?x128xbf16>, %aw: memref<?x64xbf16>, %dw: memref<3x2xf32>) {
   // expected-error @below {{'sorted_rows' dim 0 (tokens x topk) must be 6, got 5}}
   tessel.swiglu_backward grad(%g : memref<?x64xbf16>) h(%h : memref<?x128xbf16>) topk_weights(%w : memref<3x2xf32>) sorted_rows(%s : memref<5xi32>) row_positions(%p : memref<3x2xi32>) dh(%dh : memref<?x128xbf16>) act_weighted(%aw : memref<?x64xbf16>) d_topk_weights(%dw : memref<3x2xf32>)
+  return
+}
+
+// -----
+
+func.func @gmm_rows_divisor(%a: memref<?x64xbf16>, %r: memref<?xi32>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>) {
+  // expected-error @below {{a_rows_divisor must be positive, got 0}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) a_rows(%r : memref<?xi32>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) {trans_b, a_rows_divisor = 0}
+  return
+}
+
+// -----
+
+func.func @gmm_divisor_without_rows(%a: memref<?x64xbf16>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>) {
+  // expected-error @below {{a_rows_divisor is only allowed with 'a_rows'}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) {trans_b, a_rows_divisor = 8}
+  return
+}
+
+// -----
+
+func.func @gmm_rows_type(%a: memref<?x64xbf16>, %r: memref<?xi64>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>) {
+  // expected-error @below {{'a_rows' must be a memref of i32, got 'i64'}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) a_rows(%r : memref<?xi64>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) {trans_b, a_rows_divisor = 8}
+  return
+}
+
+// -----
+
+func.func @gmm_rows_count(%a: memref<?x64xbf16>, %r: memref<12xi32>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<10x32xbf16>) {
+  // expected-error @below {{'c' dim 0 (rows) is 10 but 'a_rows' dim 0 is 12}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) a_rows(%r : memref<12xi32>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<10x32xbf16>) {trans_b}
   return
 }

@@ -228,6 +228,7 @@ func.func @lse_merge_n(%p: memref<?x?x32x128xf32>, %pl: memref<?x32x?xf32>,
 // CHECK:       tessel.grouped_matmul a(%{{.*}} : memref<?x2048xbf16>) b(%{{.*}} : memref<128x2048x512xbf16>) group_offsets(%{{.*}} : memref<128xi32>) c(%{{.*}} : memref<?x512xf32>){{$}}
 // CHECK:       tessel.grouped_matmul a(%{{.*}} : memref<?x2048xbf16>) b(%{{.*}} : memref<128xi64>) group_offsets(%{{.*}} : memref<128xi32>) c(%{{.*}} : memref<?x512xbf16>) {b_shape = array<i64: 512, 2048>, trans_b}
 // CHECK:       tessel.grouped_matmul a(%{{.*}} : memref<?x2048xbf16>) b(%{{.*}} : memref<?xi64>) group_offsets(%{{.*}} : memref<?xi32>) c(%{{.*}} : memref<?x512xbf16>) {b_shape = array<i64: 2048, 512>}
+// CHECK:       tessel.grouped_matmul a(%{{.*}} : memref<?x2048xbf16>) a_rows(%{{.*}} : memref<?xi32>) b(%{{.*}} : memref<128x512x2048xbf16>) group_offsets(%{{.*}} : memref<128xi32>) c(%{{.*}} : memref<?x512xbf16>) {a_rows_divisor = 8 : i64, trans_b}
 func.func @grouped_matmul(%a: memref<?x2048xbf16>,
                           %bt: memref<128x512x2048xbf16>,
                           %bn: memref<128x2048x512xbf16>,
@@ -246,6 +247,10 @@ func.func @grouped_matmul(%a: memref<?x2048xbf16>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
       b(%dtable : memref<?xi64>) group_offsets(%dg : memref<?xi32>)
       c(%c : memref<?x512xbf16>) {b_shape = array<i64: 2048, 512>}
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      a_rows(%dg : memref<?xi32>) b(%bt : memref<128x512x2048xbf16>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
+      {trans_b, a_rows_divisor = 8}
   return
 }
 

@@ -89,6 +89,27 @@
 // CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global
 // CHECK-NOT:   mma.sync
 
+// With gathered rows (a_rows: the MoE forward reading x through the
+// sorted (token, slot) rows) the producer threads copy A instead: no
+// tensor map for a (b's and c's only, after the five pointers and the
+// shapes S and T), 8 cp.async.cg of 16 bytes a thread and K-tile, rows
+// 16 apart (2048 bytes), their byte counts in registers (0 zero-fills a
+// row outside the group or outside x); TMA still copies B.
+// CHECK-LABEL: gpu.binary @gate_up_gathered
+// CHECK-SAME:  .param .u64 gate_up_gathered_param_6,
+// CHECK-SAME:  .param .align 64 .b8 gate_up_gathered_param_7[128],
+// CHECK-SAME:  .param .align 64 .b8 gate_up_gathered_param_8[128]\0A)
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-SAME:  bar.sync \094, 128;
+// CHECK-SAME:  cp.async.cg.shared.global [[[DST:%rd[0-9]+]]], [{{[^]]*}}], 16, %r{{[0-9]+}};
+// CHECK-SAME:  cp.async.cg.shared.global [[[DST]]+2048], [{{[^]]*}}], 16, %r{{[0-9]+}};
+// CHECK-SAME:  cp.async.cg.shared.global [[[DST]]+12288], [{{[^]]*}}], 16, %r{{[0-9]+}};
+// CHECK-SAME:  cp.async.mbarrier.arrive.noinc.shared.b64
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global
+// CHECK-NOT:   cp.async.bulk.tensor.2d.shared::cluster.global
+// CHECK-NOT:   mma.sync
+
 // CHECK-LABEL: gpu.binary @wgrad
 // CHECK-SAME:  .target sm_90a
 // CHECK-SAME:  %ctaid.x;
@@ -132,6 +153,15 @@ func.func @gate_ptrs(%a: memref<?x2048xbf16>, %b: memref<128xi64>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) b(%b : memref<128xi64>)
       group_offsets(%g : memref<128xi32>) c(%c : memref<?x512xbf16>)
       {trans_b, b_shape = array<i64: 512, 2048>}
+  return
+}
+func.func @gate_up_gathered(%x: memref<?x2048xbf16>, %rows: memref<?xi32>,
+                            %b: memref<128x1024x2048xbf16>,
+                            %g: memref<128xi32>, %c: memref<?x1024xbf16>) {
+  tessel.grouped_matmul a(%x : memref<?x2048xbf16>)
+      a_rows(%rows : memref<?xi32>) b(%b : memref<128x1024x2048xbf16>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x1024xbf16>)
+      {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,

@@ -220,7 +220,8 @@ void describe(LseMergeNOp op, SpecBuilder &b) {
 }
 
 void describe(GroupedMatmulOp op, SpecBuilder &b) {
-  b.in(op.getA(), "a", {"T", "K"});
+  // Gathered rows: a holds S source rows, c and a_rows T.
+  b.in(op.getA(), "a", {op.getARows() ? "S" : "T", "K"});
   if (op.isPointerTable())
     b.in(op.getB(), "b", {"G"});
   else if (op.getTransB())
@@ -229,10 +230,13 @@ void describe(GroupedMatmulOp op, SpecBuilder &b) {
     b.in(op.getB(), "b", {"G", "K", "N"});
   b.in(op.getGroupOffsets(), "group_offsets", {"G"});
   b.out(op.getC(), "c", {"T", "N"});
+  b.in(op.getARows(), "a_rows", {"T"});
   b.param("N", op.getN());
   b.param("K", op.getK());
   b.param("trans_b", op.getTransB() ? 1 : 0);
   b.param("pointer_table", op.isPointerTable() ? 1 : 0);
+  // 0: a's rows are read in order.
+  b.param("a_rows_divisor", op.getARows() ? op.getRowsDivisor() : 0);
   groupsParam(b, op.getGroupOffsets());
 }
 

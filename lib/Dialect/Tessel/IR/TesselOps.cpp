@@ -565,9 +565,21 @@ LogicalResult GroupedMatmulOp::verify() {
   Value a = getA(), b = getB(), out = getC();
   if (failed(c.rank(a, "a", 2)) || failed(c.floatData(a, "a")) ||
       failed(c.rank(out, "c", 2)) || failed(c.outElem(out, "c", a, "a")) ||
-      failed(verifyGroupOffsets(c, getGroupOffsets())) ||
-      failed(c.sameDim(out, "c", 0, a, "a", 0, "rows")))
+      failed(verifyGroupOffsets(c, getGroupOffsets())))
     return failure();
+  // Gathered rows: c has a_rows' rows, a any number.
+  if (Value rows = getARows()) {
+    if (failed(verifyIndexVector(c, rows, "a_rows")) ||
+        failed(c.sameDim(out, "c", 0, rows, "a_rows", 0, "rows")))
+      return failure();
+    if (getRowsDivisor() < 1)
+      return emitOpError() << "a_rows_divisor must be positive, got "
+                           << getRowsDivisor();
+  } else if (getARowsDivisor()) {
+    return emitOpError("a_rows_divisor is only allowed with 'a_rows'");
+  } else if (failed(c.sameDim(out, "c", 0, a, "a", 0, "rows"))) {
+    return failure();
+  }
   auto k = c.staticDim(a, "a", 1, "K");
   if (failed(k))
     return failure();

@@ -409,23 +409,39 @@ def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
 
     Shapes: a `[T, K]`, group_offsets `[G]` i32, c `[T, N]`.
 
+    With `a_rows` (i32 `[T]`), the rows of the product are gathered: row `t`
+    reads row `a_rows[t] / a_rows_divisor` of `a` `[S, K]` (an entry outside
+    `[0, S * a_rows_divisor)` reads as zeros). The MoE forward passes its tokens `x` with
+    `expert_sort`'s sorted (token, slot) rows and the top-k as the divisor,
+    so the expert-ordered copy of `x` is never written.
+
     Example:
 
     ```mlir
     tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
         b(%b : memref<128x512x2048xbf16>) group_offsets(%g : memref<128xi32>)
         c(%c : memref<?x512xbf16>) {trans_b}
+    tessel.grouped_matmul a(%x : memref<?x2048xbf16>)
+        a_rows(%sorted_rows : memref<?xi32>)
+        b(%b : memref<128x512x2048xbf16>) group_offsets(%g : memref<128xi32>)
+        c(%c : memref<?x512xbf16>) {a_rows_divisor = 8, trans_b}
     ```
   }];
   let arguments = (ins Tessel_Buffer:$a, Tessel_Buffer:$b,
                    Tessel_Buffer:$group_offsets, Tessel_OutBuffer:$c,
-                   UnitAttr:$trans_b, OptionalAttr<DenseI64ArrayAttr>:$b_shape);
+                   Arg<Optional<AnyMemRef>, "", [MemRead]>:$a_rows,
+                   UnitAttr:$trans_b, OptionalAttr<DenseI64ArrayAttr>:$b_shape,
+                   OptionalAttr<I64Attr>:$a_rows_divisor);
   let assemblyFormat = [{
-    `a` `(` $a `:` type($a) `)` `b` `(` $b `:` type($b) `)`
+    `a` `(` $a `:` type($a) `)`
+    (`a_rows` `(` $a_rows^ `:` type($a_rows) `)`)?
+    `b` `(` $b `:` type($b) `)`
     `group_offsets` `(` $group_offsets `:` type($group_offsets) `)`
     `c` `(` $c `:` type($c) `)` attr-dict
   }];
   let extraClassDeclaration = [{
+    /// The divisor of `a_rows` entries (1 when not given).
+    int64_t getRowsDivisor() { return getARowsDivisor().value_or(1); }
     /// True when `b` is a table of per-group pointers.
     bool isPointerTable();
     /// N and K of every group's B matrix.
