@@ -53,13 +53,23 @@ def _grouped_matmul(e, groups, N, K, trans_b, pointer_table,
     return (operands, attr)
 
 
-def _grouped_matmul_wgrad(e, groups, M, N):
+def _grouped_matmul_wgrad(e, groups, M, N, a_rows_divisor=0,
+                          b_rows_divisor=0):
     """c [G, M, N] = a[rows_g]^T . b[rows_g], stored in the element type of
-    a and b (fp32 accumulation over all of a group's rows in one block)."""
-    return ([("a", "a", _memref("?", M, element=e)),
-             ("b", "b", _memref("?", N, element=e)),
-             ("group_offsets", "off", _memref(groups, element="i32")),
-             ("c", "c", _memref(groups, M, N, element=e))], "")
+    a and b (fp32 accumulation over all of a group's rows in one block);
+    with a_rows_divisor (b_rows_divisor), row t of a (b) is gathered: row
+    a_rows[t] / a_rows_divisor of a [S, M]."""
+    rows = _memref("?", element="i32")
+    operands = [("a", "a", _memref("?", M, element=e))]
+    if a_rows_divisor:
+        operands.append(("a_rows", "arows", rows))
+    operands.append(("b", "b", _memref("?", N, element=e)))
+    if b_rows_divisor:
+        operands.append(("b_rows", "brows", rows))
+    operands += [("group_offsets", "off", _memref(groups, element="i32")),
+                 ("c", "c", _memref(groups, M, N, element=e))]
+    divisor = a_rows_divisor or b_rows_divisor
+    return (operands, f" {{rows_divisor = {divisor}}}" if divisor else "")
 
 
 def _expert_histogram(e, groups, topk):

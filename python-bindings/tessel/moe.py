@@ -24,9 +24,10 @@ the device with no host synchronisation:
     act  -grouped_matmul(w_down, trans_b)->  y [R, H]
     y    -moe_unpermute(topk_weights)->  out [T, H]  (fp32 sums, no atomics)
 
-Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p:
+Backward, dout [T, H]; w_s[p] is the routing weight of sorted row p;
+dout_s = dout[sorted_rows / k] and xs = x[sorted_rows / k] are what the
+grouped matmuls read through sorted_rows (a_rows / b_rows), never copies:
 
-    dout_s = moe_permute(dout)                           [R, H]
     g = grouped_matmul(dout_s, w_down)  (down dgrad)     [R, I]
     swiglu_backward(g, h, topk_weights), one pass:
       dh = SiLU-gate backward of g * w_s                 [R, 2I]
@@ -45,9 +46,8 @@ kernel (torch only casts the routing weights and, with gate and up apart,
 builds the [T, 2k] positions of the dx combine).
 Saved for the backward: x, h, the int32 routing (sorted_rows,
 row_positions, group_offsets), the routing weights as fp32, and the
-weights themselves (no copies). Not saved: xs (k times x's size; permuted
-again in the backward, one copy at the memory rate), act (recomputed from
-h by swiglu_backward) and y (the identity above).
+weights themselves (no copies). Not saved: act (recomputed from h by
+swiglu_backward) and y (the identity above); xs is never made.
 
 `moe_mlp_unstacked` takes the experts' weights as lists, as a model keeps
 them (one nn.Linear each), and reads them in place through pointer tables
@@ -430,13 +430,6 @@ class _Plan(NamedTuple):
 # The autograd Function
 #===----------------------------------------------------------------------===#
 
-def _permute(plan: _Plan, rows: torch.Tensor,
-             sorted_rows: torch.Tensor) -> torch.Tensor:
-    out = rows.new_empty(sorted_rows.shape[0], rows.shape[1])
-    plan.kernels["permute"](rows, sorted_rows, out)
-    return out
-
-
 def _unpermute(plan: _Plan, y: torch.Tensor, row_positions: torch.Tensor,
                weights: torch.Tensor, step: str = "unpermute") -> torch.Tensor:
     out = y.new_empty(row_positions.shape[0], y.shape[1])
@@ -468,8 +461,8 @@ def forward(plan: _Plan, x: torch.Tensor, topk_ids: torch.Tensor,
     up_bs, down_b = form.operands(weights)
     # h (gate | up) is what the backward keeps of the activations:
     # recomputing it would cost a grouped matmul, while act comes back
-    # from it elementwise (keeping act too would add R x I) and xs from
-    # x by one more permute (keeping xs would add R x H).
+    # from it elementwise (keeping act too would add R x I). x is read
+    # through sorted_rows (a_rows), here and in the backward.
     h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
     for part, b in enumerate(up_bs):
         k["up"](x, sorted_rows, b, offsets, h[part])
@@ -498,9 +491,11 @@ def backward(plan: _Plan, dout: torch.Tensor, x: torch.Tensor,
     # gathered again for the backward, perhaps at other addresses.
     up_bs, down_b = form.operands(weights)
 
-    dout_s = _permute(plan, dout.contiguous(), sorted_rows)
-    g = x.new_empty(dout_s.shape[0], dims.intermediate)
-    k["down_dgrad"](dout_s, down_b, offsets, g)
+    # dout and x are read in expert order through sorted_rows by the
+    # grouped matmuls themselves: neither is permuted into a copy.
+    dout = dout.contiguous()
+    g = x.new_empty(sorted_rows.shape[0], dims.intermediate)
+    k["down_dgrad"](dout, sorted_rows, down_b, offsets, g)
     # The SwiGLU backward with the routing weights in one pass: dh, the
     # down weight gradient's operand w_s * act, and d topk_weights.
     dh = torch.empty_like(h)
@@ -511,15 +506,15 @@ def backward(plan: _Plan, dout: torch.Tensor, x: torch.Tensor,
     del g, h
     d_down = None
     if need_down:
-        # dy[p] = w_s[p] dout_s[p]: the weight moved onto act, the
-        # smaller operand (I <= H in these models).
+        # dy[p] = w_s[p] dout_s[p] (dout_s = dout in expert order): the
+        # weight moved onto act, the smaller operand (I <= H in these
+        # models).
         d_down = x.new_empty(dims.experts, dims.hidden, dims.intermediate)
-        k["down_wgrad"](dout_s, act_w, offsets, d_down)
-    del dout_s, act_w
+        k["down_wgrad"](dout, sorted_rows, act_w, offsets, d_down)
+    del act_w
 
     # One dgrad output buffer at a time: dxs ([parts, R, H]) is
-    # combined into dx before xs is permuted again for the gate/up
-    # weight gradient.
+    # combined into dx before the gate/up weight gradient.
     dx = d_up_w = None
     if need_x:
         rows = dh.shape[1]
@@ -539,11 +534,10 @@ def backward(plan: _Plan, dout: torch.Tensor, x: torch.Tensor,
                         w32.new_ones(positions.shape), "dx")
         del dxs
     if need_up:
-        xs = _permute(plan, x, sorted_rows)
         d_up_w = x.new_empty(form.parts, dims.experts, dh.shape[2],
                              dims.hidden)
         for part in range(form.parts):
-            k["up_wgrad"](dh[part], xs, offsets, d_up_w[part])
+            k["up_wgrad"](dh[part], x, sorted_rows, offsets, d_up_w[part])
     return (dx, d_w32, *form.weight_grads(d_up_w, d_down, need_weights))
 
 

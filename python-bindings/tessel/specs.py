@@ -294,7 +294,9 @@ def grouped_mm_kernels(n: int, k: int, trans_b: bool) -> Roles:
                                        pointer_table=0, a_rows_divisor=0)),
         "dgrad": ("grouped_matmul", dict(N=k, K=n, trans_b=int(not trans_b),
                                          pointer_table=0, a_rows_divisor=0)),
-        "wgrad": ("grouped_matmul_wgrad", dict(M=m_cols, N=n_cols)),
+        "wgrad": ("grouped_matmul_wgrad", dict(M=m_cols, N=n_cols,
+                                               a_rows_divisor=0,
+                                               b_rows_divisor=0)),
     }
 
 
@@ -311,37 +313,44 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
     role -> (op, shape params)."""
     H, I = hidden, intermediate
 
+    # gather: a's rows through expert_sort's sorted rows (x or dout [T, H]
+    # read in expert order, no permuted copy).
     def ragged_m(N, K, trans_b, pointer_table, gather=False):
-        # gather: a's rows through expert_sort's sorted rows (x [T, H]
-        # read in expert order, no permuted copy).
         return ("grouped_matmul", dict(N=N, K=K, trans_b=int(trans_b),
                                        pointer_table=int(pointer_table),
                                        a_rows_divisor=topk if gather else 0))
 
+    def ragged_k(M, N, gather):  # gather: "a" or "b"
+        return ("grouped_matmul_wgrad",
+                dict(M=M, N=N, a_rows_divisor=topk if gather == "a" else 0,
+                     b_rows_divisor=topk if gather == "b" else 0))
+
     return {
         "histogram": ("expert_histogram", dict(topk=topk)),
         "sort": ("expert_sort", dict(topk=topk)),
+        # The layer reads x and dout through the sorted rows instead;
+        # tessel.ops.moe_permute and the glue benchmark keep the copy.
         "permute": ("moe_permute", dict(hidden=H, topk=topk)),
         "unpermute": ("moe_unpermute", dict(hidden=H, topk=topk)),
         # dx from the gate and the up dgrads apart: 2k rows a token.
         "unpermute_parts": ("moe_unpermute", dict(hidden=H, topk=2 * topk)),
-        "down_wgrad": ("grouped_matmul_wgrad", dict(M=H, N=I)),
+        "down_wgrad": ragged_k(H, I, "a"),
         # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I].
         "gate_up": ragged_m(2 * I, H, True, False, gather=True),
         "gate_up_dgrad": ragged_m(H, 2 * I, False, False),
-        "gate_up_wgrad": ("grouped_matmul_wgrad", dict(M=2 * I, N=H)),
+        "gate_up_wgrad": ragged_k(2 * I, H, "b"),
         "down": ragged_m(H, I, True, False),
-        "down_dgrad": ragged_m(I, H, False, False),
+        "down_dgrad": ragged_m(I, H, False, False, gather=True),
         # Split: w_gate and w_up [E, I, H] each (and the stacked w_down).
         "gate_or_up": ragged_m(I, H, True, False, gather=True),
         "gate_or_up_dgrad": ragged_m(H, I, False, False),
-        "gate_or_up_wgrad": ("grouped_matmul_wgrad", dict(M=I, N=H)),
+        "gate_or_up_wgrad": ragged_k(I, H, "b"),
         # Unstacked: pointer tables of [I, H] gate or up and [H, I] down
         # matrices (the dgrads read the same matrices as [K, N]).
         "gate_or_up_ptrs": ragged_m(I, H, True, True, gather=True),
         "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
         "down_ptrs": ragged_m(H, I, True, True),
-        "down_dgrad_ptrs": ragged_m(I, H, False, True),
+        "down_dgrad_ptrs": ragged_m(I, H, False, True, gather=True),
         # silu(gate) * up and its backward, on h [R, 2I] (one fused gate/up
         # launch) or [2, R, I] (gate and up launched apart).
         "swiglu": ("swiglu", dict(intermediate=I, parts=1)),
@@ -356,7 +365,7 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
 # The kernels every form of the MoE layer launches, and each form's steps
 # (step -> role): weights stacked, gate and up apart, or per expert
 # through pointer tables.
-MOE_SHARED_ROLES = ("histogram", "sort", "permute", "unpermute", "down_wgrad")
+MOE_SHARED_ROLES = ("histogram", "sort", "unpermute", "down_wgrad")
 MOE_FORM_STEPS = {
     "stacked": dict(up="gate_up", up_dgrad="gate_up_dgrad",
                     up_wgrad="gate_up_wgrad", down="down",

@@ -71,10 +71,6 @@ func.func @moe_k3_sort(%ids: memref<?x3xi32>, %offsets: memref<5xi32>, %sorted: 
   tessel.expert_sort topk_ids(%ids : memref<?x3xi32>) group_offsets(%offsets : memref<5xi32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x3xi32>)
   return
 }
-func.func @moe_k3_permute(%x: memref<?x19xf32>, %sorted: memref<?xi32>, %out: memref<?x19xf32>) {
-  tessel.moe_permute x(%x : memref<?x19xf32>) sorted_rows(%sorted : memref<?xi32>) out(%out : memref<?x19xf32>) {topk = 3 : i64}
-  return
-}
 func.func @moe_k3_unpermute(%y: memref<?x19xf32>, %pos: memref<?x3xi32>, %w: memref<?x3xf32>, %out: memref<?x19xf32>) {
   tessel.moe_unpermute y(%y : memref<?x19xf32>) row_positions(%pos : memref<?x3xi32>) weights(%w : memref<?x3xf32>) out(%out : memref<?x19xf32>)
   return
@@ -83,8 +79,8 @@ func.func @moe_k3_unpermute_parts(%y: memref<?x19xf32>, %pos: memref<?x6xi32>, %
   tessel.moe_unpermute y(%y : memref<?x19xf32>) row_positions(%pos : memref<?x6xi32>) weights(%w : memref<?x6xf32>) out(%out : memref<?x19xf32>)
   return
 }
-func.func @moe_k3_down_wgrad(%a: memref<?x19xf32>, %b: memref<?x11xf32>, %off: memref<5xi32>, %c: memref<5x19x11xf32>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x19xf32>) b(%b : memref<?x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x19x11xf32>)
+func.func @moe_k3_down_wgrad(%a: memref<?x19xf32>, %arows: memref<?xi32>, %b: memref<?x11xf32>, %off: memref<5xi32>, %c: memref<5x19x11xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x19xf32>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x19x11xf32>) {rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_up(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x22xf32>) {
@@ -95,16 +91,16 @@ func.func @moe_k3_gate_up_dgrad(%a: memref<?x22xf32>, %b: memref<5x22x19xf32>, %
   tessel.grouped_matmul a(%a : memref<?x22xf32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>)
   return
 }
-func.func @moe_k3_gate_up_wgrad(%a: memref<?x22xf32>, %b: memref<?x19xf32>, %off: memref<5xi32>, %c: memref<5x22x19xf32>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x22xf32>) b(%b : memref<?x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x22x19xf32>)
+func.func @moe_k3_gate_up_wgrad(%a: memref<?x22xf32>, %b: memref<?x19xf32>, %brows: memref<?xi32>, %off: memref<5xi32>, %c: memref<5x22x19xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x22xf32>) b(%b : memref<?x19xf32>) b_rows(%brows : memref<?xi32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x22x19xf32>) {rows_divisor = 3}
   return
 }
 func.func @moe_k3_down(%a: memref<?x11xf32>, %b: memref<5x19x11xf32>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
   tessel.grouped_matmul a(%a : memref<?x11xf32>) b(%b : memref<5x19x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>) {trans_b}
   return
 }
-func.func @moe_k3_down_dgrad(%a: memref<?x19xf32>, %b: memref<5x19x11xf32>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
-  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5x19x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>)
+func.func @moe_k3_down_dgrad(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x19x11xf32>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5x19x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {a_rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_or_up(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x11x19xf32>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
@@ -115,8 +111,8 @@ func.func @moe_k3_gate_or_up_dgrad(%a: memref<?x11xf32>, %b: memref<5x11x19xf32>
   tessel.grouped_matmul a(%a : memref<?x11xf32>) b(%b : memref<5x11x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>)
   return
 }
-func.func @moe_k3_gate_or_up_wgrad(%a: memref<?x11xf32>, %b: memref<?x19xf32>, %off: memref<5xi32>, %c: memref<5x11x19xf32>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x11xf32>) b(%b : memref<?x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x11x19xf32>)
+func.func @moe_k3_gate_or_up_wgrad(%a: memref<?x11xf32>, %b: memref<?x19xf32>, %brows: memref<?xi32>, %off: memref<5xi32>, %c: memref<5x11x19xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x11xf32>) b(%b : memref<?x19xf32>) b_rows(%brows : memref<?xi32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x11x19xf32>) {rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_or_up_ptrs(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
@@ -131,8 +127,8 @@ func.func @moe_k3_down_ptrs(%a: memref<?x11xf32>, %b: memref<5xi64>, %off: memre
   tessel.grouped_matmul a(%a : memref<?x11xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x19xf32>) {trans_b, b_shape = array<i64: 19, 11>}
   return
 }
-func.func @moe_k3_down_dgrad_ptrs(%a: memref<?x19xf32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
-  tessel.grouped_matmul a(%a : memref<?x19xf32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {b_shape = array<i64: 19, 11>}
+func.func @moe_k3_down_dgrad_ptrs(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5xi64>, %off: memref<5xi32>, %c: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {b_shape = array<i64: 19, 11>, a_rows_divisor = 3}
   return
 }
 func.func @moe_k3_swiglu(%h: memref<?x22xf32>, %act: memref<?x11xf32>) {
@@ -159,10 +155,6 @@ func.func @moe_k2_sort(%ids: memref<?x2xi32>, %offsets: memref<4xi32>, %sorted: 
   tessel.expert_sort topk_ids(%ids : memref<?x2xi32>) group_offsets(%offsets : memref<4xi32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x2xi32>)
   return
 }
-func.func @moe_k2_permute(%x: memref<?x24xbf16>, %sorted: memref<?xi32>, %out: memref<?x24xbf16>) {
-  tessel.moe_permute x(%x : memref<?x24xbf16>) sorted_rows(%sorted : memref<?xi32>) out(%out : memref<?x24xbf16>) {topk = 2 : i64}
-  return
-}
 func.func @moe_k2_unpermute(%y: memref<?x24xbf16>, %pos: memref<?x2xi32>, %w: memref<?x2xf32>, %out: memref<?x24xbf16>) {
   tessel.moe_unpermute y(%y : memref<?x24xbf16>) row_positions(%pos : memref<?x2xi32>) weights(%w : memref<?x2xf32>) out(%out : memref<?x24xbf16>)
   return
@@ -171,8 +163,8 @@ func.func @moe_k2_unpermute_parts(%y: memref<?x24xbf16>, %pos: memref<?x4xi32>, 
   tessel.moe_unpermute y(%y : memref<?x24xbf16>) row_positions(%pos : memref<?x4xi32>) weights(%w : memref<?x4xf32>) out(%out : memref<?x24xbf16>)
   return
 }
-func.func @moe_k2_down_wgrad(%a: memref<?x24xbf16>, %b: memref<?x10xbf16>, %off: memref<4xi32>, %c: memref<4x24x10xbf16>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x24xbf16>) b(%b : memref<?x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x24x10xbf16>)
+func.func @moe_k2_down_wgrad(%a: memref<?x24xbf16>, %arows: memref<?xi32>, %b: memref<?x10xbf16>, %off: memref<4xi32>, %c: memref<4x24x10xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x24xbf16>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x24x10xbf16>) {rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_up(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x20xbf16>) {
@@ -183,16 +175,16 @@ func.func @moe_k2_gate_up_dgrad(%a: memref<?x20xbf16>, %b: memref<4x20x24xbf16>,
   tessel.grouped_matmul a(%a : memref<?x20xbf16>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>)
   return
 }
-func.func @moe_k2_gate_up_wgrad(%a: memref<?x20xbf16>, %b: memref<?x24xbf16>, %off: memref<4xi32>, %c: memref<4x20x24xbf16>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x20xbf16>) b(%b : memref<?x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x20x24xbf16>)
+func.func @moe_k2_gate_up_wgrad(%a: memref<?x20xbf16>, %b: memref<?x24xbf16>, %brows: memref<?xi32>, %off: memref<4xi32>, %c: memref<4x20x24xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x20xbf16>) b(%b : memref<?x24xbf16>) b_rows(%brows : memref<?xi32>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x20x24xbf16>) {rows_divisor = 2}
   return
 }
 func.func @moe_k2_down(%a: memref<?x10xbf16>, %b: memref<4x24x10xbf16>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x10xbf16>) b(%b : memref<4x24x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>) {trans_b}
   return
 }
-func.func @moe_k2_down_dgrad(%a: memref<?x24xbf16>, %b: memref<4x24x10xbf16>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4x24x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>)
+func.func @moe_k2_down_dgrad(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x24x10xbf16>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x24x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {a_rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_or_up(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x10x24xbf16>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
@@ -203,8 +195,8 @@ func.func @moe_k2_gate_or_up_dgrad(%a: memref<?x10xbf16>, %b: memref<4x10x24xbf1
   tessel.grouped_matmul a(%a : memref<?x10xbf16>) b(%b : memref<4x10x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>)
   return
 }
-func.func @moe_k2_gate_or_up_wgrad(%a: memref<?x10xbf16>, %b: memref<?x24xbf16>, %off: memref<4xi32>, %c: memref<4x10x24xbf16>) {
-  tessel.grouped_matmul_wgrad a(%a : memref<?x10xbf16>) b(%b : memref<?x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x10x24xbf16>)
+func.func @moe_k2_gate_or_up_wgrad(%a: memref<?x10xbf16>, %b: memref<?x24xbf16>, %brows: memref<?xi32>, %off: memref<4xi32>, %c: memref<4x10x24xbf16>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x10xbf16>) b(%b : memref<?x24xbf16>) b_rows(%brows : memref<?xi32>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x10x24xbf16>) {rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_or_up_ptrs(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
@@ -219,8 +211,8 @@ func.func @moe_k2_down_ptrs(%a: memref<?x10xbf16>, %b: memref<4xi64>, %off: memr
   tessel.grouped_matmul a(%a : memref<?x10xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x24xbf16>) {trans_b, b_shape = array<i64: 24, 10>}
   return
 }
-func.func @moe_k2_down_dgrad_ptrs(%a: memref<?x24xbf16>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x24xbf16>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {b_shape = array<i64: 24, 10>}
+func.func @moe_k2_down_dgrad_ptrs(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {b_shape = array<i64: 24, 10>, a_rows_divisor = 2}
   return
 }
 func.func @moe_k2_swiglu(%h: memref<?x20xbf16>, %act: memref<?x10xbf16>) {

@@ -13,7 +13,7 @@ KERNELS = ["prefill_f32_h4kv2_d64", "prefill_bf16_h4kv2_d64", "merge_f32_h3_d64"
            "gmm_f32_tb_g5_k19_n37", "gmm_f16_g3_k24_n40", "gmm_f32_ptr_tb_g4_k16_n20",
            "gmm_autograd_fwd", "gmm_autograd_dgrad", "gmm_autograd_wgrad"]
 # moe_mlp_spec's kernels, in the order it writes them, for the two MoE shapes.
-MOE_ROLES = ["histogram", "sort", "permute", "unpermute", "unpermute_parts",
+MOE_ROLES = ["histogram", "sort", "unpermute", "unpermute_parts",
              "down_wgrad",
              "gate_up", "gate_up_dgrad", "gate_up_wgrad", "down", "down_dgrad",
              "gate_or_up", "gate_or_up_dgrad", "gate_or_up_wgrad",

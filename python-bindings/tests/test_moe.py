@@ -181,13 +181,13 @@ def test_spec_is_what_the_test_bundle_holds():
 
 def test_spec_without_pointer_tables():
     text = tessel.torch.moe_mlp_spec(8, 64, 32, 2, name="m", unstacked=False)
-    assert text.count("func.func") == 18
+    assert text.count("func.func") == 17
     assert "xi64>" not in text and "_ptrs" not in text
     assert "@m_gate_or_up(" in text and "@m_swiglu_parts(" in text
     assert "@m_unpermute_parts(" in text
     text = tessel.torch.moe_mlp_spec(8, 64, 32, 2, name="m", unstacked=False,
                                      split=False)
-    assert text.count("func.func") == 12
+    assert text.count("func.func") == 11
     assert "gate_or_up" not in text and "_parts" not in text
 
 
@@ -215,10 +215,10 @@ def test_missing_kernels_name_the_spec_to_write(bundle):
     assert e.value.code == tessel.StatusCode.NOT_FOUND
     message = str(e.value)
     assert message.startswith(
-        "tessel.torch.moe_mlp: the bundle has no kernel for 'permute' (E=5, "
-        "H=19, I=11, top-3, f16); tessel.torch.moe_mlp_spec(5, 19, 11, 3, "
-        "'f16') writes every kernel it needs. no kernel matches op "
-        "'tessel.moe_permute', dtype f16")
+        "tessel.torch.moe_mlp: the bundle has no kernel for 'unpermute' "
+        "(E=5, H=19, I=11, top-3, f16); tessel.torch.moe_mlp_spec(5, 19, 11, "
+        "3, 'f16') writes every kernel it needs. no kernel matches op "
+        "'tessel.moe_unpermute', dtype f16")
 
 
 # Each bad argument of moe_mlp (x, ids, weights, w_gate_up, w_down,

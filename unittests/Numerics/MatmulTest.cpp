@@ -51,6 +51,20 @@ std::vector<int32_t> gatherEntries(int64_t rows, int64_t sources,
   return entries;
 }
 
+/// The [entries, width] rows that entries pick from `source` [sources,
+/// width] (entry / divisor; zeros for an entry outside).
+std::vector<double> gatheredRows(const std::vector<double> &source,
+                                 const std::vector<int32_t> &entries,
+                                 int64_t sources, int64_t divisor,
+                                 int64_t width) {
+  std::vector<double> rows(entries.size() * width, 0.0);
+  for (size_t t = 0; t < entries.size(); ++t)
+    if (entries[t] >= 0 && entries[t] < sources * divisor)
+      std::copy_n(source.begin() + entries[t] / divisor * width, width,
+                  rows.begin() + t * width);
+  return rows;
+}
+
 void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
                         const std::vector<int32_t> &offsets, uint64_t seed) {
   Rng rng(seed);
@@ -63,12 +77,7 @@ void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
     std::vector<int32_t> entries =
         gatherEntries(rows, c.sources, c.divisor, rng);
     aRows = Tensor::i32({rows}, entries);
-    std::vector<double> source = aRead;
-    aRead.assign(rows * c.k, 0.0);
-    for (int64_t t = 0; t < rows; ++t)
-      if (entries[t] >= 0 && entries[t] < c.sources * c.divisor)
-        std::copy_n(source.begin() + entries[t] / c.divisor * c.k, c.k,
-                    aRead.begin() + t * c.k);
+    aRead = gatheredRows(aRead, entries, c.sources, c.divisor, c.k);
   }
   // Each group's B as stored: [N, K] with trans_b, else [K, N].
   std::vector<int64_t> bShape = c.transB ? std::vector<int64_t>{c.n, c.k}
@@ -95,11 +104,10 @@ void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
   Tensor groupOffsets = Tensor::i32({groups}, offsets);
   Tensor out = Tensor::poisoned(c.outDtype, {rows, c.n});
   TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
-  std::vector<NamedArg> args = {
-      {"a", &a},
-      {"b", c.pointerTable ? &pointers : &stacked},
-      {"group_offsets", &groupOffsets},
-      {"c", &out}};
+  std::vector<NamedArg> args = {{"a", &a},
+                                {"b", c.pointerTable ? &pointers : &stacked},
+                                {"group_offsets", &groupOffsets},
+                                {"c", &out}};
   if (c.divisor)
     args.push_back({"a_rows", &aRows});
   ASSERT_TRUE(kernel.run(args));
@@ -158,8 +166,8 @@ TEST(GroupedMatmul, Bf16GatheredRowsTransB) {
 }
 
 TEST(GroupedMatmul, Bf16GatheredRowsPointerTable) {
-  MatmulCase c{"gmm_bf16_gather_ptr_tb_k72_n200", BF16, BF16, 72, 200, true,
-               true};
+  MatmulCase c{
+      "gmm_bf16_gather_ptr_tb_k72_n200", BF16, BF16, 72, 200, true, true};
   c.divisor = 2;
   c.sources = 150;
   checkGroupedMatmul(c, 300, {0, 130, 131, 290}, 910);
@@ -188,20 +196,43 @@ TEST(GroupedMatmul, NoRowInAnyGroupGivesZeros) {
 // wgrad: c[g] = a[rows_g]^T . b[rows_g]
 //===----------------------------------------------------------------------===//
 
+/// A wgrad operand gathered through an index (a_rows or b_rows): 'a' or
+/// 'b' (0: none), its source rows and the entries' divisor.
+struct WgradGather {
+  char operand = 0;
+  int64_t sources = 0, divisor = 1;
+};
+
 void checkWgrad(const char *name, tessel_dtype dtype, int64_t m, int64_t n,
                 int64_t rows, const std::vector<int32_t> &offsets,
-                uint64_t seed) {
+                uint64_t seed, WgradGather gather = {}) {
   Rng rng(seed);
   const int64_t groups = static_cast<int64_t>(offsets.size());
-  Tensor a = randomTensor(dtype, {rows, m}, rng);
-  Tensor b = randomTensor(dtype, {rows, n}, rng);
+  bool gatherA = gather.operand == 'a', gatherB = gather.operand == 'b';
+  Tensor a = randomTensor(dtype, {gatherA ? gather.sources : rows, m}, rng);
+  Tensor b = randomTensor(dtype, {gatherB ? gather.sources : rows, n}, rng);
   Tensor groupOffsets = Tensor::i32({groups}, offsets);
   Tensor out = Tensor::poisoned(F32, {groups, m, n});
   TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, name);
-  ASSERT_TRUE(kernel.run(
-      {{"a", &a}, {"b", &b}, {"group_offsets", &groupOffsets}, {"c", &out}}));
+  std::vector<NamedArg> args = {
+      {"a", &a}, {"b", &b}, {"group_offsets", &groupOffsets}, {"c", &out}};
+  std::vector<double> aRead = a.values(), bRead = b.values();
+  Tensor index;
+  if (gather.operand) {
+    std::vector<int32_t> entries =
+        gatherEntries(rows, gather.sources, gather.divisor, rng);
+    index = Tensor::i32({rows}, entries);
+    // Each index right after its operand, as the kernels take it.
+    args.insert(args.begin() + (gatherA ? 1 : 2),
+                {gatherA ? "a_rows" : "b_rows", &index});
+    if (gatherA)
+      aRead = gatheredRows(aRead, entries, gather.sources, gather.divisor, m);
+    else
+      bRead = gatheredRows(bRead, entries, gather.sources, gather.divisor, n);
+  }
+  ASSERT_TRUE(kernel.run(args));
   std::vector<double> want =
-      ref::groupedMatmulWgrad(a.values(), b.values(), rows, m, n, offsets);
+      ref::groupedMatmulWgrad(aRead, bRead, rows, m, n, offsets);
   EXPECT_TRUE(near("c", out, want));
   std::vector<int64_t> empty;
   auto ranges = ref::groupRows(offsets, rows);
@@ -219,6 +250,23 @@ TEST(GroupedMatmulWgrad, F32WithEmptyGroup) {
 
 TEST(GroupedMatmulWgrad, Bf16K300) {
   checkWgrad("wgrad_bf16_m96_n64", BF16, 96, 64, 308, {0, 7, 307, 308}, 1002);
+}
+
+/// The MoE backward's forms: the upstream gradient (a) or x (b) read
+/// through the sorted (token, slot) rows, entries outside among them.
+TEST(GroupedMatmulWgrad, Bf16GatheredA) {
+  checkWgrad("wgrad_bf16_gather_a_m96_n64", BF16, 96, 64, 308, {0, 7, 307, 308},
+             1003, {'a', 52, 6});
+}
+
+TEST(GroupedMatmulWgrad, Bf16GatheredB) {
+  checkWgrad("wgrad_bf16_gather_b_m64_n200", BF16, 64, 200, 150,
+             {3, 3, 70, 71, 140}, 1004, {'b', 75, 2});
+}
+
+TEST(GroupedMatmulWgrad, F32GatheredA) {
+  checkWgrad("wgrad_f32_gather_a_m64_n48", F32, 64, 48, 75, {3, 3, 53, 54, 71},
+             1005, {'a', 25, 3});
 }
 
 } // namespace

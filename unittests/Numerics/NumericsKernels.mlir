@@ -261,6 +261,18 @@ func.func @gmm_f32_gather_k96_n48(%a: memref<?x96xf32>, %b: memref<4x96x48xf32>,
   tessel.grouped_matmul a(%a : memref<?x96xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x96x48xf32>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x48xf32>) {a_rows_divisor = 1}
   return
 }
+func.func @wgrad_bf16_gather_a_m96_n64(%a: memref<?x96xbf16>, %rows: memref<?xi32>, %b: memref<?x64xbf16>, %off: memref<4xi32>, %c: memref<4x96x64xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x96xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<?x64xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x96x64xf32>) {rows_divisor = 6}
+  return
+}
+func.func @wgrad_bf16_gather_b_m64_n200(%a: memref<?x64xbf16>, %b: memref<?x200xbf16>, %rows: memref<?xi32>, %off: memref<5xi32>, %c: memref<5x64x200xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xbf16>) b(%b : memref<?x200xbf16>) b_rows(%rows : memref<?xi32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x64x200xf32>) {rows_divisor = 2}
+  return
+}
+func.func @wgrad_f32_gather_a_m64_n48(%a: memref<?x64xf32>, %rows: memref<?xi32>, %b: memref<?x48xf32>, %off: memref<5xi32>, %c: memref<5x64x48xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<?x48xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x64x48xf32>) {rows_divisor = 3}
+  return
+}
 func.func @wgrad_f32_m64_n48(%a: memref<?x64xf32>, %b: memref<?x48xf32>, %off: memref<5xi32>, %c: memref<5x64x48xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x64xf32>) b(%b : memref<?x48xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x64x48xf32>)
   return

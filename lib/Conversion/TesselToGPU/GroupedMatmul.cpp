@@ -96,9 +96,12 @@ public:
                       int64_t groups, int64_t n, int64_t k, bool transB,
                       std::optional<ArrayRef<int64_t>> bShape,
                       std::optional<std::pair<Value, int64_t>> gather);
-  /// Writes the ragged-K kernel body: c [G, m, n] from a [T, m], b [T, n].
-  LogicalResult buildWgrad(Value a, Value bMat, Value offsets, Value c,
-                           Value T, int64_t groups, int64_t m, int64_t n);
+  /// Writes the ragged-K kernel body: c [G, m, n] from a [T, m], b [T, n];
+  /// `aRows` / `bRows` (or null): the rows of a / b the product's rows
+  /// read, their entries divided by `divisor`.
+  LogicalResult buildWgrad(Value a, Value bMat, Value offsets, Value c, Value T,
+                           int64_t groups, int64_t m, int64_t n, Value aRows,
+                           Value bRows, int64_t divisor);
 
 private:
   /// Memref indices of element (row, col) of stage `stage` of a swizzled
@@ -142,6 +145,14 @@ private:
   /// Gathered A rows (a_rows): per A copy of a thread, a's row and whether
   /// it exists, found once per M-tile.
   SmallVector<std::pair<Value, Value>> gatheredRows;
+  /// Ragged K with gathered rows: the index of a's (b's) rows, or null, and
+  /// the entries' divisor.
+  Value aIndex, bIndex;
+  int64_t rowsDivisor = 1;
+  /// Ragged K: the row of `operand` that row r of the product reads
+  /// through `index`, and whether r is in the group and the entry inside
+  /// the operand.
+  std::pair<Value, Value> gatheredRow(Value operand, Value index, Value r);
   Value tid, lane, warpRow, warpCol;
   /// Ragged M: the M-tile's rows of a and c. Ragged K: the group's rows
   /// of a and b. colStart: the N-tile's first column; mStart: the M-tile's
@@ -183,19 +194,22 @@ void GroupedMatmulBuilder::forEachChunk(
   auto kInside = [&](Value valid, Value kIndex) {
     return k % cfg.tileK ? andi(valid, lt(kIndex, idx(k))) : valid;
   };
-  // Ragged K: a [tileK, tile] tile of the group's rows of a or b, columns
-  // from `first` (of `limit`); rows past the group's end are zeros.
+  // Ragged K: a [tileK, tile] tile of the group's rows of a or b (or of
+  // the rows `index` gathers), columns from `first` (of `limit`); rows
+  // past the group's end are zeros.
   auto fromGroupRows = [&](Value row, Value col, Value first, int64_t limit,
-                           int64_t tile) {
+                           int64_t tile, Value operand, Value index) {
     Value r = add(add(rowStart, k0), row), column = add(first, col);
     Value valid = lt(r, rowEnd);
+    if (index)
+      std::tie(r, valid) = gatheredRow(operand, index, r);
     if (limit % tile)
       valid = andi(valid, lt(column, idx(limit)));
     return std::make_pair(valid, SmallVector<Value>{r, column});
   };
   auto fromA = [&](int64_t i, Value row, Value col) {
     if (raggedK)
-      return fromGroupRows(row, col, mStart, m, cfg.tileM);
+      return fromGroupRows(row, col, mStart, m, cfg.tileM, a, aIndex);
     Value kc = add(k0, col);
     if (!gatheredRows.empty())
       return std::make_pair(kInside(gatheredRows[i].second, kc),
@@ -213,7 +227,7 @@ void GroupedMatmulBuilder::forEachChunk(
   // With trans_b a B tile row is an n, else a k.
   auto fromB = [&](int64_t, Value row, Value col) {
     if (raggedK)
-      return fromGroupRows(row, col, colStart, n, cfg.tileN);
+      return fromGroupRows(row, col, colStart, n, cfg.tileN, bMat, bIndex);
     if (transB) {
       Value r = add(colStart, row), kc = add(k0, col);
       return std::make_pair(kInside(lt(r, idx(n)), kc), bIndices(r, kc));
@@ -368,12 +382,23 @@ SmallVector<Value> GroupedMatmulBuilder::zeroAccumulators() {
   return SmallVector<Value>(numAcc, zero);
 }
 
-LogicalResult GroupedMatmulBuilder::buildWgrad(Value aArg, Value bArg,
-                                               Value offsets, Value cArg,
-                                               Value T, int64_t groups,
-                                               int64_t mDim, int64_t nDim) {
+std::pair<Value, Value>
+GroupedMatmulBuilder::gatheredRow(Value operand, Value index, Value r) {
+  // Copies past the group's rows (the prologue's, of a group of none) load
+  // no entry.
+  Value limit = mul(memref::DimOp::create(b, loc, operand, 0), rowsDivisor);
+  auto [entry, valid] = gatherEntry(index, r, lt(r, rowEnd), limit);
+  return {select(valid, divu(entry, rowsDivisor), idx(0)), valid};
+}
+
+LogicalResult GroupedMatmulBuilder::buildWgrad(
+    Value aArg, Value bArg, Value offsets, Value cArg, Value T, int64_t groups,
+    int64_t mDim, int64_t nDim, Value aRows, Value bRows, int64_t divisor) {
   a = aArg;
   bMat = bArg;
+  aIndex = aRows;
+  bIndex = bRows;
+  rowsDivisor = divisor;
   c = cArg;
   m = mDim;
   n = nDim;
@@ -401,20 +426,19 @@ void GroupedMatmulBuilder::gatherRows(Value aRows, int64_t divisor) {
   Value sourceRows = memref::DimOp::create(b, loc, a, 0);
   for (int64_t i = 0; i < cfg.tileM * chunksPerRow / threads; ++i) {
     Value r = add(rowStart, divu(add(tid, i * threads), chunksPerRow));
-    Value inGroup = lt(r, rowEnd);
-    Value entry = toIndex(
-        memref::LoadOp::create(b, loc, aRows, select(inGroup, r, idx(0))));
-    Value valid = andi(inGroup, ltu(entry, mul(sourceRows, divisor)));
+    auto [entry, valid] =
+        gatherEntry(aRows, r, lt(r, rowEnd), mul(sourceRows, divisor));
     gatheredRows.push_back(
         {select(valid, divu(entry, divisor), idx(0)), valid});
   }
 }
 
-LogicalResult GroupedMatmulBuilder::build(
-    Value aArg, Value bArg, Value offsets, Value cArg, Value T, int64_t groups,
-    int64_t nDim, int64_t kDim, bool transBArg,
-    std::optional<ArrayRef<int64_t>> bShape,
-    std::optional<std::pair<Value, int64_t>> gather) {
+LogicalResult
+GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
+                            Value T, int64_t groups, int64_t nDim, int64_t kDim,
+                            bool transBArg,
+                            std::optional<ArrayRef<int64_t>> bShape,
+                            std::optional<std::pair<Value, int64_t>> gather) {
   a = aArg;
   transB = transBArg;
   bMat = bArg;
@@ -619,13 +643,13 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
   std::optional<std::pair<Value, int64_t>> gather;
   if (op.getARows())
-    gather = {ctx.arg(op.getARows()), op.getRowsDivisor()};
+    gather = {ctx.arg(op.getARows()), op.getRowsDivisorOrOne()};
   // c's rows: a's, or a_rows' when gathered.
   if (failed(builder.build(
-          ctx.arg(op.getA()), ctx.arg(op.getB()),
-          ctx.arg(op.getGroupOffsets()), ctx.arg(op.getC()),
-          ctx.dimValue(b, op.getC(), 0), groups, n, k, op.getTransB(),
-          op.isPointerTable() ? op.getBShape() : std::nullopt, gather)))
+          ctx.arg(op.getA()), ctx.arg(op.getB()), ctx.arg(op.getGroupOffsets()),
+          ctx.arg(op.getC()), ctx.dimValue(b, op.getC(), 0), groups, n, k,
+          op.getTransB(), op.isPointerTable() ? op.getBShape() : std::nullopt,
+          gather)))
     return failure();
 
   const KernelDim &rows = ctx.dim(op.getC(), 0);
@@ -673,9 +697,13 @@ mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
 
   Location loc = op.getLoc();
   GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
-  if (failed(builder.buildWgrad(ctx.args[0], ctx.args[1], ctx.args[2],
-                                ctx.args[3], ctx.dimValue(b, op.getA(), 0), groups, m,
-                                n)))
+  // The product's rows: a's, or a_rows' when a is gathered.
+  Value rows = op.getARows() ? op.getARows() : op.getA();
+  if (failed(builder.buildWgrad(
+          ctx.arg(op.getA()), ctx.arg(op.getB()), ctx.arg(op.getGroupOffsets()),
+          ctx.arg(op.getC()), ctx.dimValue(b, rows, 0), groups, m, n,
+          ctx.arg(op.getARows()), ctx.arg(op.getBRows()),
+          op.getRowsDivisorOrOne())))
     return failure();
 
   LaunchGeometry geometry;

@@ -83,6 +83,23 @@ std::pair<Value, Value> KernelBuilder::ringUse(Value use, int64_t stages,
   return {toIndex(arith::RemUIOp::create(b, loc, u, count)), parity};
 }
 
+std::pair<Value, Value> KernelBuilder::gatherEntry(Value index, Value r,
+                                                   Value inside, Value limit) {
+  auto load = scf::IfOp::create(b, loc, TypeRange{b.getIndexType()}, inside,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(load.thenBlock());
+    scf::YieldOp::create(b, loc,
+                         toIndex(memref::LoadOp::create(b, loc, index, r)));
+    b.setInsertionPointToStart(load.elseBlock());
+    scf::YieldOp::create(b, loc, limit);
+  }
+  Value entry = load.getResult(0);
+  // A negative entry is a huge unsigned one: outside, as one past the end.
+  return {entry, ltu(entry, limit)};
+}
+
 Value KernelBuilder::uniform(Value x) {
   Type type = x.getType();
   Value word = type.isIndex() ? toI32(x)

@@ -104,6 +104,12 @@ protected:
   Value uniform(Value x);
 
   // --- global memory and float math ---------------------------------------
+  /// A gathered row (a_rows, b_rows): the entry index[r] when `inside`
+  /// (nothing is loaded otherwise: the index may be empty) and whether it
+  /// is one of the operand's `limit` (rows x divisor) entries; an entry
+  /// outside, or a row not inside, reads as zeros.
+  std::pair<Value, Value> gatherEntry(Value index, Value r, Value inside,
+                                      Value limit);
   /// `elements` consecutive elements of `memref` from `indices` (along the
   /// last dimension), as one vector, read by loads of at most
   /// target.getMaxVectorBytes() each. The first element must be aligned to

@@ -63,6 +63,26 @@ static GroupMatrix groupMatrix(LoopBuilder &lb, GroupedMatmulOp op, Value g) {
   return {buildArgMemRef(builder, loc, matrix, ptr, /*symbols=*/{}), Value()};
 }
 
+namespace {
+/// The row of an operand that product row t reads: t, or the row an index
+/// (a_rows / b_rows) gathers, with whether it lies inside the operand (an
+/// entry outside [0, rows * divisor) reads as zeros).
+struct SourceRow {
+  Value row;
+  /// Null when the row is read in order (always inside).
+  Value inside;
+};
+} // namespace
+
+static SourceRow sourceRow(LoopBuilder &lb, Value operand, Value index,
+                           int64_t divisor, Value t) {
+  if (!index)
+    return {t, Value()};
+  Value entry = lb.loadIndex(index, {t});
+  Value d = lb.idx(divisor);
+  return {lb.div(entry, d), lb.inBounds(entry, lb.mul(lb.dim(operand, 0), d))};
+}
+
 /// c[t, :] = a[s, :] . bg^T with bg `[N, K]`: one dot product per column,
 /// both operands contiguous along K.
 static void rowTimesTransposed(LoopBuilder &lb, Value a, const GroupMatrix &bg,
@@ -102,8 +122,8 @@ LogicalResult host::lowerGroupedMatmul(GroupedMatmulOp op, OpBuilder &b) {
   int64_t n = op.getN();
   Value numCols = lb.idx(n), k = lb.idx(op.getK());
   Value aRows = op.getARows();
-  Value rows = aRows ? lb.minDim({{aRows, 0}, {c, 0}})
-                     : lb.minDim({{a, 0}, {c, 0}});
+  Value rows =
+      aRows ? lb.minDim({{aRows, 0}, {c, 0}}) : lb.minDim({{a, 0}, {c, 0}});
   Value numGroups = lb.minDim({{offsets, 0}, {op.getB(), 0}});
   bool transB = op.getTransB();
   Value acc =
@@ -117,20 +137,17 @@ LogicalResult host::lowerGroupedMatmul(GroupedMatmulOp op, OpBuilder &b) {
       offsets, numGroups, rows, [&](Value g, Value begin, Value end) {
         GroupMatrix bg = groupMatrix(lb, op, g);
         lb.forLoop(begin, end, [&](Value t) {
-          auto product = [&](Value s) {
+          SourceRow s = sourceRow(lb, a, aRows, op.getRowsDivisorOrOne(), t);
+          auto product = [&] {
             if (transB)
-              rowTimesTransposed(lb, a, bg, c, t, s, numCols, k);
+              rowTimesTransposed(lb, a, bg, c, t, s.row, numCols, k);
             else
-              rowTimes(lb, a, bg, c, acc, t, s, numCols, k);
+              rowTimes(lb, a, bg, c, acc, t, s.row, numCols, k);
           };
-          if (!aRows)
-            return product(t);
-          // An entry past a's rows (or negative) reads as zeros.
-          Value entry = lb.loadIndex(aRows, {t});
-          Value divisor = lb.idx(op.getRowsDivisor());
-          lb.ifThenElse(
-              lb.inBounds(entry, lb.mul(lb.dim(a, 0), divisor)),
-              [&] { product(lb.div(entry, divisor)); }, [&] { zeroRow(t); });
+          if (s.inside)
+            lb.ifThenElse(s.inside, product, [&] { zeroRow(t); });
+          else
+            product();
         });
       });
   // Rows past the last group belong to none: they are zero.
@@ -150,7 +167,9 @@ LogicalResult host::lowerGroupedMatmulWgrad(GroupedMatmulWgradOp op,
   int64_t m = cast<MemRefType>(a.getType()).getDimSize(1);
   int64_t n = cast<MemRefType>(bMat.getType()).getDimSize(1);
   Value mSize = lb.idx(m), nSize = lb.idx(n);
-  Value rows = lb.minDim({{a, 0}, {bMat, 0}});
+  Value aRows = op.getARows(), bRows = op.getBRows();
+  int64_t divisor = op.getRowsDivisorOrOne();
+  Value rows = lb.minDim({{aRows ? aRows : a, 0}, {bRows ? bRows : bMat, 0}});
   Value numGroups = lb.minDim({{offsets, 0}, {c, 0}});
   // c[g] is the sum over the group's rows of outer products
   // a[t, :]^T b[t, :], accumulated in f32 with the innermost loop along a
@@ -160,14 +179,28 @@ LogicalResult host::lowerGroupedMatmulWgrad(GroupedMatmulWgradOp op,
                   [&](Value g, Value begin, Value end) {
                     lb.fill(acc, lb.f32(0));
                     lb.forLoop(begin, end, [&](Value t) {
-                      lb.forLoop(zero, mSize, [&](Value i) {
-                        Value x = lb.loadF32(a, {t, i});
-                        lb.forLoop(zero, nSize, [&](Value j) {
-                          Value sum = lb.mulAddFree(lb.loadF32(acc, {i, j}), x,
-                                                    lb.loadF32(bMat, {t, j}));
-                          lb.storeF32(sum, acc, {i, j});
+                      SourceRow sa = sourceRow(lb, a, aRows, divisor, t);
+                      SourceRow sb = sourceRow(lb, bMat, bRows, divisor, t);
+                      auto outer = [&] {
+                        lb.forLoop(zero, mSize, [&](Value i) {
+                          Value x = lb.loadF32(a, {sa.row, i});
+                          lb.forLoop(zero, nSize, [&](Value j) {
+                            Value sum =
+                                lb.mulAddFree(lb.loadF32(acc, {i, j}), x,
+                                              lb.loadF32(bMat, {sb.row, j}));
+                            lb.storeF32(sum, acc, {i, j});
+                          });
                         });
-                      });
+                      };
+                      // A row read as zeros adds nothing.
+                      Value inside = sa.inside ? sa.inside : sb.inside;
+                      if (sa.inside && sb.inside)
+                        inside = arith::AndIOp::create(b, op.getLoc(),
+                                                       sa.inside, sb.inside);
+                      if (inside)
+                        lb.ifThen(inside, outer);
+                      else
+                        outer();
                     });
                     lb.forLoop(zero, mSize, [&](Value i) {
                       lb.forLoop(zero, nSize, [&](Value j) {

@@ -27,6 +27,8 @@
 //   GroupedMatmulOp          "b_shape is only allowed when 'b' is a pointer table"
 //   GroupedMatmulOp          "a_rows_divisor must be positive"
 //   GroupedMatmulOp          "a_rows_divisor is only allowed with 'a_rows'"
+//   GroupedMatmulWgradOp     "rows_divisor is only allowed with 'a_rows' or 'b_rows'"
+//   GroupedMatmulWgradOp     "rows_divisor must be positive"
 //   MoePermuteOp             "topk must be positive"
 // and the shared checks again where an op adds its own operands.
 
@@ -1181,5 +1183,37 @@ func.func @gmm_rows_type(%a: memref<?x64xbf16>, %r: memref<?xi64>, %b: memref<8x
 func.func @gmm_rows_count(%a: memref<?x64xbf16>, %r: memref<12xi32>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<10x32xbf16>) {
   // expected-error @below {{'c' dim 0 (rows) is 10 but 'a_rows' dim 0 is 12}}
   tessel.grouped_matmul a(%a : memref<?x64xbf16>) a_rows(%r : memref<12xi32>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<10x32xbf16>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @wgrad_divisor_without_rows(%a: memref<?x64xbf16>, %b: memref<?x32xbf16>, %g: memref<8xi32>, %c: memref<8x64x32xf32>) {
+  // expected-error @below {{rows_divisor is only allowed with 'a_rows' or 'b_rows'}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xbf16>) b(%b : memref<?x32xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<8x64x32xf32>) {rows_divisor = 8}
+  return
+}
+
+// -----
+
+func.func @wgrad_rows_divisor(%a: memref<?x64xbf16>, %r: memref<?xi32>, %b: memref<?x32xbf16>, %g: memref<8xi32>, %c: memref<8x64x32xf32>) {
+  // expected-error @below {{rows_divisor must be positive, got -2}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xbf16>) a_rows(%r : memref<?xi32>) b(%b : memref<?x32xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<8x64x32xf32>) {rows_divisor = -2}
+  return
+}
+
+// -----
+
+func.func @wgrad_rows_type(%a: memref<?x64xbf16>, %b: memref<?x32xbf16>, %r: memref<?x2xi32>, %g: memref<8xi32>, %c: memref<8x64x32xf32>) {
+  // expected-error @below {{'b_rows' must have rank 1}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xbf16>) b(%b : memref<?x32xbf16>) b_rows(%r : memref<?x2xi32>) group_offsets(%g : memref<8xi32>) c(%c : memref<8x64x32xf32>) {rows_divisor = 8}
+  return
+}
+
+// -----
+
+func.func @wgrad_rows_count(%a: memref<?x64xbf16>, %r: memref<12xi32>, %b: memref<10x32xbf16>, %g: memref<8xi32>, %c: memref<8x64x32xf32>) {
+  // expected-error @below {{'b' dim 0 (rows) is 10 but 'a_rows' dim 0 is 12}}
+  tessel.grouped_matmul_wgrad a(%a : memref<?x64xbf16>) a_rows(%r : memref<12xi32>) b(%b : memref<10x32xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<8x64x32xf32>) {rows_divisor = 8}
   return
 }

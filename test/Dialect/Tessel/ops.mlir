@@ -257,6 +257,7 @@ func.func @grouped_matmul(%a: memref<?x2048xbf16>,
 // CHECK-LABEL: func.func @grouped_matmul_wgrad
 // CHECK:       tessel.grouped_matmul_wgrad a(%{{.*}} : memref<?x512xbf16>) b(%{{.*}} : memref<?x2048xbf16>) group_offsets(%{{.*}} : memref<128xi32>) c(%{{.*}} : memref<128x512x2048xf32>)
 // CHECK:       tessel.grouped_matmul_wgrad a(%{{.*}} : memref<?x64xf16>) b(%{{.*}} : memref<?x32xf16>) group_offsets(%{{.*}} : memref<?xi32>) c(%{{.*}} : memref<?x64x32xf16>)
+// CHECK:       tessel.grouped_matmul_wgrad a(%{{.*}} : memref<?x512xbf16>) b(%{{.*}} : memref<?x2048xbf16>) b_rows(%{{.*}} : memref<?xi32>) group_offsets(%{{.*}} : memref<128xi32>) c(%{{.*}} : memref<128x512x2048xf32>) {rows_divisor = 8 : i64}
 func.func @grouped_matmul_wgrad(%dy: memref<?x512xbf16>,
                                 %x: memref<?x2048xbf16>,
                                 %g: memref<128xi32>,
@@ -268,6 +269,10 @@ func.func @grouped_matmul_wgrad(%dy: memref<?x512xbf16>,
       c(%dw : memref<128x512x2048xf32>)
   tessel.grouped_matmul_wgrad a(%a : memref<?x64xf16>) b(%b : memref<?x32xf16>)
       group_offsets(%dg : memref<?xi32>) c(%c : memref<?x64x32xf16>)
+  tessel.grouped_matmul_wgrad a(%dy : memref<?x512xbf16>)
+      b(%x : memref<?x2048xbf16>) b_rows(%dg : memref<?xi32>)
+      group_offsets(%g : memref<128xi32>) c(%dw : memref<128x512x2048xf32>)
+      {rows_divisor = 8}
   return
 }
 

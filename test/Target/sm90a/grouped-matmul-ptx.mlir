@@ -125,6 +125,22 @@
 // CHECK-SAME:  cp.async.bulk.wait_group \090;
 // CHECK-NOT:   mma.sync
 
+// The gate/up weight gradient reading x through the sorted rows
+// (b_rows): b's K-tile rows are copied by the producer threads (16
+// cp.async.cg a thread, byte counts in registers), a by TMA; maps for a
+// and c only.
+// CHECK-LABEL: gpu.binary @up_wgrad_gathered
+// CHECK-SAME:  .param .u64 up_wgrad_gathered_param_6,
+// CHECK-SAME:  .param .align 64 .b8 up_wgrad_gathered_param_7[128],
+// CHECK-SAME:  .param .align 64 .b8 up_wgrad_gathered_param_8[128]\0A)
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 1,  1;
+// CHECK-SAME:  cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, %r{{[0-9]+}};
+// CHECK-SAME:  cp.async.mbarrier.arrive.noinc.shared.b64
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global
+// CHECK-SAME:  bar.sync \094, 128;
+// CHECK-NOT:   mma.sync
+
 // Reference MoE (H=2048, I=512, E=128): gate/up forward and its dgrad;
 // a dgrad whose N (200) is no multiple of 64.
 func.func @gate_up(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
@@ -169,5 +185,14 @@ func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
   tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
       b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
       c(%c : memref<128x1024x2048xf32>)
+  return
+}
+func.func @up_wgrad_gathered(%dh: memref<?x1024xbf16>, %x: memref<?x2048xbf16>,
+                             %rows: memref<?xi32>, %g: memref<128xi32>,
+                             %c: memref<128x1024x2048xf32>) {
+  tessel.grouped_matmul_wgrad a(%dh : memref<?x1024xbf16>)
+      b(%x : memref<?x2048xbf16>) b_rows(%rows : memref<?xi32>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<128x1024x2048xf32>)
+      {rows_divisor = 8}
   return
 }

@@ -236,17 +236,24 @@ void describe(GroupedMatmulOp op, SpecBuilder &b) {
   b.param("trans_b", op.getTransB() ? 1 : 0);
   b.param("pointer_table", op.isPointerTable() ? 1 : 0);
   // 0: a's rows are read in order.
-  b.param("a_rows_divisor", op.getARows() ? op.getRowsDivisor() : 0);
+  b.param("a_rows_divisor", op.getARows() ? op.getRowsDivisorOrOne() : 0);
   groupsParam(b, op.getGroupOffsets());
 }
 
 void describe(GroupedMatmulWgradOp op, SpecBuilder &b) {
-  b.in(op.getA(), "a", {"T", "M"});
-  b.in(op.getB(), "b", {"T", "N"});
+  // A gathered operand holds its own number of source rows.
+  b.in(op.getA(), "a", {op.getARows() ? "Sa" : "T", "M"});
+  b.in(op.getB(), "b", {op.getBRows() ? "Sb" : "T", "N"});
   b.in(op.getGroupOffsets(), "group_offsets", {"G"});
   b.out(op.getC(), "c", {"G", "M", "N"});
+  b.in(op.getARows(), "a_rows", {"T"});
+  b.in(op.getBRows(), "b_rows", {"T"});
   b.param("M", dimOf(op.getA(), 1));
   b.param("N", dimOf(op.getB(), 1));
+  // 0 where the operand's rows are read in order.
+  int64_t divisor = op.getRowsDivisorOrOne();
+  b.param("a_rows_divisor", op.getARows() ? divisor : 0);
+  b.param("b_rows_divisor", op.getBRows() ? divisor : 0);
   groupsParam(b, op.getGroupOffsets());
 }
 

@@ -572,9 +572,9 @@ LogicalResult GroupedMatmulOp::verify() {
     if (failed(verifyIndexVector(c, rows, "a_rows")) ||
         failed(c.sameDim(out, "c", 0, rows, "a_rows", 0, "rows")))
       return failure();
-    if (getRowsDivisor() < 1)
+    if (getRowsDivisorOrOne() < 1)
       return emitOpError() << "a_rows_divisor must be positive, got "
-                           << getRowsDivisor();
+                           << getRowsDivisorOrOne();
   } else if (getARowsDivisor()) {
     return emitOpError("a_rows_divisor is only allowed with 'a_rows'");
   } else if (failed(c.sameDim(out, "c", 0, a, "a", 0, "rows"))) {
@@ -622,14 +622,26 @@ LogicalResult GroupedMatmulOp::verify() {
 LogicalResult GroupedMatmulWgradOp::verify() {
   Checker c(*this);
   Value a = getA(), b = getB(), out = getC();
+  // The product's rows: a's and b's, or their a_rows' and b_rows'.
+  Value aRows = getARows(), bRows = getBRows();
+  if ((aRows && failed(verifyIndexVector(c, aRows, "a_rows"))) ||
+      (bRows && failed(verifyIndexVector(c, bRows, "b_rows"))))
+    return failure();
+  if (!aRows && !bRows && getRowsDivisor())
+    return emitOpError("rows_divisor is only allowed with 'a_rows' or "
+                       "'b_rows'");
+  if (getRowsDivisorOrOne() < 1)
+    return emitOpError() << "rows_divisor must be positive, got "
+                         << getRowsDivisorOrOne();
   return failure(
       failed(c.rank(a, "a", 2)) || failed(c.floatData(a, "a")) ||
       failed(c.rank(b, "b", 2)) || failed(c.sameElem(b, "b", a, "a")) ||
       failed(c.staticDim(a, "a", 1, "M")) ||
-      failed(c.staticDim(b, "b", 1, "N")) ||
-      failed(c.rank(out, "c", 3)) || failed(c.outElem(out, "c", a, "a")) ||
+      failed(c.staticDim(b, "b", 1, "N")) || failed(c.rank(out, "c", 3)) ||
+      failed(c.outElem(out, "c", a, "a")) ||
       failed(verifyGroupOffsets(c, getGroupOffsets())) ||
-      failed(c.sameDim(b, "b", 0, a, "a", 0, "rows")) ||
+      failed(c.sameDim(bRows ? bRows : b, bRows ? "b_rows" : "b", 0,
+                       aRows ? aRows : a, aRows ? "a_rows" : "a", 0, "rows")) ||
       failed(c.sameDim(out, "c", 0, getGroupOffsets(), "group_offsets", 0,
                        "groups")) ||
       failed(c.staticDimIs(out, "c", 1, Checker::type(a).getDimSize(1), "M")) ||

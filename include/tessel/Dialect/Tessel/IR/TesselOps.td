@@ -441,7 +441,7 @@ def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
   }];
   let extraClassDeclaration = [{
     /// The divisor of `a_rows` entries (1 when not given).
-    int64_t getRowsDivisor() { return getARowsDivisor().value_or(1); }
+    int64_t getRowsDivisorOrOne() { return getARowsDivisor().value_or(1); }
     /// True when `b` is a table of per-group pointers.
     bool isPointerTable();
     /// N and K of every group's B matrix.
@@ -450,7 +450,8 @@ def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
   }];
 }
 
-def Tessel_GroupedMatmulWgradOp : Tessel_Op<"grouped_matmul_wgrad"> {
+def Tessel_GroupedMatmulWgradOp : Tessel_Op<"grouped_matmul_wgrad",
+                                            [AttrSizedOperandSegments]> {
   let summary = "ragged-K grouped matmul (MoE weight gradient)";
   let description = [{
     `c[g] = a[rows_g]^T . b[rows_g]` accumulated in fp32, with rows as in
@@ -458,20 +459,41 @@ def Tessel_GroupedMatmulWgradOp : Tessel_Op<"grouped_matmul_wgrad"> {
 
     Shapes: a `[T, M]`, b `[T, N]`, group_offsets `[G]` i32, c `[G, M, N]`.
 
+    With `a_rows` (i32 `[T]`), row `t` of a is gathered: it is row
+    `a_rows[t] / rows_divisor` of `a` `[S, M]` (an entry outside
+    `[0, S * rows_divisor)` reads as zeros); `b_rows` likewise for b. The
+    MoE backward gathers the upstream gradient (down projection) or x
+    (gate/up projection) through `expert_sort`'s sorted rows, so neither
+    is permuted into a copy first.
+
     Example:
 
     ```mlir
     tessel.grouped_matmul_wgrad a(%dy : memref<?x512xbf16>)
         b(%x : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
         c(%dw : memref<128x512x2048xf32>)
+    tessel.grouped_matmul_wgrad a(%dh : memref<?x512xbf16>)
+        b(%x : memref<?x2048xbf16>) b_rows(%sorted_rows : memref<?xi32>)
+        group_offsets(%g : memref<128xi32>) c(%dw : memref<128x512x2048xf32>)
+        {rows_divisor = 8}
     ```
   }];
   let arguments = (ins Tessel_Buffer:$a, Tessel_Buffer:$b,
-                   Tessel_Buffer:$group_offsets, Tessel_OutBuffer:$c);
+                   Tessel_Buffer:$group_offsets, Tessel_OutBuffer:$c,
+                   Arg<Optional<AnyMemRef>, "", [MemRead]>:$a_rows,
+                   Arg<Optional<AnyMemRef>, "", [MemRead]>:$b_rows,
+                   OptionalAttr<I64Attr>:$rows_divisor);
   let assemblyFormat = [{
-    `a` `(` $a `:` type($a) `)` `b` `(` $b `:` type($b) `)`
+    `a` `(` $a `:` type($a) `)`
+    (`a_rows` `(` $a_rows^ `:` type($a_rows) `)`)?
+    `b` `(` $b `:` type($b) `)`
+    (`b_rows` `(` $b_rows^ `:` type($b_rows) `)`)?
     `group_offsets` `(` $group_offsets `:` type($group_offsets) `)`
     `c` `(` $c `:` type($c) `)` attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The divisor of `a_rows` and `b_rows` entries (1 when not given).
+    int64_t getRowsDivisorOrOne() { return getRowsDivisor().value_or(1); }
   }];
 }
 
