@@ -177,6 +177,14 @@ protected:
 
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
+  /// Element `element` (index) of the global `matrix` (!llvm.ptr<1>), the
+  /// source of a producer thread's cp.async.
+  Value globalElement(Value matrix, Value element) {
+    return LLVM::GEPOp::create(
+        b, loc, matrix.getType(), elem, matrix,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), element)
+                       .getResult()});
+  }
 
   const WarpgroupMma &wg;
   Sm90Config cfg;
@@ -566,10 +574,7 @@ void RaggedMGemm::copyStageA(Value slot, Value kt) {
       bytes = select(columnInside, bytes, i32(0));
       offset = select(columnInside, offset, idx(0));
     }
-    Value src = LLVM::GEPOp::create(
-        b, loc, aMatrix.getType(), elem, aMatrix,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), offset)
-                       .getResult()});
+    Value src = globalElement(aMatrix, offset);
     Value dst = sharedPointer(
         add(slot, add(mul(line, WarpgroupMma::kSwizzleBytes), swizzled)));
     wg.asyncCopy16(b, loc, dst, src, bytes);
@@ -619,10 +624,7 @@ void RaggedMGemm::copyStageB(Value slot, Value kt) {
     Value element = add(mul(matrixRow, transB ? k : n), column);
     if (!whole)
       element = select(valid, element, idx(0));
-    Value src = LLVM::GEPOp::create(
-        b, loc, bMatrix.getType(), elem, bMatrix,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), element)
-                       .getResult()});
+    Value src = globalElement(bMatrix, element);
     Value dst = sharedPointer(
         add(add(bSlot, mul(chunk, Sm90Config::chunkBytes(elemBytes))),
             add(mul(row, WarpgroupMma::kSwizzleBytes),
@@ -873,10 +875,7 @@ void RaggedKGemm::copyGathered(const Gathered &g,
       bytes = select(inside, bytes, i32(0));
       offset = select(inside, offset, idx(0));
     }
-    Value src = LLVM::GEPOp::create(
-        b, loc, g.matrix.getType(), elem, g.matrix,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), offset)
-                       .getResult()});
+    Value src = globalElement(g.matrix, offset);
     Value dst = sharedPointer(
         add(add(slot, g.offset),
             add(mul(chunk, Sm90Config::chunkBytes(elemBytes)),
