@@ -159,25 +159,21 @@ TEST(GroupedMatmul, Bf16PointerTableK48N96) {
 /// The MoE forward's form: x's rows through expert_sort's sorted rows
 /// (divisor top-k), 45 tokens x 7 slots.
 TEST(GroupedMatmul, Bf16GatheredRowsTransB) {
-  MatmulCase c{"gmm_bf16_gather_tb_k48_n64", BF16, BF16, 48, 64, true, false};
-  c.divisor = 7;
-  c.sources = 45;
-  checkGroupedMatmul(c, kRaggedRows, kRaggedOffsets, 909);
+  checkGroupedMatmul(
+      {"gmm_bf16_gather_tb_k48_n64", BF16, BF16, 48, 64, true, false, 7, 45},
+      kRaggedRows, kRaggedOffsets, 909);
 }
 
 TEST(GroupedMatmul, Bf16GatheredRowsPointerTable) {
-  MatmulCase c{
-      "gmm_bf16_gather_ptr_tb_k72_n200", BF16, BF16, 72, 200, true, true};
-  c.divisor = 2;
-  c.sources = 150;
-  checkGroupedMatmul(c, 300, {0, 130, 131, 290}, 910);
+  checkGroupedMatmul({"gmm_bf16_gather_ptr_tb_k72_n200", BF16, BF16, 72, 200,
+                      true, true, 2, 150},
+                     300, {0, 130, 131, 290}, 910);
 }
 
 TEST(GroupedMatmul, F32GatheredRowsK96N48) {
-  MatmulCase c{"gmm_f32_gather_k96_n48", F32, F32, 96, 48, false, false};
-  c.divisor = 1;
-  c.sources = 20;
-  checkGroupedMatmul(c, kRaggedRows, kRaggedOffsets, 911);
+  checkGroupedMatmul(
+      {"gmm_f32_gather_k96_n48", F32, F32, 96, 48, false, false, 1, 20},
+      kRaggedRows, kRaggedOffsets, 911);
 }
 
 /// Offsets clamp to [previous end, T]: {2, 1, 9, 1000} over 20 rows are the

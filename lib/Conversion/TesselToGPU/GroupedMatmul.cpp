@@ -125,8 +125,9 @@ private:
   void allocateRings();
   /// Thread, lane and warp coordinates, and the block's first column of c.
   void setThreadIds();
-  /// Fills gatheredRows for the M-tile from `aRows` [T] and `divisor`.
-  void gatherRows(Value aRows, int64_t divisor);
+  /// Fills gatheredRows for the M-tile from `aRows` [T] and its divisor
+  /// (rowsDivisor).
+  void gatherRows(Value aRows);
   /// Accumulators of this warp's C block, zero.
   SmallVector<Value> zeroAccumulators();
 
@@ -145,13 +146,13 @@ private:
   /// Gathered A rows (a_rows): per A copy of a thread, a's row and whether
   /// it exists, found once per M-tile.
   SmallVector<std::pair<Value, Value>> gatheredRows;
-  /// Ragged K with gathered rows: the index of a's (b's) rows, or null, and
-  /// the entries' divisor.
+  /// Ragged K with gathered rows: the index of a's (b's) rows, or null.
   Value aIndex, bIndex;
+  /// The divisor of gathered rows' entries (a_rows_divisor, rows_divisor).
   int64_t rowsDivisor = 1;
-  /// Ragged K: the row of `operand` that row r of the product reads
-  /// through `index`, and whether r is in the group and the entry inside
-  /// the operand.
+  /// The row of `operand` that row r of the product reads through
+  /// `index`, and whether r is in the group and the entry inside the
+  /// operand.
   std::pair<Value, Value> gatheredRow(Value operand, Value index, Value r);
   Value tid, lane, warpRow, warpCol;
   /// Ragged M: the M-tile's rows of a and c. Ragged K: the group's rows
@@ -419,18 +420,13 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(
   return success();
 }
 
-void GroupedMatmulBuilder::gatherRows(Value aRows, int64_t divisor) {
+void GroupedMatmulBuilder::gatherRows(Value aRows) {
   // The rows forEachChunk's A copies of this thread take, in its order.
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
   int64_t chunksPerRow = cfg.tileK / kChunk;
-  Value sourceRows = memref::DimOp::create(b, loc, a, 0);
-  for (int64_t i = 0; i < cfg.tileM * chunksPerRow / threads; ++i) {
-    Value r = add(rowStart, divu(add(tid, i * threads), chunksPerRow));
-    auto [entry, valid] =
-        gatherEntry(aRows, r, lt(r, rowEnd), mul(sourceRows, divisor));
-    gatheredRows.push_back(
-        {select(valid, divu(entry, divisor), idx(0)), valid});
-  }
+  for (int64_t i = 0; i < cfg.tileM * chunksPerRow / threads; ++i)
+    gatheredRows.push_back(gatheredRow(
+        a, aRows, add(rowStart, divu(add(tid, i * threads), chunksPerRow))));
 }
 
 LogicalResult
@@ -464,8 +460,10 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
   rowStart = tile.rowStart;
   rowEnd = tile.rowEnd;
   group = tile.group;
-  if (gather)
-    gatherRows(gather->first, gather->second);
+  if (gather) {
+    rowsDivisor = gather->second;
+    gatherRows(gather->first);
+  }
 
   SmallVector<Value> acc = zeroAccumulators();
   // The tail (rows past the last group) skips the K loop: zeros.

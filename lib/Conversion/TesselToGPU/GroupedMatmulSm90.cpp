@@ -177,6 +177,16 @@ protected:
 
   /// Byte `offset` (index) of the aligned ring as !llvm.ptr<3>.
   Value sharedPointer(Value offset);
+  /// A gathered row's copies: the first element of row index[r] / divisor
+  /// of an operand `width` elements wide, and the bytes each copy moves (0
+  /// unless r is `inside` and the entry one of the operand's `limit`).
+  std::pair<Value, Value> gatheredCopy(Value index, Value r, Value inside,
+                                       Value limit, int64_t divisor,
+                                       int64_t width) {
+    auto [entry, valid] = gatherEntry(index, r, inside, limit);
+    return {select(valid, mul(divu(entry, divisor), width), idx(0)),
+            select(valid, i32(16), i32(0))};
+  }
   /// Element `element` (index) of the global `matrix` (!llvm.ptr<1>), the
   /// source of a producer thread's cp.async.
   Value globalElement(Value matrix, Value element) {
@@ -549,10 +559,10 @@ void RaggedMGemm::prepareCopies() {
     Value r = add(rowStart, add(divu(thread, kPiecesPerLine), line));
     // Rows past the tile's group (or any row of a block without a tile)
     // read nothing.
-    auto [entry, valid] =
-        gatherEntry(aRows, r, andi(found, lt(r, rowEnd)), limit);
-    aRowElements.push_back(select(valid, mul(divu(entry, divisor), k), idx(0)));
-    aRowBytes.push_back(select(valid, i32(16), i32(0)));
+    auto [element, bytes] =
+        gatheredCopy(aRows, r, andi(found, lt(r, rowEnd)), limit, divisor, k);
+    aRowElements.push_back(element);
+    aRowBytes.push_back(bytes);
   }
 }
 
@@ -848,9 +858,8 @@ RaggedKGemm::gatheredRows(const Gathered &g, Value kt) {
   for (int64_t i = 0; i < rowsPerThread(g); ++i) {
     Value r = add(add(rowStart, mul(kt, cfg.tileK)),
                   add(firstLine, i * kLinesPerRound));
-    auto [entry, valid] = gatherEntry(g.index, r, lt(r, rowEnd), limit);
-    rows.push_back({select(valid, mul(divu(entry, divisor), g.width), idx(0)),
-                    select(valid, i32(16), i32(0))});
+    rows.push_back(
+        gatheredCopy(g.index, r, lt(r, rowEnd), limit, divisor, g.width));
   }
   return rows;
 }

@@ -97,7 +97,7 @@ std::pair<Value, Value> KernelBuilder::gatherEntry(Value index, Value r,
   }
   Value entry = load.getResult(0);
   // A negative entry is a huge unsigned one: outside, as one past the end.
-  return {entry, ltu(entry, limit)};
+  return {entry, ult(entry, limit)};
 }
 
 Value KernelBuilder::uniform(Value x) {

@@ -69,8 +69,8 @@ protected:
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }
-  /// Unsigned: a negative x is past any y.
-  Value ltu(Value x, Value y) {
+  /// Unsigned less-than: a negative (sign-extended) x is past any y.
+  Value ult(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
   }
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }

@@ -133,9 +133,6 @@ private:
   Value eq(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
   }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
   Value ceilDiv(Value x, int64_t d) { return divu(add(x, d - 1), d); }
   Value load(Value memref, ValueRange indices) {
     return memref::LoadOp::create(b, loc, memref, indices);

@@ -79,8 +79,7 @@ void ReshapeAndCacheBuilder::build(Value k, Value v, Value kCache,
     Value slot = toIndex(memref::LoadOp::create(b, loc, slots, token));
     Value numSlots =
         mul(memref::DimOp::create(b, loc, kCache, 0).getResult(), blockSize);
-    Value inCache = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          slot, numSlots);
+    Value inCache = ult(slot, numSlots);
     ifThen(inCache, [&] {
       Value block = divu(slot, blockSize), offset = remu(slot, blockSize);
       int64_t kChunks = kvHeads * kDim / E;

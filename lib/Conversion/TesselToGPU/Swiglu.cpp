@@ -131,8 +131,7 @@ void SwigluBuilder::buildBackward(Value grad, Value weights, Value sorted,
     Value slots = mul(memref::DimOp::create(b, loc, weights, 0), topk);
     // Sign-extended: a negative entry compares as huge.
     Value r = toIndex(memref::LoadOp::create(b, loc, sorted, p));
-    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r,
-                                        slots);
+    Value valid = ult(r, slots);
     // R = T * k > 0 here, so entry 0 exists.
     Value slot = select(valid, r, idx(0));
     Value t = divu(slot, topk), j = remu(slot, topk);
