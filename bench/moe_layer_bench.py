@@ -20,7 +20,12 @@ weights, expert weights) from the same upstream gradient:
   tessel:  tessel.torch.moe_mlp on the stacked weights;
   split:   tessel.torch.moe_mlp with gate and up apart ([E, I, H] each);
   ptrs:    tessel.torch.moe_mlp_unstacked on per-expert weight views
-           (pointer tables: what patch_deepseek_moe runs).
+           (pointer tables: what patch_deepseek_moe runs by default);
+  patched: a DeepSeek-style MoE module (an nn.Linear per expert weight,
+           the gate returning the layer's routing) given
+           patch_deepseek_moe(stack_experts=True), called as a model
+           calls it (its stacked parameters then share the layer's
+           weights' memory).
 Each case first checks every method's output and gradients once against
 the loop's (bf16 both: error norm <= 2e-2 of the norm), then times each:
 median of --reps fwd+bwd steps after warm-up (the loop: --loop-reps).
@@ -38,6 +43,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import benchlib
 import tessel.torch
@@ -48,7 +54,7 @@ from moe_layer_profile import print_profile
 CASES = [("ref 4k tok", "mlp_ref", 4096), ("ref 32k tok", "mlp_ref", 32768),
          ("DSv3 4k tok", "mlp_dsv3", 4096)]
 SMOKE_CASES = [("toy 64 tok", "mlp_toy", 64)]
-METHODS = ("loop", "gr_mm", "tessel", "split", "ptrs")
+METHODS = ("loop", "gr_mm", "tessel", "split", "ptrs", "patched")
 NORM_REL = 2e-2
 
 
@@ -73,8 +79,47 @@ def grouped_mm_layer(x, ids, weights, w_gate_up, w_down):
     return out.to(x.dtype)
 
 
+class FixedRouting(nn.Module):
+    """A gate that returns the layer's routing."""
+
+    def __init__(self, ids, weights):
+        super().__init__()
+        self.routing = (ids, weights)
+
+    def forward(self, hidden_states):
+        return self.routing
+
+
+class Expert(nn.Module):
+    def __init__(self, gate_up, down):
+        super().__init__()
+        inter, hidden = down.shape[1], down.shape[0]
+        for name, w in (("gate_proj", gate_up[:inter]),
+                        ("up_proj", gate_up[inter:]), ("down_proj", down)):
+            layer = nn.Linear(w.shape[1], w.shape[0], bias=False,
+                              device="meta")
+            layer.weight = nn.Parameter(w)
+            setattr(self, name, layer)
+
+
+def patched_module(layer, weights, bundle):
+    """The DeepSeek-style module of `layer`, patched with stacked experts;
+    its experts' Linear weights are views of the layer's (no copy), and so
+    are the stacked parameters once patched (the patch's copy freed)."""
+    module = nn.Module()
+    module.gate = FixedRouting(layer.ids, weights)
+    module.num_experts_per_tok = layer.ids.shape[1]
+    module.experts = nn.ModuleList(
+        Expert(gu, down) for gu, down in zip(layer.w_gate_up.detach(),
+                                             layer.w_down.detach()))
+    tessel.torch.patch_deepseek_moe(module, bundle, stack_experts=True)
+    module.experts.gate_up_proj = nn.Parameter(layer.w_gate_up.detach())
+    module.experts.down_proj = nn.Parameter(layer.w_down.detach())
+    return module
+
+
 class Methods:
-    """The five methods on one layer's inputs, each as a fwd+bwd step that
+    """The six methods on one layer's inputs, each as a fwd+bwd step that
     leaves its gradients in `grads()`."""
 
     def __init__(self, layer, bundle):
@@ -94,6 +139,7 @@ class Methods:
             .requires_grad_()
         self.up = layer.w_gate_up[:, inter:].detach().clone().requires_grad_()
         ids, x, w = layer.ids, self.x, self.w
+        self.patched = patched_module(layer, w, bundle)
         self.calls = {
             "loop": lambda: routed_experts_loop(x, ids, w, self.gu_views,
                                                 self.down_views),
@@ -105,10 +151,12 @@ class Methods:
             "ptrs": lambda: tessel.torch.moe_mlp_unstacked(
                 x, ids, w, self.gate_views, self.up_views, self.down_views,
                 bundle),
+            "patched": lambda: self.patched(x),
         }
 
     def leaves(self):
         return [self.x, self.w, self.gu, self.down, self.gate, self.up,
+                *self.patched.parameters(),
                 *self.gu_views,
                 *self.down_views, *self.gate_views, *self.up_views]
 
@@ -132,6 +180,9 @@ class Methods:
             gu = torch.cat([stacked(self.gate_views),
                             stacked(self.up_views)], dim=1)
             down = stacked(self.down_views)
+        elif name == "patched":
+            experts = self.patched.experts
+            gu, down = experts.gate_up_proj.grad, experts.down_proj.grad
         else:
             gu, down = self.gu.grad, self.down.grad
         return [self.x.grad, self.w.grad, gu, down]
@@ -198,7 +249,8 @@ def main():
         flops = 18.0 * tokens * shape.topk * shape.hidden * shape.intermediate
         rows.append((title, shape, tokens, ms, flops))
         for name, label in (("tessel", "moe_mlp"), ("split", "moe_mlp split"),
-                            ("ptrs", "moe_mlp_unstacked")):
+                            ("ptrs", "moe_mlp_unstacked"),
+                            ("patched", "patched module, stacked")):
             case = f"{title} fwd+bwd, {label}"
             if name == "tessel":
                 bench.row(case, "ms", ms[name], "per-expert loop",
@@ -212,7 +264,8 @@ def main():
           "other's time over Tessel's")
     print(f"{'case':12s} {'E':>4s} {'H':>5s} {'I':>5s} {'tokens':>6s} " +
           " ".join(f"{m:>15s}" for m in METHODS) +
-          f" {'vs loop':>8s} {'vs gr_mm':>8s} {'ptrs vs gr_mm':>13s}")
+          f" {'vs loop':>8s} {'vs gr_mm':>8s} {'ptrs vs gr_mm':>13s}"
+          f" {'patched/tessel':>14s}")
     for title, shape, tokens, ms, flops in rows:
         cells = " ".join(f"{ms[n]:7.2f} ({flops / ms[n] / 1e9:5.0f})"
                          if n in ms else f"{'-':>15s}" for n in METHODS)
@@ -225,7 +278,8 @@ def main():
         print(f"{title:12s} {shape.experts:4d} {shape.hidden:5d} "
               f"{shape.intermediate:5d} {tokens:6d} {cells} "
               f"{ms['loop'] / ms['tessel']:7.1f}x "
-              f"{faster(ms['tessel'], 7)} {faster(ms['ptrs'], 12)}")
+              f"{faster(ms['tessel'], 7)} {faster(ms['ptrs'], 12)} "
+              f"{ms['patched'] / ms['tessel']:13.2f}x")
     return bench.finish()
 
 

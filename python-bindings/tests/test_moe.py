@@ -367,9 +367,29 @@ def _loss_and_grads(model, tokens, targets):
     return loss.detach(), {n: p.grad for n, p in model.named_parameters()}
 
 
+def _per_expert(tensors, experts):
+    """`experts.gate_up_proj` / `experts.down_proj` entries (stack_experts)
+    as each expert's `gate_proj` / `up_proj` / `down_proj` weights."""
+    out = {}
+    for name, t in tensors.items():
+        prefix, _, leaf = name.rpartition(".")
+        if leaf == "gate_up_proj":
+            for e in range(experts):
+                gate, up = t[e].chunk(2)
+                out[f"{prefix}.{e}.gate_proj.weight"] = gate
+                out[f"{prefix}.{e}.up_proj.weight"] = up
+        elif leaf == "down_proj" and t.dim() == 3:
+            out.update({f"{prefix}.{e}.down_proj.weight": t[e]
+                        for e in range(experts)})
+        else:
+            out[name] = t
+    return out
+
+
 def _assert_same_training_step(patched, naive, tokens, targets):
     loss, grads = _loss_and_grads(patched, tokens, targets)
     ref_loss, ref_grads = _loss_and_grads(naive, tokens, targets)
+    grads = _per_expert(grads, naive.layers[0].mlp.config.n_routed_experts)
     assert abs(loss.item() - ref_loss.item()) < 1e-5 * abs(ref_loss.item())
     assert grads.keys() == ref_grads.keys()
     for name, grad in grads.items():
@@ -381,15 +401,97 @@ def _assert_same_training_step(patched, naive, tokens, targets):
     dict(),  # shared experts and the aux loss
     dict(n_shared_experts=None, aux_loss_alpha=0.0, num_layers=3),
 ])
-def test_patched_model_trains_like_the_loop(bundle, config):
+@pytest.mark.parametrize("stack", [False, True])
+def test_patched_model_trains_like_the_loop(bundle, config, stack):
     naive, tokens, targets = _toy(7, **config)
     patched = copy.deepcopy(naive)
     layers = range(len(naive.layers))
-    assert tessel.torch.patch_deepseek_moe(patched, bundle) == [
-        f"layers.{i}.mlp" for i in layers]
+    assert tessel.torch.patch_deepseek_moe(
+        patched, bundle, stack_experts=stack) == [
+            f"layers.{i}.mlp" for i in layers]
     _assert_same_training_step(patched, naive, tokens, targets)
     # The gate learns through the routing weights' gradient.
     assert patched.layers[0].mlp.gate.weight.grad.abs().max() > 0
+
+
+def _stacked_toy(seed):
+    model, tokens, targets = _toy(seed)
+    tessel.torch.patch_deepseek_moe(model, None, stack_experts=True)
+    return model, tokens, targets
+
+
+def test_stacked_experts_replace_the_per_expert_parameters():
+    naive, _, _ = _toy(5)
+    patched, _, _ = _stacked_toy(5)
+    experts = patched.layers[0].mlp.experts
+    stacked = dict(patched.named_parameters())
+    assert experts.gate_up_proj.shape == (5, 22, 19)
+    assert experts.down_proj.shape == (5, 19, 11)
+    assert not any(".gate_proj." in n or ".up_proj." in n for n in stacked
+                   if ".experts." in n)
+    assert _per_expert(stacked, 5).keys() == \
+        dict(naive.named_parameters()).keys()
+    for name, param in _per_expert(stacked, 5).items():
+        assert torch.equal(param, dict(naive.named_parameters())[name]), name
+    # Patching again keeps the stacked parameters.
+    tessel.torch.patch_deepseek_moe(patched, None, stack_experts=True)
+    assert experts.gate_up_proj is stacked["layers.0.mlp.experts.gate_up_proj"]
+
+
+def test_a_stacked_expert_is_still_a_module_of_its_own():
+    naive, _, _ = _toy(4)
+    patched, _, _ = _stacked_toy(4)
+    x = torch.randn(6, 19)
+    expert = patched.layers[1].mlp.experts[3]
+    assert torch.equal(expert(x), naive.layers[1].mlp.experts[3](x))
+    expert(x).sum().backward()
+    grad = patched.layers[1].mlp.experts.gate_up_proj.grad
+    assert grad[3].abs().max() > 0
+    assert grad[torch.arange(5) != 3].abs().max() == 0
+
+
+def test_stacked_experts_load_a_per_expert_checkpoint():
+    checkpoint, tokens, targets = _toy(8)
+    patched, _, _ = _stacked_toy(9)
+    patched.load_state_dict(checkpoint.state_dict())
+    _assert_same_training_step(patched, checkpoint, tokens, targets)
+    # And their own state dict, with the stacked keys.
+    again, _, _ = _stacked_toy(10)
+    again.load_state_dict(patched.state_dict())
+    for name, param in patched.state_dict().items():
+        assert torch.equal(param, again.state_dict()[name]), name
+
+
+def test_stacked_experts_refuse_part_of_a_per_expert_checkpoint():
+    checkpoint, _, _ = _toy(8)
+    patched, _, _ = _stacked_toy(9)
+    state = checkpoint.state_dict()
+    del state["layers.1.mlp.experts.2.up_proj.weight"]
+    with pytest.raises(RuntimeError, match=r"tessel.torch.patch_deepseek_moe"
+                       r": the state dict has 14 of the 15 per-expert weights "
+                       r"of 'layers.1.mlp.experts.\*'"):
+        patched.load_state_dict(state)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda moe: moe.experts[1].up_proj.double(),
+     r"'layers.0.mlp.experts' mixes torch.float64 on cpu \(requires_grad="
+     r"True\) with torch.float32 on cpu \(requires_grad=True\)"),
+    (lambda moe: moe.experts[2].down_proj.requires_grad_(False),
+     r"'layers.0.mlp.experts' mixes torch.float32 on cpu \(requires_grad="
+     r"False\) with torch.float32 on cpu \(requires_grad=True\); "
+     r"stack_experts=True needs one dtype, device and requires_grad"),
+    (lambda moe: setattr(moe.experts[0], "gate_proj", type(
+        "MyLinear", (torch.nn.Linear,), {})(19, 11, bias=False)),
+     "'layers.0.mlp.experts.0' has a MyLinear; stack_experts=True takes "
+     "plain nn.Linear layers"),
+])
+def test_stack_experts_refuses(change, message):
+    model, _, _ = _toy(1, num_layers=1)
+    change(model.layers[0].mlp)
+    with pytest.raises(ValueError, match="tessel.torch.patch_deepseek_moe: " +
+                       message):
+        tessel.torch.patch_deepseek_moe(model, None, stack_experts=True)
 
 
 def _as_flat_views(model):

@@ -25,9 +25,10 @@
   torch.cuda.set_sync_debug_mode("error").
 
 * Training: the toy DeepSeek-style model (moe_reference.GPU_TOY) and a
-  copy given tessel.torch.patch_deepseek_moe, 5 AdamW steps: losses
-  within 0.2% of the loop's, peak memory not above it. Under FSDP on two
-  GPUs: test_moe_fsdp.py.
+  copy given tessel.torch.patch_deepseek_moe (the experts read in place,
+  and stacked), 5 AdamW steps: losses
+  within 0.2% of the loop's, peak memory not above it. Under FSDP:
+  test_moe_fsdp.py.
 
 Timings: bench/moe_layer_bench.py and moe_glue_bench.py. (conftest.py:
 how to run it.)
@@ -618,9 +619,11 @@ def train(model, batches):
     return losses, torch.cuda.max_memory_allocated() - before if cuda else 0
 
 
-def test_patched_training(device, on_gpu, gen):
+@pytest.mark.parametrize("stack", [False, True])
+def test_patched_training(stack, device, on_gpu, gen):
     """The toy model and a copy given tessel.torch.patch_deepseek_moe
-    (kernels from the default cache), 5 AdamW steps on the same batches of
+    (kernels from the default cache; the experts read in place or, with
+    `stack`, stacked), 5 AdamW steps on the same batches of
     8 x 256 tokens: each step's loss within 0.2% of the loop's, and on the
     GPU a peak memory not above the loop's (one model on it at a time).
     On the host 2 steps of 2 x 16 tokens."""
@@ -633,8 +636,8 @@ def test_patched_training(device, on_gpu, gen):
     if on_gpu:
         torch.cuda.empty_cache()
     patched = toy_model(seed, device)
-    names = tessel.torch.patch_deepseek_moe(patched,
-                                            tessel.cache.default_cache())
+    names = tessel.torch.patch_deepseek_moe(
+        patched, tessel.cache.default_cache(), stack_experts=stack)
     assert len(names) == GPU_TOY.num_layers, names
     losses, peak = train(patched, batches)
     for step, (want, got) in enumerate(zip(loop_losses, losses), 1):

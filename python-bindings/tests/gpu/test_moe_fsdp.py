@@ -1,12 +1,15 @@
-"""tessel.torch.patch_deepseek_moe under FSDP on two NVIDIA GPUs: the toy
-DeepSeek-style model patched and trained 5 AdamW steps under
-FullyShardedDataParallel (FULL_SHARD, use_orig_params=True, one unit per
-transformer block) against the same model patched on one GPU
-(fsdp_worker.py, under torchrun with two processes). Every step's loss
-within 4e-3 relative of the one-GPU run's: about one bf16 rounding, what
-reducing bf16 gradients in another order may change.
+"""tessel.torch.patch_deepseek_moe under FSDP: the toy DeepSeek-style
+model patched (its experts read in place, or stacked) and trained 5 AdamW
+steps under FullyShardedDataParallel (FULL_SHARD, use_orig_params=True,
+one unit per transformer block) against the same model patched on one GPU
+(fsdp_worker.py, under torchrun with one process per rank). Every step's
+loss within 4e-3 relative of the one-GPU run's: about one bf16 rounding,
+what reducing bf16 gradients in another order may change.
 
-Needs two CUDA GPUs: skipped, saying how many there are, on fewer; and
+Two ranks shard the weights for real and need two CUDA GPUs (skipped,
+saying how many there are, on fewer). One rank runs FSDP's machinery (the
+flat parameter, the experts' weights as views of it, gathered for the
+forward and again for the backward) without sharding, on one GPU. Skipped
 while preparing (its kernels are test_moe.py::test_patched_training's,
 the same toy model). (conftest.py: how to run it.)
 """
@@ -24,18 +27,22 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LOSS_REL = 4e-3
 
 
-def test_fsdp_matches_one_gpu(on_gpu, tmp_path):
+@pytest.mark.parametrize("stack", [False, True])
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_fsdp_matches_one_gpu(ranks, stack, on_gpu, tmp_path):
     if not on_gpu:
-        pytest.skip("FSDP runs on two CUDA GPUs; its kernels are prepared "
-                    "by test_moe.py::test_patched_training")
+        pytest.skip("FSDP runs on CUDA GPUs; its kernels are prepared by "
+                    "test_moe.py::test_patched_training")
     gpus = torch.cuda.device_count()
-    if gpus < 2:
-        pytest.skip(f"FSDP needs 2 CUDA GPUs, {gpus} visible: run the suite "
-                    f"on a machine with two")
+    if gpus < ranks:
+        pytest.skip(f"FSDP over {ranks} ranks needs {ranks} CUDA GPUs, "
+                    f"{gpus} visible: run the suite on a machine with "
+                    f"{ranks}")
     out = tmp_path / "losses.json"
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone",
-         "--nproc_per_node=2", WORKER, "--out", str(out)],
+         f"--nproc_per_node={ranks}", WORKER, "--out", str(out)] +
+        (["--stack-experts"] if stack else []),
         capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, \
         f"torchrun failed ({result.returncode}):\n{result.stdout[-3000:]}" \
