@@ -130,6 +130,28 @@ void swap_entry(void **params, tessel_emu_lane *lane) {
   out[2 * t + 1] = io.src_result;
 }
 
+/* dpp: UPDATE_DPP. config[0..1] = exit rule, config[2..5] = control,
+ * row_mask, bank_mask, bound_ctrl; old = in_a[t], src = in_b[t],
+ * out[t] = result. */
+void dpp_entry(void **params, tessel_emu_lane *lane) {
+  const int32_t *config = PARAM(const int32_t *, 0);
+  const uint32_t *inA = PARAM(const uint32_t *, 1);
+  const uint32_t *inB = PARAM(const uint32_t *, 2);
+  uint32_t *out = PARAM(uint32_t *, 3);
+  if (exits(lane, config, 0))
+    return;
+  uint32_t t = globalThread(lane);
+  tessel_emu_dpp_io io = {inA[t],
+                          inB[t],
+                          (uint32_t)config[2],
+                          (uint32_t)config[3],
+                          (uint32_t)config[4],
+                          (uint32_t)config[5],
+                          0};
+  call(lane, TESSEL_EMU_UPDATE_DPP, &io);
+  out[t] = io.result;
+}
+
 /* ballot: BALLOT or VOTE_BALLOT. config[0] = op, config[1..2] = exit rule,
  * config[3] = membermask; predicate = in[t]; out i64[t] = mask. */
 void ballot_entry(void **params, tessel_emu_lane *lane) {

@@ -14,6 +14,8 @@
 #include <bitset>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <random>
 
 using namespace tessel;
@@ -126,6 +128,77 @@ TEST(EmulatedAmdOps, DsBpermute) {
     const uint32_t source = t / 64 * 64 + addresses[t] / 4 % 64;
     EXPECT_EQ(out[t], exits(source, 64, 4, 3) ? 0 : values[source])
         << "thread " << t;
+  }
+}
+
+/// Runs update_dpp with one control and masks: old = a, src = b.
+std::vector<uint32_t> runDpp(const char *device, uint32_t control,
+                             const std::vector<uint32_t> &old,
+                             const std::vector<uint32_t> &src,
+                             uint32_t rowMask = 0xf, uint32_t bankMask = 0xf,
+                             bool boundCtrl = true, int32_t exitModulus = 0,
+                             int32_t exitLane = 0) {
+  std::vector<int32_t> config = {exitModulus,       exitLane,
+                                 int32_t(control),  int32_t(rowMask),
+                                 int32_t(bankMask), boundCtrl};
+  std::vector<uint32_t> a = old, b = src, out(old.size(), kUnwritten);
+  EmuLaunch launch;
+  launch.device = device;
+  launch.entry = "dpp";
+  launch.grid = {uint32_t(old.size()) / 64, 1, 1};
+  launch.buffers = {emuBuffer("config", config), emuBuffer("a", a),
+                    emuBuffer("b", b), emuBuffer("out", out)};
+  EXPECT_TRUE(succeeds(runEmu(launch)));
+  return out;
+}
+
+TEST(EmulatedAmdOps, DppQuadPermAndMirrors) {
+  std::vector<uint32_t> old = sequence(128, 5000), src = sequence(128, 0);
+  // Quad reverse, swap pairs, broadcast lane 2, row_mirror, row_half_mirror.
+  const std::pair<uint32_t, std::function<uint32_t(uint32_t)>> cases[] = {
+      {0x1b, [](uint32_t l) { return l / 4 * 4 + 3 - l % 4; }},
+      {0xb1, [](uint32_t l) { return l ^ 1; }},
+      {0xaa, [](uint32_t l) { return l / 4 * 4 + 2; }},
+      {0x140, [](uint32_t l) { return l / 16 * 16 + 15 - l % 16; }},
+      {0x141, [](uint32_t l) { return l / 8 * 8 + 7 - l % 8; }},
+  };
+  for (const auto &[control, source] : cases) {
+    std::vector<uint32_t> out = runDpp("emu-gfx942", control, old, src);
+    for (uint32_t t = 0; t < 128; ++t)
+      ASSERT_EQ(out[t], t / 64 * 64 + source(t % 64))
+          << "control 0x" << std::hex << control << " thread " << std::dec << t;
+  }
+  // Spelled out: row_mirror's first row, row_half_mirror's second half-row.
+  std::vector<uint32_t> mirrored = runDpp("emu-gfx950", 0x140, old, src);
+  EXPECT_EQ(mirrored[0], 15u);
+  EXPECT_EQ(mirrored[17], 30u);
+  std::vector<uint32_t> halves = runDpp("emu-gfx950", 0x141, old, src);
+  EXPECT_EQ(std::vector<uint32_t>(halves.begin() + 8, halves.begin() + 12),
+            (std::vector<uint32_t>{15, 14, 13, 12}));
+}
+
+TEST(EmulatedAmdOps, DppMasksAndBoundControl) {
+  std::vector<uint32_t> old = sequence(64, 5000), src = sequence(64, 0);
+  // Rows 1 and 3 and bank 2 (lanes 8-11 of each row) keep `old`.
+  std::vector<uint32_t> out = runDpp("emu-gfx942", 0x140, old, src,
+                                     /*rowMask=*/0x5, /*bankMask=*/0xb);
+  for (uint32_t t = 0; t < 64; ++t) {
+    const bool written = (t / 16) % 2 == 0 && t % 16 / 4 != 2;
+    EXPECT_EQ(out[t], written ? t / 16 * 16 + 15 - t % 16 : old[t])
+        << "thread " << t;
+  }
+  // Lanes 3, 7, ... return: who reads them gets 0 with bound_ctrl, else
+  // its own `old`.
+  for (bool bound : {true, false}) {
+    out = runDpp("emu-gfx942", 0xb1, old, src, 0xf, 0xf, bound, 4, 3);
+    for (uint32_t t = 0; t < 64; ++t) {
+      if (t % 4 == 3)
+        EXPECT_EQ(out[t], kUnwritten);
+      else if (t % 4 == 2)
+        EXPECT_EQ(out[t], bound ? 0 : old[t]) << "thread " << t;
+      else
+        EXPECT_EQ(out[t], t ^ 1) << "thread " << t;
+    }
   }
 }
 
@@ -728,6 +801,29 @@ TEST(EmulatedErrors, DsSwizzlePatternsOutsideTheKnownModes) {
                           {"emu-gfx942: block (0, 0, 0), thread (0, 0, 0) "
                            "(wave 0, lane 0): ",
                            c.message}));
+  }
+}
+
+TEST(EmulatedErrors, DppControlsTheEmulatorDoesNotModel) {
+  // row_bcast15, row_shl 1: no Tessel template uses them.
+  for (uint32_t control : {0x142u, 0x101u}) {
+    std::vector<int32_t> config = {0, 0, int32_t(control), 0xf, 0xf, 1};
+    std::vector<uint32_t> a(64), b(64), out(64);
+    EmuLaunch launch;
+    launch.device = "emu-gfx942";
+    launch.entry = "dpp";
+    launch.buffers = {emuBuffer("config", config), emuBuffer("a", a),
+                      emuBuffer("b", b), emuBuffer("out", out)};
+    char message[160];
+    snprintf(message, sizeof message,
+             "v_mov_b32_dpp: DPP control 0x%03x is not one the emulator "
+             "implements (it knows quad_perm, 0x00-0xff, row_mirror, 0x140, "
+             "and row_half_mirror, 0x141)",
+             control);
+    EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
+                          {"emu-gfx942: block (0, 0, 0), thread (0, 0, 0) "
+                           "(wave 0, lane 0): ",
+                           message}));
   }
 }
 

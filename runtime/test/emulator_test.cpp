@@ -231,8 +231,8 @@ TEST(EmulatedErrors, UnknownOpIndex) {
   std::vector<int32_t> config = {32, 40, 40, 0};
   EXPECT_TRUE(failsWith(runEmu(splitLaunch(config, 64)), TESSEL_INTERNAL,
                         {"block (0, 0, 0), thread (0, 0, 0) (wave 0, lane 0): "
-                         "unknown op index 40 (emulator ABI 1 has ops 0 to "
-                         "18)"}));
+                         "unknown op index 40 (emulator ABI 2 has ops 0 to "
+                         "19)"}));
 }
 
 TEST(EmulatedErrors, OpOfAnotherChip) {
@@ -295,14 +295,15 @@ EmuLaunch idsLaunch(std::vector<int32_t> &out, std::vector<int32_t> &order) {
 TEST(EmulatedLoad, RefusesAnotherAbiVersion) {
   std::vector<int32_t> out(9 * 64), order(2);
   EmuLaunch launch = idsLaunch(out, order);
-  launch.params = {{"emulator_abi", 2}};
+  // Version 1 had no DPP op: its kernels would call a table of other ops.
+  launch.params = {{"emulator_abi", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
-                        {"kernel 'ids': compiled for emulator ABI version 2, "
-                         "but this runtime implements version 1"}));
+                        {"kernel 'ids': compiled for emulator ABI version 1, "
+                         "but this runtime implements version 2"}));
   launch.params = {{"x86_64_level", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': has no 'emulator_abi' parameter",
-                         "this runtime implements version 1"}));
+                         "this runtime implements version 2"}));
 }
 
 TEST(EmulatedLoad, RespectsTheX86Level) {

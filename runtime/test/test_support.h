@@ -9,6 +9,7 @@
 #define TESSEL_RUNTIME_TEST_SUPPORT_H
 
 #include "tessel/bundle.hpp"
+#include "tessel/emulator_abi.h"
 #include "tessel/runtime.h"
 
 #include "fake_drivers.h"
@@ -94,7 +95,8 @@ struct EmuLaunch {
   std::array<uint32_t, 3> block = {64, 1, 1};
   uint32_t sharedBytes = 0;
   std::vector<EmuBuffer> buffers;
-  std::vector<std::pair<std::string, int64_t>> params = {{"emulator_abi", 1}};
+  std::vector<std::pair<std::string, int64_t>> params = {
+      {"emulator_abi", TESSEL_EMU_ABI_VERSION}};
 };
 
 /// The bundle kernel `launch` runs: its buffers' constant shapes, its

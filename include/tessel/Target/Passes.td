@@ -57,6 +57,24 @@ def TesselTensorMapParams : Pass<"tessel-tensor-map-params", "ModuleOp"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def TesselAMDGPUNoIEEE : Pass<"tessel-amdgpu-no-ieee", "ModuleOp"> {
+  let summary = "Run the AMD kernels with the IEEE mode bit off";
+  let description = [{
+    Runs after `convert-gpu-to-rocdl`: every `rocdl.kernel` gets the LLVM
+    function attribute `"amdgpu-ieee"="false"`. In IEEE mode (the default
+    for compute kernels) min and max must quiet signaling NaNs, so the back
+    end puts a `v_max_f32 x, x` before every operand it cannot prove
+    canonical (a loaded score, a DPP move's result), and a DPP move whose
+    result is so canonicalized cannot fold into the max that uses it. No
+    Tessel kernel depends on signaling-NaN quieting; maxnum keeps its
+    meaning for every other input (AMDGPU usage guide, "IEEE mode").
+
+    Post-condition: every AMD kernel has `amdgpu-ieee` = `false` among its
+    passthrough attributes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TesselHsaco : Pass<"tessel-hsaco", "ModuleOp"> {
   let summary = "Add an hsaco built from the AMDGCN assembly of every "
                 "gpu.binary";

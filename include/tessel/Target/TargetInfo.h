@@ -162,6 +162,16 @@ public:
   /// inactive lanes would read as false).
   virtual Value ballot(OpBuilder &b, Location loc, Value pred) const = 0;
 
+  /// The value a lane combines `x` with at step `distance` of a butterfly
+  /// reduction (KernelBuilder::warpReduce): taken at distances 1, 2, 4, ...
+  /// in that order with a commutative, associative combine, every lane ends
+  /// with the reduction over its aligned group of 2 x the last distance
+  /// lanes. The default reads lane ^ distance (gpu.shuffle xor); a target
+  /// may read other lanes of the group that give the same result. Every
+  /// lane of the warp must execute it.
+  virtual Value reductionPartner(OpBuilder &b, Location loc, Value x,
+                                 int64_t distance) const;
+
   /// `x` of the lane `d` below this one in the warp, and whether there is
   /// one (this lane >= d): gpu.shuffle up, with a validity that holds on
   /// the target. Every lane of the warp must execute it.

@@ -59,11 +59,8 @@ Value KernelBuilder::warpReduce(Value x,
                                 int64_t width) {
   if (width <= 0)
     width = warpSize;
-  for (int64_t d = 1; d < width; d *= 2) {
-    auto other = gpu::ShuffleOp::create(b, loc, x, d, warpSize,
-                                        gpu::ShuffleMode::XOR);
-    x = combine(x, other.getShuffleResult());
-  }
+  for (int64_t d = 1; d < width; d *= 2)
+    x = combine(x, target.reductionPartner(b, loc, x, d));
   return x;
 }
 

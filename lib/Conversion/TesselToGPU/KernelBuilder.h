@@ -91,8 +91,9 @@ protected:
   // --- warp collectives ---------------------------------------------------
   /// Inclusive scan of `x` (i32) over the lanes with `combine`.
   Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
-  /// `combine` of `x` over all lanes (i32 or f32), in every lane; with
-  /// `width` < warpSize, over each aligned group of `width` lanes.
+  /// `combine` (commutative and associative) of `x` over all lanes (i32 or
+  /// f32), in every lane; with `width` < warpSize, over each aligned group
+  /// of `width` lanes (TargetInfo::reductionPartner's steps).
   Value warpReduce(Value x, function_ref<Value(Value, Value)> combine,
                    int64_t width = 0);
   Value broadcast(Value x, Value lane);

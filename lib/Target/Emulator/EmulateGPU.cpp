@@ -20,6 +20,7 @@
 #include "tessel/emulator_abi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
@@ -347,6 +348,21 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   if (name == "rocdl.ds_swizzle")
     return replace(
         u32Op(TESSEL_EMU_DS_SWIZZLE, op->getOperand(0), op->getOperand(1)));
+  if (auto dpp = dyn_cast<ROCDL::DPPUpdateOp>(op)) {
+    calls.put(loc, offsetof(tessel_emu_dpp_io, old_value),
+              asI32(b, loc, dpp.getOld()));
+    calls.put(loc, offsetof(tessel_emu_dpp_io, src_value),
+              asI32(b, loc, dpp.getSrc()));
+    calls.put(loc, offsetof(tessel_emu_dpp_io, control), dpp.getDppCtrl());
+    calls.put(loc, offsetof(tessel_emu_dpp_io, row_mask), dpp.getRowMask());
+    calls.put(loc, offsetof(tessel_emu_dpp_io, bank_mask), dpp.getBankMask());
+    calls.put(loc, offsetof(tessel_emu_dpp_io, bound_ctrl),
+              uint32_t(dpp.getBoundCtrl()));
+    calls.call(loc, TESSEL_EMU_UPDATE_DPP);
+    return replace(fromI32(
+        b, loc, calls.get(loc, offsetof(tessel_emu_dpp_io, result), i32),
+        dpp.getType()));
+  }
   if (name == "rocdl.ds_bpermute")
     return replace(
         u32Op(TESSEL_EMU_DS_BPERMUTE, op->getOperand(0), op->getOperand(1)));

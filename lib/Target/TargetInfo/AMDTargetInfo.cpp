@@ -69,6 +69,48 @@ public:
     return ROCDL::BallotOp::create(b, loc, b.getI64Type(), pred);
   }
 
+  // Within a row of 16 lanes, DPP moves instead of LDS swizzles: no LDS
+  // traffic and no lgkmcnt wait before the combine (CDNA3 ISA, "Data
+  // Parallel Processing"). Distances 1 and 2 are the quad permutations
+  // [1,0,3,2] and [2,3,0,1] (lane ^ 1, lane ^ 2); after them every lane of
+  // a quad holds the quad's value, so row_half_mirror (lane i of 8 reads
+  // 7 - i, in the other quad) serves for distance 4 and row_mirror (i of
+  // 16 reads 15 - i, in the other half) for 8. Farther: a shuffle.
+  Value reductionPartner(OpBuilder &b, Location loc, Value x,
+                         int64_t distance) const override {
+    constexpr int32_t kQuadSwapPairs = 1 | 0 << 2 | 3 << 4 | 2 << 6;
+    constexpr int32_t kQuadSwapHalves = 2 | 3 << 2 | 0 << 4 | 1 << 6;
+    constexpr int32_t kRowMirror = 0x140, kRowHalfMirror = 0x141;
+    int32_t control;
+    switch (distance) {
+    case 1:
+      control = kQuadSwapPairs;
+      break;
+    case 2:
+      control = kQuadSwapHalves;
+      break;
+    case 4:
+      control = kRowHalfMirror;
+      break;
+    case 8:
+      control = kRowMirror;
+      break;
+    default:
+      return TargetInfo::reductionPartner(b, loc, x, distance);
+    }
+    Type i32 = b.getI32Type();
+    Value bits = x.getType() == i32
+                     ? x
+                     : arith::BitcastOp::create(b, loc, i32, x).getResult();
+    Value moved = ROCDL::DPPUpdateOp::create(b, loc, i32, bits, bits, control,
+                                             /*rowMask=*/0xf, /*bankMask=*/0xf,
+                                             /*boundCtrl=*/true);
+    return x.getType() == i32
+               ? moved
+               : arith::BitcastOp::create(b, loc, x.getType(), moved)
+                     .getResult();
+  }
+
   // The ROCDL lowering of gpu.shuffle up (LLVM 22) checks only the upper
   // end of the lane segment, so its lanes below d were valid and read the
   // top of the wave through ds_bpermute (found by the emulator: every scan

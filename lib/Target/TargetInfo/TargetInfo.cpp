@@ -2,10 +2,19 @@
 
 #include "tessel/Target/TargetInfo.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 using namespace mlir;
 using namespace mlir::tessel;
 
 TargetInfo::~TargetInfo() = default;
+
+Value TargetInfo::reductionPartner(OpBuilder &b, Location loc, Value x,
+                                   int64_t distance) const {
+  return gpu::ShuffleOp::create(b, loc, x, distance, getWarpSize(),
+                                gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
 
 FailureOr<std::unique_ptr<TargetInfo>>
 TargetInfo::get(StringRef chip,

@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever a record, an op number or the lane layout changes; a
  * kernel carries it as its bundle parameter "emulator_abi" and the runtime
  * refuses any other. */
-#define TESSEL_EMU_ABI_VERSION 1
+#define TESSEL_EMU_ABI_VERSION 2
 
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
@@ -134,7 +134,18 @@ enum tessel_emu_op_index {
    * groups; tessel_emu_u32_io {a = n}. */
   TESSEL_EMU_CP_ASYNC_WAIT = 18,
 
-  TESSEL_EMU_OP_COUNT = 19
+  /* --- AMD, continued ----------------------------------------------------- */
+  /* v_mov_b32_dpp (llvm.amdgcn.update.dpp), wave op, tessel_emu_dpp_io.
+   * Lane l reads `src` of the lane the control selects within its row of
+   * 16: quad_perm (0x00-0xff: lane 4q+i reads 4q + control[2i+1:2i]),
+   * row_mirror (0x140: row lane i reads 15 - i), row_half_mirror (0x141:
+   * i of 8 reads 7 - i); any other control is an error naming it. Lanes
+   * whose row (row_mask bit l / 16) or bank (bank_mask bit l % 16 / 4) is
+   * masked off get `old`; a lane whose source returned gets 0 with
+   * bound_ctrl, else `old`. */
+  TESSEL_EMU_UPDATE_DPP = 19,
+
+  TESSEL_EMU_OP_COUNT = 20
 };
 
 /* Operands a, b; result. */
@@ -148,6 +159,12 @@ typedef struct tessel_emu_swap_io {
   uint32_t old_value, src_value;
   uint32_t old_result, src_result;
 } tessel_emu_swap_io;
+
+typedef struct tessel_emu_dpp_io {
+  uint32_t old_value, src_value;
+  uint32_t control, row_mask, bank_mask, bound_ctrl;
+  uint32_t result;
+} tessel_emu_dpp_io;
 
 typedef struct tessel_emu_ballot_io {
   uint64_t mask; /* result */

@@ -53,7 +53,45 @@ int swizzleSource(uint32_t pattern, uint32_t lane, OpFailure &failure) {
   return int((lane & 32) | (((lane & andMask) | orMask) ^ xorMask));
 }
 
+/// The lane of its row of 16 that DPP `control` makes `lane` read, or -1
+/// with `failure` filled if the control is not one the emulator implements.
+int dppSource(uint32_t control, uint32_t lane, OpFailure &failure) {
+  const uint32_t rowStart = lane & ~15u, inRow = lane % 16;
+  if (control <= 0xff)
+    return int((lane & ~3u) | ((control >> (2 * (lane % 4))) & 3));
+  if (control == 0x140)
+    return int(rowStart + 15 - inRow);
+  if (control == 0x141)
+    return int(rowStart + (inRow & 8) + 7 - inRow % 8);
+  fail(failure, TESSEL_UNSUPPORTED, int(lane),
+       "DPP control 0x%03x is not one the emulator implements (it knows "
+       "quad_perm, 0x00-0xff, row_mirror, 0x140, and row_half_mirror, 0x141)",
+       control);
+  return -1;
+}
+
 } // namespace
+
+bool updateDpp(const WaveCall &call, OpFailure &failure) {
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    auto *io = ioOf<tessel_emu_dpp_io>(call, lane);
+    if (!io)
+      continue;
+    int source = dppSource(io->control, lane, failure);
+    if (source < 0)
+      return false;
+    const bool written = (io->row_mask >> (lane / 16)) & 1 &&
+                         (io->bank_mask >> (lane % 16 / 4)) & 1;
+    const auto *from = ioOf<tessel_emu_dpp_io>(call, uint32_t(source));
+    if (!written)
+      io->result = io->old_value;
+    else if (from)
+      io->result = from->src_value;
+    else
+      io->result = io->bound_ctrl ? 0 : io->old_value;
+  }
+  return true;
+}
 
 bool dsSwizzle(const WaveCall &call, OpFailure &failure) {
   for (uint32_t lane = 0; lane < kWave; ++lane) {

@@ -45,6 +45,8 @@ const OpInfo kOps[] = {
      nullptr, cpAsyncCommit},
     {"cp.async.wait_group", OpKind::Lane, Availability::Nvidia, true, nullptr,
      cpAsyncWait},
+    {"v_mov_b32_dpp", OpKind::Wave, Availability::Amd, true, updateDpp,
+     nullptr},
 };
 static_assert(sizeof kOps / sizeof kOps[0] == TESSEL_EMU_OP_COUNT,
               "one row per op of emulator_abi.h");

@@ -114,6 +114,7 @@ const tessel_emu_op *opTable();
 
 // AMD (amd_ops.cpp).
 bool dsSwizzle(const WaveCall &call, OpFailure &failure);
+bool updateDpp(const WaveCall &call, OpFailure &failure);
 bool dsBpermute(const WaveCall &call, OpFailure &failure);
 bool permlaneSwap(const WaveCall &call, OpFailure &failure);
 bool amdBallot(const WaveCall &call, OpFailure &failure);

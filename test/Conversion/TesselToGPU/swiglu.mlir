@@ -48,7 +48,8 @@ func.func @swiglu_parts(%h: memref<2x?x128xf32>, %a: memref<?x128xf32>) {
 // CDNA-LABEL:    gpu.func @swiglu_backward(
 // CDNA-SAME:     tessel.grid = [array<i64: 0, 8, 0, 4>,
 // CDNA:          scf.for %{{.*}} = %{{.*}} to %c512 step %c512{{.*}} iter_args
-// CDNA-COUNT-6:  gpu.shuffle  xor
+// CDNA-COUNT-4:  rocdl.update.dpp
+// CDNA-COUNT-2:  gpu.shuffle  xor
 func.func @swiglu_backward(%g: memref<?x512xbf16>, %h: memref<?x1024xbf16>, %w: memref<?x8xf32>, %s: memref<?xi32>, %p: memref<?x8xi32>, %dh: memref<?x1024xbf16>, %aw: memref<?x512xbf16>, %dw: memref<?x8xf32>) {
   tessel.swiglu_backward grad(%g : memref<?x512xbf16>) h(%h : memref<?x1024xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x8xi32>) dh(%dh : memref<?x1024xbf16>) act_weighted(%aw : memref<?x512xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
   return

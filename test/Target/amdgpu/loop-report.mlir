@@ -6,14 +6,14 @@
 // RUN:   --explain gmm --tessel-opt tessel-opt | FileCheck %s --check-prefix=EXPLAIN
 // RUN: not %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
 // RUN:   --tessel-opt tessel-opt --chips gfx942 --thresholds \
-// RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "flat": 0, "lds16": 0}}' \
+// RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "lgkmcnt0": 0, "flat": 0, "lds16": 0}}' \
 // RUN:   | FileCheck %s --check-prefix=STRICT
 
 // The static loop report (scripts/amd-loop-report.py, issue 16) over the
 // whole default set for both chips holds every threshold: no scratch, and
 // per kernel family today's floors on the main loop's MFMA share of issue
-// cycles and on waves per SIMD, and ceilings on vmcnt(0) waits, flat loads
-// and 2-byte LDS accesses (a change that makes the AMD code worse fails
+// cycles and on waves per SIMD, and ceilings on vmcnt(0) and lgkmcnt(0)
+// waits, flat loads and 2-byte LDS accesses (a change that makes the AMD code worse fails
 // here). Then one grouped matmul: its row, and thresholds it cannot meet
 // make the check fail, naming each one. Its main loop is the K loop (16
 // MFMAs, 128 issue cycles, about 130 instructions on gfx942), not the
@@ -44,6 +44,7 @@
 // STRICT-NEXT: gfx942 gmm: MFMA share {{[0-9]+}}% < 99%
 // STRICT-NEXT: gfx942 gmm: 1 waves/SIMD < 8
 // STRICT-NEXT: gfx942 gmm: vmcnt0 {{[1-9][0-9]*}} > 0
+// STRICT-NEXT: gfx942 gmm: lgkmcnt0 {{[1-9][0-9]*}} > 0
 // STRICT:      FAIL
 
 func.func @gmm(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,

@@ -8,6 +8,8 @@
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOU16 < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOU16 < %t.950.s
+// RUN: FileCheck %s --check-prefix=NOCANON < %t.942.s
+// RUN: FileCheck %s --check-prefix=NOCANON < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here):
 // the chip's 16-row bf16 MFMA (16x16x16 / 16x16x32), K/V tiles by 16-byte
@@ -18,6 +20,11 @@
 // ds_read_u16 of token-major tiles), v_exp_f32 / v_log_f32 (no ocml calls;
 // the grid-stride loop computes its stride from T rather than asking for
 // the grid size, which would need the ROCm device library), no scratch.
+// The softmax's row maxima and sums run within rows of 16 lanes by DPP,
+// folded into the max and add but for the last step, whose max is a
+// v_max3 with the running maximum (no ds_swizzle round trips through the
+// LDS unit); with the IEEE mode bit off, no `v_max_f32 d, x, x` quiets a
+// score or a DPP result before the max.
 
 // CHECK-LABEL: prefill:
 // CHECK-DAG:   global_load_dwordx4
@@ -25,6 +32,11 @@
 // CHECK-DAG:   ds_write_b16
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
+// CHECK-DAG:   v_max_f32_dpp {{.*}} quad_perm:[1,0,3,2]
+// CHECK-DAG:   v_max_f32_dpp {{.*}} quad_perm:[2,3,0,1]
+// CHECK-DAG:   v_max_f32_dpp {{.*}} row_half_mirror
+// CHECK-DAG:   v_add_f32_dpp {{.*}} row_half_mirror
+// CHECK-DAG:   v_mov_b32_dpp {{.*}} row_mirror
 // GFX942-DAG:  ds_read_b64
 // GFX942-DAG:  v_mfma_f32_16x16x16_bf16
 // GFX950-DAG:  ds_read_b128
@@ -34,6 +46,7 @@
 // CHECK:       .wavefront_size: 64
 
 // NOU16-NOT:   ds_read_u16
+// NOCANON-NOT: v_max_f32_e32 v{{[0-9]+}}, [[X:v[0-9]+]], [[X]]{{$}}
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
 func.func @prefill(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %cu: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {

@@ -7,9 +7,10 @@
 
 // The SwiGLU kernels' AMDGCN on CDNA3 and CDNA4 (not run on hardware
 // here): 16-byte global loads and stores, v_exp_f32 for the sigmoid; the
-// backward's row sum over a 64-lane wave by ds_swizzle, then ds_bpermute
-// (gfx942) or v_permlane32_swap (gfx950) across the halves. No scratch, no
-// LDS.
+// backward's row sum over a 64-lane wave by DPP adds within each row of 16
+// lanes (the mirrors for distances 4 and 8), then ds_swizzle and
+// ds_bpermute (gfx942) or v_permlane16/32_swap (gfx950) across rows. No
+// scratch, no LDS.
 
 // CHECK-LABEL: swiglu:
 // CHECK-DAG:   global_load_dwordx4
@@ -23,8 +24,13 @@
 // CHECK-DAG:   global_load_dwordx4
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   global_store_dwordx4
-// CHECK-DAG:   ds_swizzle_b32
+// CHECK-DAG:   v_add_f32_dpp {{.*}} quad_perm:[1,0,3,2]
+// CHECK-DAG:   v_add_f32_dpp {{.*}} quad_perm:[2,3,0,1]
+// CHECK-DAG:   v_add_f32_dpp {{.*}} row_half_mirror
+// CHECK-DAG:   v_add_f32_dpp {{.*}} row_mirror
+// GFX942-DAG:  ds_swizzle_b32
 // GFX942-DAG:  ds_bpermute_b32
+// GFX950-DAG:  v_permlane16_swap_b32
 // GFX950-DAG:  v_permlane32_swap_b32
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .group_segment_fixed_size: 0

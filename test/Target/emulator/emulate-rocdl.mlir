@@ -26,6 +26,24 @@
 // CHECK: %[[SLOT:.*]] = llvm.getelementptr %[[TABLE]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK: %[[FN:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
 // CHECK: llvm.call %[[FN]](%[[LANE]], %[[IO]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr) -> ()
+// update.dpp (f32): op 19 with {old, src, control, row_mask, bank_mask,
+// bound_ctrl} as i32s at 0, 4, ..., 20, the result at 24.
+// CHECK: %[[OLD:.*]] = llvm.bitcast %{{.*}} : f32 to i32
+// CHECK: %[[OLD_AT:.*]] = llvm.getelementptr %[[IO]][0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.store %[[OLD]], %[[OLD_AT]]
+// CHECK: %[[CTRL:.*]] = llvm.mlir.constant(320 : i32) : i32
+// CHECK: %[[CTRL_AT:.*]] = llvm.getelementptr %[[IO]][8] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.store %[[CTRL]], %[[CTRL_AT]]
+// CHECK: %[[BANK:.*]] = llvm.mlir.constant(11 : i32) : i32
+// CHECK: %[[BANK_AT:.*]] = llvm.getelementptr %[[IO]][16] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.store %[[BANK]], %[[BANK_AT]]
+// CHECK: %[[BOUND:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: %[[BOUND_AT:.*]] = llvm.getelementptr %[[IO]][20] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.store %[[BOUND]], %[[BOUND_AT]]
+// CHECK: llvm.getelementptr %{{.*}}[19] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: %[[DPP_AT:.*]] = llvm.getelementptr %[[IO]][24] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: %[[DPP:.*]] = llvm.load %[[DPP_AT]] {alignment = 1 : i64} : !llvm.ptr -> i32
+// CHECK: llvm.bitcast %[[DPP]] : i32 to f32
 // Barrier: op 0 with a null record.
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: llvm.call %{{.*}}(%[[LANE]], %[[NULL]])
@@ -62,7 +80,10 @@ module attributes {gpu.container_module} {
       %blk = rocdl.workgroup.id.y : i32
       %lds = llvm.mlir.addressof @__dynamic_shmem__0 : !llvm.ptr<3>
       %s = rocdl.ds_swizzle %t, %pattern : (i32, i32) -> i32
-      llvm.store %s, %lds : i32, !llvm.ptr<3>
+      %xf = llvm.bitcast %s : i32 to f32
+      %m = rocdl.update.dpp %x, %xf with 320, 15, 11, true : f32
+      %mi = llvm.bitcast %m : f32 to i32
+      llvm.store %mi, %lds : i32, !llvm.ptr<3>
       rocdl.barrier
       %va = llvm.mlir.undef : vector<4xi16>
       %vc = llvm.mlir.undef : vector<16xf32>
