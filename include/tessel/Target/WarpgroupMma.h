@@ -58,6 +58,9 @@ public:
   };
   /// Attention: the consumers hold O and S.
   static constexpr RegisterSplit kAttentionRegisters{40, 232};
+  /// The prefill's producer only walks tiles and issues TMA: FlashAttention-3's
+  /// split, the most the consumers can have.
+  static constexpr RegisterSplit kPrefillRegisters{24, 240};
   /// The grouped matmuls: the producer walks a persistent grid's tiles (a
   /// group scan each) and may copy B from a pointer table; a consumer
   /// holds one m64n256 accumulator. (56 and 224 left 4-16 bytes spilled
@@ -194,6 +197,7 @@ public:
 };
 
 static_assert(WarpgroupMma::kAttentionRegisters.fits() &&
+                  WarpgroupMma::kPrefillRegisters.fits() &&
                   WarpgroupMma::kGemmRegisters.fits(),
               "setmaxnreg cannot hand out more than the block has");
 

@@ -847,7 +847,10 @@ void FlashSm90Builder::build() {
                               /*arrive=*/true);
                  });
         forEachTile([&](const Tile &tile) { consume(tile, consumer); });
-      });
+      },
+      /*active=*/nullptr,
+      pb.paged || !cfg.overlap ? WarpgroupMma::kAttentionRegisters
+                               : WarpgroupMma::kPrefillRegisters);
 }
 
 } // namespace

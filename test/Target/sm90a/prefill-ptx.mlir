@@ -8,7 +8,8 @@
 // mbarriers; the consumers claim registers, compute S = Q K^T on wgmma from
 // shared memory (m64n128k16, both K-major) and O += P V on wgmma with P in
 // registers ({4 words}) and V transposed (imm-trans-b 1). At head dim 128
-// the ring has 3 stages, and the consumers overlap P V with the next
+// the producer keeps 24 registers and the consumers take 240; the ring has
+// 3 stages, and the consumers overlap P V with the next
 // softmax (two groups in flight, wait_group 1) and take turns through
 // named barriers (bar.sync / bar.arrive with the consumer's barrier id).
 // A tile's wgmma descriptors are made before the consumer's turn, each a
@@ -26,7 +27,7 @@
 // CHECK-SAME:  .maxntid 384, 1, 1
 // CHECK-SAME:  mbarrier.init.shared.b64
 // CHECK-SAME:  fence.mbarrier_init.release.cluster
-// CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09232;
+// CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09240;
 // CHECK-SAME:  bar.arrive 2, 256;
 // CHECK-SAME:  mbarrier.try_wait.parity.shared.b64
 // CHECK-NOT:   add.s64 {{[^;]*}}, 4611686
@@ -41,7 +42,7 @@
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[{][^}]*[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
 // CHECK-SAME:  mbarrier.arrive.shared.b64
-// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0940;
+// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0924;
 // CHECK-SAME:  elect.sync
 // CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
 // CHECK-SAME:  cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
