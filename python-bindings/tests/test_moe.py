@@ -414,15 +414,15 @@ def test_patched_model_trains_like_the_loop(bundle, config, stack):
     assert patched.layers[0].mlp.gate.weight.grad.abs().max() > 0
 
 
-def _stacked_toy(seed):
+def _stacked_toy(seed, bundle):
     model, tokens, targets = _toy(seed)
-    tessel.torch.patch_deepseek_moe(model, None, stack_experts=True)
+    tessel.torch.patch_deepseek_moe(model, bundle, stack_experts=True)
     return model, tokens, targets
 
 
-def test_stacked_experts_replace_the_per_expert_parameters():
+def test_stacked_experts_replace_the_per_expert_parameters(bundle):
     naive, _, _ = _toy(5)
-    patched, _, _ = _stacked_toy(5)
+    patched, _, _ = _stacked_toy(5, bundle)
     experts = patched.layers[0].mlp.experts
     stacked = dict(patched.named_parameters())
     assert experts.gate_up_proj.shape == (5, 22, 19)
@@ -434,13 +434,13 @@ def test_stacked_experts_replace_the_per_expert_parameters():
     for name, param in _per_expert(stacked, 5).items():
         assert torch.equal(param, dict(naive.named_parameters())[name]), name
     # Patching again keeps the stacked parameters.
-    tessel.torch.patch_deepseek_moe(patched, None, stack_experts=True)
+    tessel.torch.patch_deepseek_moe(patched, bundle, stack_experts=True)
     assert experts.gate_up_proj is stacked["layers.0.mlp.experts.gate_up_proj"]
 
 
-def test_a_stacked_expert_is_still_a_module_of_its_own():
+def test_a_stacked_expert_is_still_a_module_of_its_own(bundle):
     naive, _, _ = _toy(4)
-    patched, _, _ = _stacked_toy(4)
+    patched, _, _ = _stacked_toy(4, bundle)
     x = torch.randn(6, 19)
     expert = patched.layers[1].mlp.experts[3]
     assert torch.equal(expert(x), naive.layers[1].mlp.experts[3](x))
@@ -450,21 +450,21 @@ def test_a_stacked_expert_is_still_a_module_of_its_own():
     assert grad[torch.arange(5) != 3].abs().max() == 0
 
 
-def test_stacked_experts_load_a_per_expert_checkpoint():
+def test_stacked_experts_load_a_per_expert_checkpoint(bundle):
     checkpoint, tokens, targets = _toy(8)
-    patched, _, _ = _stacked_toy(9)
+    patched, _, _ = _stacked_toy(9, bundle)
     patched.load_state_dict(checkpoint.state_dict())
     _assert_same_training_step(patched, checkpoint, tokens, targets)
     # And their own state dict, with the stacked keys.
-    again, _, _ = _stacked_toy(10)
+    again, _, _ = _stacked_toy(10, bundle)
     again.load_state_dict(patched.state_dict())
     for name, param in patched.state_dict().items():
         assert torch.equal(param, again.state_dict()[name]), name
 
 
-def test_stacked_experts_refuse_part_of_a_per_expert_checkpoint():
+def test_stacked_experts_refuse_part_of_a_per_expert_checkpoint(bundle):
     checkpoint, _, _ = _toy(8)
-    patched, _, _ = _stacked_toy(9)
+    patched, _, _ = _stacked_toy(9, bundle)
     state = checkpoint.state_dict()
     del state["layers.1.mlp.experts.2.up_proj.weight"]
     with pytest.raises(RuntimeError, match=r"tessel.torch.patch_deepseek_moe"
@@ -486,12 +486,12 @@ def test_stacked_experts_refuse_part_of_a_per_expert_checkpoint():
      "'layers.0.mlp.experts.0' has a MyLinear; stack_experts=True takes "
      "plain nn.Linear layers"),
 ])
-def test_stack_experts_refuses(change, message):
+def test_stack_experts_refuses(bundle, change, message):
     model, _, _ = _toy(1, num_layers=1)
     change(model.layers[0].mlp)
     with pytest.raises(ValueError, match="tessel.torch.patch_deepseek_moe: " +
                        message):
-        tessel.torch.patch_deepseek_moe(model, None, stack_experts=True)
+        tessel.torch.patch_deepseek_moe(model, bundle, stack_experts=True)
 
 
 def _as_flat_views(model):
