@@ -68,7 +68,7 @@ THRESHOLDS = {
     "tessel.prefill_attention": dict(share=0.21, waves=0.5, vmcnt0=2,
                                      lgkmcnt0=15, flat=0, lds16=16),
     "tessel.paged_attention": dict(share=0.11, waves=0.5, vmcnt0=3,
-                                   lgkmcnt0=19, flat=0, lds16=16),
+                                   lgkmcnt0=20, flat=0, lds16=16),
     "tessel.decode_attention": dict(share=0.09, waves=0.5, vmcnt0=2,
                                     lgkmcnt0=10, flat=0, lds16=8),
     "tessel.mla_decode": dict(share=0.12, waves=0.5, vmcnt0=2, lgkmcnt0=41,

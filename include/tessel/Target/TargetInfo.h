@@ -162,6 +162,13 @@ public:
   /// inactive lanes would read as false).
   virtual Value ballot(OpBuilder &b, Location loc, Value pred) const = 0;
 
+  /// `p` (f32, not NaN: a softmax probability) as `elem` (bf16 or f16),
+  /// rounded to nearest even: arith.truncf, unless the target has a cheaper
+  /// form for values that are not NaN. (A NaN probability comes from a NaN
+  /// score, whose row sum makes the output NaN however P is rounded.)
+  virtual Value truncateProbability(OpBuilder &b, Location loc, Type elem,
+                                    Value p) const;
+
   /// The value a lane combines `x` with at step `distance` of a butterfly
   /// reduction (KernelBuilder::warpReduce): taken at distances 1, 2, 4, ...
   /// in that order with a commutative, associative combine, every lane ends

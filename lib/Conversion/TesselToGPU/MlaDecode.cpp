@@ -169,7 +169,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
       SmallVector<Value> values;
       for (int64_t v = 0; v < r; ++v)
         values.push_back(
-            arith::TruncFOp::create(b, loc, elem, s[j * acc + e + v]));
+            target.truncateProbability(b, loc, elem, s[j * acc + e + v]));
       vector::StoreOp::create(
           b, loc, vector::FromElementsOp::create(b, loc, runType, values),
           sharedP,

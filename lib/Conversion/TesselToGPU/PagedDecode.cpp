@@ -263,7 +263,8 @@ LogicalResult PagedDecodeBuilder::computeTile(Value stage, Value tile,
       auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
       SmallVector<Value> values;
       for (int64_t v = 0; v < r; ++v)
-        values.push_back(arith::TruncFOp::create(b, loc, elem, s[j * acc + e + v]));
+        values.push_back(
+            target.truncateProbability(b, loc, elem, s[j * acc + e + v]));
       Value vec = vector::FromElementsOp::create(b, loc, runType, values);
       vector::StoreOp::create(
           b, loc, vec, sharedP,

@@ -304,7 +304,7 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
   // layouts agree, else through this warp's shared-memory slice.
   SmallVector<Value> p16;
   for (Value v : s)
-    p16.push_back(arith::TruncFOp::create(b, loc, elem, v));
+    p16.push_back(target.truncateProbability(b, loc, elem, v));
   int64_t atomsPerStep = atom.k / atom.n;
   SmallVector<Fragment> pFrags;
   if (target.hasAccumulatorsAsOperandA(atom)) {

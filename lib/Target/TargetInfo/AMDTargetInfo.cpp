@@ -69,6 +69,28 @@ public:
     return ROCDL::BallotOp::create(b, loc, b.getI64Type(), pred);
   }
 
+  // gfx942 has no f32 -> bf16 conversion instruction, and LLVM's expansion
+  // of fptrunc handles NaN (a compare and two selects besides the rounding
+  // add). A probability is no NaN: round to nearest even on the bits
+  // alone, bits + 0x7fff + (bit 16), keeping the high half.
+  Value truncateProbability(OpBuilder &b, Location loc, Type elem,
+                            Value p) const override {
+    if (isGfx950 || !elem.isBF16())
+      return TargetInfo::truncateProbability(b, loc, elem, p);
+    Type i32 = b.getI32Type();
+    auto c = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+    };
+    Value bits = arith::BitcastOp::create(b, loc, i32, p);
+    Value lsb = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, bits, c(16)), c(1));
+    Value rounded = arith::AddIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, bits, c(0x7fff)), lsb);
+    Value high = arith::TruncIOp::create(
+        b, loc, b.getI16Type(), arith::ShRUIOp::create(b, loc, rounded, c(16)));
+    return arith::BitcastOp::create(b, loc, elem, high);
+  }
+
   // Within a row of 16 lanes, DPP moves instead of LDS swizzles: no LDS
   // traffic and no lgkmcnt wait before the combine (CDNA3 ISA, "Data
   // Parallel Processing"). Distances 1 and 2 are the quad permutations

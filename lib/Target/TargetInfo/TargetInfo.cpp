@@ -2,12 +2,18 @@
 
 #include "tessel/Target/TargetInfo.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
 using namespace mlir::tessel;
 
 TargetInfo::~TargetInfo() = default;
+
+Value TargetInfo::truncateProbability(OpBuilder &b, Location loc, Type elem,
+                                      Value p) const {
+  return arith::TruncFOp::create(b, loc, elem, p);
+}
 
 Value TargetInfo::reductionPartner(OpBuilder &b, Location loc, Value x,
                                    int64_t distance) const {
