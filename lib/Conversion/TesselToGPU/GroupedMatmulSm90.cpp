@@ -187,6 +187,17 @@ protected:
     return {select(valid, mul(divu(entry, divisor), width), idx(0)),
             select(valid, i32(16), i32(0))};
   }
+  /// The global pointer (!llvm.ptr<1>) of an i64 address.
+  Value globalPointer(Value address) {
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+  }
+  /// The global pointer to the first element of memref `operand`.
+  Value globalMatrix(Value operand) {
+    return globalPointer(arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand)));
+  }
   /// Element `element` (index) of the global `matrix` (!llvm.ptr<1>), the
   /// source of a producer thread's cp.async.
   Value globalElement(Value matrix, Value element) {
@@ -710,11 +721,7 @@ void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mTiles,
     aRows = aRowsArg;
     divisor = rowsDivisor;
     sourceRows = memref::DimOp::create(b, loc, aArg, 0);
-    Value address = arith::IndexCastOp::create(
-        b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, aArg));
-    aMatrix = LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+    aMatrix = globalMatrix(aArg);
   }
   cElem = cast<MemRefType>(c.getType()).getElementType();
   mapA = mapAArg;
@@ -739,10 +746,8 @@ void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mTiles,
                   idx((kDepth + cfg.tileK - 1) / cfg.tileK), idx(0));
     if (bByCopies) {
       // The tail (group == G) reads no B: any entry will do.
-      Value address = memref::LoadOp::create(
-          b, loc, bArg, minu(group, idx(groups - 1)));
-      bMatrix = LLVM::IntToPtrOp::create(
-          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+      bMatrix = globalPointer(memref::LoadOp::create(
+          b, loc, bArg, minu(group, idx(groups - 1))));
     }
   });
 }
@@ -945,14 +950,12 @@ void RaggedKGemm::build(Value offsets, Value cArg, Value T, Value mapAArg,
   divisor = rowsDivisor;
   auto gathered = [&](Value operand, Value index, int64_t width, int64_t tile,
                       int64_t offset) {
-    Value address = arith::IndexCastOp::create(
-        b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand));
-    Value matrix = LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
-    return Gathered{matrix, memref::DimOp::create(b, loc, operand, 0),
-                    width,  index,
-                    tile,   offset};
+    return Gathered{globalMatrix(operand),
+                    memref::DimOp::create(b, loc, operand, 0),
+                    width,
+                    index,
+                    tile,
+                    offset};
   };
   if (aRows)
     gatheredA = gathered(aArg, aRows, mRows, cfg.tileM, 0);

@@ -64,7 +64,7 @@ struct KernelContext {
   Value arg(Value operand) const {
     if (!operand)
       return Value();
-    return args[cast<BlockArgument>(operand).getArgNumber()];
+    return args[argIndex(operand)];
   }
   /// The kernel argument number of `operand` (a tensor map's `arg`).
   unsigned argIndex(Value operand) const {
@@ -72,7 +72,7 @@ struct KernelContext {
   }
   /// Dimension `d` of `operand` as the signature has it (symbol or constant).
   const KernelDim &dim(Value operand, unsigned d) const {
-    return sig.args[cast<BlockArgument>(operand).getArgNumber()].dims[d];
+    return sig.args[argIndex(operand)].dims[d];
   }
   /// Dimension `d` of `operand` as an index value built at `b`: its
   /// symbol's value times mul plus add, or the constant.
