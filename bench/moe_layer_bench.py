@@ -91,9 +91,12 @@ class FixedRouting(nn.Module):
 
 
 class Expert(nn.Module):
+    """A DeepSeek MLP whose Linear weights are the given tensors (views,
+    no copy)."""
+
     def __init__(self, gate_up, down):
         super().__init__()
-        inter, hidden = down.shape[1], down.shape[0]
+        inter = down.shape[1]
         for name, w in (("gate_proj", gate_up[:inter]),
                         ("up_proj", gate_up[inter:]), ("down_proj", down)):
             layer = nn.Linear(w.shape[1], w.shape[0], bias=False,
