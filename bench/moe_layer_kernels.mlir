@@ -28,8 +28,8 @@ func.func @mlp_ref_down_wgrad(%a: memref<?x2048xbf16>, %arows: memref<?xi32>, %b
   tessel.grouped_matmul_wgrad a(%a : memref<?x2048xbf16>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x512xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<128x2048x512xbf16>) {rows_divisor = 8}
   return
 }
-func.func @mlp_ref_gate_up(%a: memref<?x2048xbf16>, %rows: memref<?xi32>, %b: memref<128x1024x2048xbf16>, %off: memref<128xi32>, %c: memref<?x1024xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<128x1024x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x1024xbf16>) {trans_b, a_rows_divisor = 8}
+func.func @mlp_ref_gate_up(%a: memref<?x2048xbf16>, %rows: memref<?xi32>, %b: memref<128x1024x2048xbf16>, %off: memref<128xi32>, %c: memref<?x1024xbf16>, %act: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<128x1024x2048xbf16>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x1024xbf16>) act(%act : memref<?x512xbf16>) {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @mlp_ref_gate_up_dgrad(%a: memref<?x1024xbf16>, %b: memref<128x1024x2048xbf16>, %off: memref<128xi32>, %c: memref<?x2048xbf16>) {
@@ -76,10 +76,6 @@ func.func @mlp_ref_down_dgrad_ptrs(%a: memref<?x2048xbf16>, %rows: memref<?xi32>
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<128xi64>) group_offsets(%off : memref<128xi32>) c(%c : memref<?x512xbf16>) {b_shape = array<i64: 2048, 512>, a_rows_divisor = 8}
   return
 }
-func.func @mlp_ref_swiglu(%h: memref<?x1024xbf16>, %act: memref<?x512xbf16>) {
-  tessel.swiglu h(%h : memref<?x1024xbf16>) act(%act : memref<?x512xbf16>)
-  return
-}
 func.func @mlp_ref_swiglu_backward(%g: memref<?x512xbf16>, %h: memref<?x1024xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<?x1024xbf16>, %aw: memref<?x512xbf16>, %dw: memref<?x8xf32>) {
   tessel.swiglu_backward grad(%g : memref<?x512xbf16>) h(%h : memref<?x1024xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<?x1024xbf16>) act_weighted(%aw : memref<?x512xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
   return
@@ -116,8 +112,8 @@ func.func @mlp_dsv3_down_wgrad(%a: memref<?x7168xbf16>, %arows: memref<?xi32>, %
   tessel.grouped_matmul_wgrad a(%a : memref<?x7168xbf16>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x2048xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<256x7168x2048xbf16>) {rows_divisor = 8}
   return
 }
-func.func @mlp_dsv3_gate_up(%a: memref<?x7168xbf16>, %rows: memref<?xi32>, %b: memref<256x4096x7168xbf16>, %off: memref<256xi32>, %c: memref<?x4096xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<256x4096x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x4096xbf16>) {trans_b, a_rows_divisor = 8}
+func.func @mlp_dsv3_gate_up(%a: memref<?x7168xbf16>, %rows: memref<?xi32>, %b: memref<256x4096x7168xbf16>, %off: memref<256xi32>, %c: memref<?x4096xbf16>, %act: memref<?x2048xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x7168xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<256x4096x7168xbf16>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x4096xbf16>) act(%act : memref<?x2048xbf16>) {trans_b, a_rows_divisor = 8}
   return
 }
 func.func @mlp_dsv3_gate_up_dgrad(%a: memref<?x4096xbf16>, %b: memref<256x4096x7168xbf16>, %off: memref<256xi32>, %c: memref<?x7168xbf16>) {
@@ -164,10 +160,6 @@ func.func @mlp_dsv3_down_dgrad_ptrs(%a: memref<?x7168xbf16>, %rows: memref<?xi32
   tessel.grouped_matmul a(%a : memref<?x7168xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<256xi64>) group_offsets(%off : memref<256xi32>) c(%c : memref<?x2048xbf16>) {b_shape = array<i64: 7168, 2048>, a_rows_divisor = 8}
   return
 }
-func.func @mlp_dsv3_swiglu(%h: memref<?x4096xbf16>, %act: memref<?x2048xbf16>) {
-  tessel.swiglu h(%h : memref<?x4096xbf16>) act(%act : memref<?x2048xbf16>)
-  return
-}
 func.func @mlp_dsv3_swiglu_backward(%g: memref<?x2048xbf16>, %h: memref<?x4096xbf16>, %w: memref<?x8xf32>, %sorted: memref<?xi32>, %pos: memref<?x8xi32>, %dh: memref<?x4096xbf16>, %aw: memref<?x2048xbf16>, %dw: memref<?x8xf32>) {
   tessel.swiglu_backward grad(%g : memref<?x2048xbf16>) h(%h : memref<?x4096xbf16>) topk_weights(%w : memref<?x8xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x8xi32>) dh(%dh : memref<?x4096xbf16>) act_weighted(%aw : memref<?x2048xbf16>) d_topk_weights(%dw : memref<?x8xf32>)
   return
@@ -204,8 +196,8 @@ func.func @mlp_toy_down_wgrad(%a: memref<?x256xbf16>, %arows: memref<?xi32>, %b:
   tessel.grouped_matmul_wgrad a(%a : memref<?x256xbf16>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x128xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<16x256x128xbf16>) {rows_divisor = 4}
   return
 }
-func.func @mlp_toy_gate_up(%a: memref<?x256xbf16>, %rows: memref<?xi32>, %b: memref<16x256x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x256xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<16x256x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x256xbf16>) {trans_b, a_rows_divisor = 4}
+func.func @mlp_toy_gate_up(%a: memref<?x256xbf16>, %rows: memref<?xi32>, %b: memref<16x256x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>, %act: memref<?x128xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x256xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<16x256x256xbf16>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x256xbf16>) act(%act : memref<?x128xbf16>) {trans_b, a_rows_divisor = 4}
   return
 }
 func.func @mlp_toy_gate_up_dgrad(%a: memref<?x256xbf16>, %b: memref<16x256x256xbf16>, %off: memref<16xi32>, %c: memref<?x256xbf16>) {
@@ -250,10 +242,6 @@ func.func @mlp_toy_down_ptrs(%a: memref<?x128xbf16>, %b: memref<16xi64>, %off: m
 }
 func.func @mlp_toy_down_dgrad_ptrs(%a: memref<?x256xbf16>, %rows: memref<?xi32>, %b: memref<16xi64>, %off: memref<16xi32>, %c: memref<?x128xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x256xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<16xi64>) group_offsets(%off : memref<16xi32>) c(%c : memref<?x128xbf16>) {b_shape = array<i64: 256, 128>, a_rows_divisor = 4}
-  return
-}
-func.func @mlp_toy_swiglu(%h: memref<?x256xbf16>, %act: memref<?x128xbf16>) {
-  tessel.swiglu h(%h : memref<?x256xbf16>) act(%act : memref<?x128xbf16>)
   return
 }
 func.func @mlp_toy_swiglu_backward(%g: memref<?x128xbf16>, %h: memref<?x256xbf16>, %w: memref<?x4xf32>, %sorted: memref<?xi32>, %pos: memref<?x4xi32>, %dh: memref<?x256xbf16>, %aw: memref<?x128xbf16>, %dw: memref<?x4xf32>) {

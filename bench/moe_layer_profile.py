@@ -26,7 +26,7 @@ _ROLES = sorted(("histogram", "sort", "permute", "unpermute",
                  "down_wgrad", "gate_or_up", "gate_or_up_dgrad",
                  "gate_or_up_wgrad", "gate_or_up_ptrs",
                  "gate_or_up_dgrad_ptrs", "down_ptrs", "down_dgrad_ptrs",
-                 "swiglu", "swiglu_backward", "swiglu_parts",
+                 "swiglu_backward", "swiglu_parts",
                  "swiglu_parts_backward"),
                 key=len, reverse=True)
 _TESSEL = re.compile(r"^mlp_[a-z0-9]+_(%s)$" % "|".join(_ROLES))

@@ -31,10 +31,11 @@ def _func(name: str, op: str, operands: List[_Operand], attrs: str) -> str:
 
 
 def _grouped_matmul(e, groups, N, K, trans_b, pointer_table,
-                    a_rows_divisor=0):
+                    a_rows_divisor=0, swiglu=0):
     """c [T, N] = a [T, K] . op(b[g]); b stacked or a table of pointers to
     [N, K] (trans_b) or [K, N] matrices; with a_rows_divisor, row t of the
-    product reads row a_rows[t] / a_rows_divisor of a [S, K]."""
+    product reads row a_rows[t] / a_rows_divisor of a [S, K]; with swiglu,
+    act [T, N / 2] = silu(gate) * up of c's two column halves too."""
     rows = (N, K) if trans_b else (K, N)
     attrs = ["trans_b"] if trans_b else []
     if pointer_table:
@@ -46,6 +47,8 @@ def _grouped_matmul(e, groups, N, K, trans_b, pointer_table,
     operands = [("a", "a", _memref("?", K, element=e)), ("b", "b", b),
                 ("group_offsets", "off", _memref(groups, element="i32")),
                 ("c", "c", _memref("?", N, element=e))]
+    if swiglu:
+        operands.append(("act", "act", _memref("?", N // 2, element=e)))
     if a_rows_divisor:
         attrs.append(f"a_rows_divisor = {a_rows_divisor}")
         operands.insert(1, ("a_rows", "rows", _memref("?", element="i32")))

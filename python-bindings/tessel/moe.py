@@ -20,7 +20,8 @@ the device with no host synchronisation:
     x [T, H]  -grouped_matmul(w_gate_up, trans_b, a_rows = sorted_rows / k)->
               h [R, 2I]  (gate | up; x's rows read in expert order, xs =
               x[sorted_rows / k] never written)
-    h    -swiglu->  act = silu(gate) * up  [R, I]
+              and act = silu(gate) * up [R, I] (the same launch's
+              epilogue; with gate and up apart, a swiglu pass)
     act  -grouped_matmul(w_down, trans_b)->  y [R, H]
     y    -moe_unpermute(topk_weights)->  out [T, H]  (fp32 sums, no atomics)
 
@@ -464,10 +465,15 @@ def forward(plan: _Plan, x: torch.Tensor, topk_ids: torch.Tensor,
     # from it elementwise (keeping act too would add R x I). x is read
     # through sorted_rows (a_rows), here and in the backward.
     h = x.new_empty(form.parts, rows, 2 * dims.intermediate // form.parts)
-    for part, b in enumerate(up_bs):
-        k["up"](x, sorted_rows, b, offsets, h[part])
     act = x.new_empty(rows, dims.intermediate)
-    k["act"](_gate_up_operand(h), act)
+    if "act" in k:
+        # Gate and up launched apart: SwiGLU is a pass of its own.
+        for part, b in enumerate(up_bs):
+            k["up"](x, sorted_rows, b, offsets, h[part])
+        k["act"](h, act)
+    else:
+        # One launch writes h and, in its epilogue, act.
+        k["up"](x, sorted_rows, up_bs[0], offsets, h[0], act)
     y = x.new_empty(rows, dims.hidden)
     k["down"](act, down_b, offsets, y)
     del act

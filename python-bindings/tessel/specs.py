@@ -291,9 +291,11 @@ def grouped_mm_kernels(n: int, k: int, trans_b: bool) -> Roles:
     m_cols, n_cols = (n, k) if trans_b else (k, n)
     return {
         "fwd": ("grouped_matmul", dict(N=n, K=k, trans_b=int(trans_b),
-                                       pointer_table=0, a_rows_divisor=0)),
+                                       pointer_table=0, a_rows_divisor=0,
+                                       swiglu=0)),
         "dgrad": ("grouped_matmul", dict(N=k, K=n, trans_b=int(not trans_b),
-                                         pointer_table=0, a_rows_divisor=0)),
+                                         pointer_table=0, a_rows_divisor=0,
+                                         swiglu=0)),
         "wgrad": ("grouped_matmul_wgrad", dict(M=m_cols, N=n_cols,
                                                a_rows_divisor=0,
                                                b_rows_divisor=0)),
@@ -314,11 +316,13 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
     H, I = hidden, intermediate
 
     # gather: a's rows through expert_sort's sorted rows (x or dout [T, H]
-    # read in expert order, no permuted copy).
-    def ragged_m(N, K, trans_b, pointer_table, gather=False):
+    # read in expert order, no permuted copy); swiglu: act = silu(gate) *
+    # up written by the epilogue too.
+    def ragged_m(N, K, trans_b, pointer_table, gather=False, swiglu=False):
         return ("grouped_matmul", dict(N=N, K=K, trans_b=int(trans_b),
                                        pointer_table=int(pointer_table),
-                                       a_rows_divisor=topk if gather else 0))
+                                       a_rows_divisor=topk if gather else 0,
+                                       swiglu=int(swiglu)))
 
     def ragged_k(M, N, gather):  # gather: "a" or "b"
         return ("grouped_matmul_wgrad",
@@ -335,8 +339,9 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
         # dx from the gate and the up dgrads apart: 2k rows a token.
         "unpermute_parts": ("moe_unpermute", dict(hidden=H, topk=2 * topk)),
         "down_wgrad": ragged_k(H, I, "a"),
-        # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I].
-        "gate_up": ragged_m(2 * I, H, True, False, gather=True),
+        # Stacked: w_gate_up [E, 2I, H], w_down [E, H, I]; h and act =
+        # silu(gate) * up from one launch.
+        "gate_up": ragged_m(2 * I, H, True, False, gather=True, swiglu=True),
         "gate_up_dgrad": ragged_m(H, 2 * I, False, False),
         "gate_up_wgrad": ragged_k(2 * I, H, "b"),
         "down": ragged_m(H, I, True, False),
@@ -351,9 +356,9 @@ def moe_kernels(hidden: int, intermediate: int, topk: int) -> Roles:
         "gate_or_up_dgrad_ptrs": ragged_m(H, I, False, True),
         "down_ptrs": ragged_m(H, I, True, True),
         "down_dgrad_ptrs": ragged_m(I, H, False, True, gather=True),
-        # silu(gate) * up and its backward, on h [R, 2I] (one fused gate/up
-        # launch) or [2, R, I] (gate and up launched apart).
-        "swiglu": ("swiglu", dict(intermediate=I, parts=1)),
+        # silu(gate) * up (gate and up launched apart: h [2, R, I]; the
+        # stacked gate_up writes act itself) and its backward, on h [R, 2I]
+        # or [2, R, I].
         "swiglu_backward": ("swiglu_backward",
                             dict(intermediate=I, parts=1, topk=topk)),
         "swiglu_parts": ("swiglu", dict(intermediate=I, parts=2)),
@@ -369,7 +374,7 @@ MOE_SHARED_ROLES = ("histogram", "sort", "unpermute", "down_wgrad")
 MOE_FORM_STEPS = {
     "stacked": dict(up="gate_up", up_dgrad="gate_up_dgrad",
                     up_wgrad="gate_up_wgrad", down="down",
-                    down_dgrad="down_dgrad", act="swiglu",
+                    down_dgrad="down_dgrad",
                     act_backward="swiglu_backward", dx="unpermute"),
     "split": dict(up="gate_or_up", up_dgrad="gate_or_up_dgrad",
                   up_wgrad="gate_or_up_wgrad", down="down",

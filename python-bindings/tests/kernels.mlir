@@ -83,8 +83,8 @@ func.func @moe_k3_down_wgrad(%a: memref<?x19xf32>, %arows: memref<?xi32>, %b: me
   tessel.grouped_matmul_wgrad a(%a : memref<?x19xf32>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x11xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x19x11xf32>) {rows_divisor = 3}
   return
 }
-func.func @moe_k3_gate_up(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x22xf32>) {
-  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x22xf32>) {trans_b, a_rows_divisor = 3}
+func.func @moe_k3_gate_up(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x22xf32>, %act: memref<?x11xf32>) {
+  tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5x22x19xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x22xf32>) act(%act : memref<?x11xf32>) {trans_b, a_rows_divisor = 3}
   return
 }
 func.func @moe_k3_gate_up_dgrad(%a: memref<?x22xf32>, %b: memref<5x22x19xf32>, %off: memref<5xi32>, %c: memref<?x19xf32>) {
@@ -131,10 +131,6 @@ func.func @moe_k3_down_dgrad_ptrs(%a: memref<?x19xf32>, %rows: memref<?xi32>, %b
   tessel.grouped_matmul a(%a : memref<?x19xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<5xi64>) group_offsets(%off : memref<5xi32>) c(%c : memref<?x11xf32>) {b_shape = array<i64: 19, 11>, a_rows_divisor = 3}
   return
 }
-func.func @moe_k3_swiglu(%h: memref<?x22xf32>, %act: memref<?x11xf32>) {
-  tessel.swiglu h(%h : memref<?x22xf32>) act(%act : memref<?x11xf32>)
-  return
-}
 func.func @moe_k3_swiglu_backward(%g: memref<?x11xf32>, %h: memref<?x22xf32>, %w: memref<?x3xf32>, %sorted: memref<?xi32>, %pos: memref<?x3xi32>, %dh: memref<?x22xf32>, %aw: memref<?x11xf32>, %dw: memref<?x3xf32>) {
   tessel.swiglu_backward grad(%g : memref<?x11xf32>) h(%h : memref<?x22xf32>) topk_weights(%w : memref<?x3xf32>) sorted_rows(%sorted : memref<?xi32>) row_positions(%pos : memref<?x3xi32>) dh(%dh : memref<?x22xf32>) act_weighted(%aw : memref<?x11xf32>) d_topk_weights(%dw : memref<?x3xf32>)
   return
@@ -167,8 +163,8 @@ func.func @moe_k2_down_wgrad(%a: memref<?x24xbf16>, %arows: memref<?xi32>, %b: m
   tessel.grouped_matmul_wgrad a(%a : memref<?x24xbf16>) a_rows(%arows : memref<?xi32>) b(%b : memref<?x10xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x24x10xbf16>) {rows_divisor = 2}
   return
 }
-func.func @moe_k2_gate_up(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x20xbf16>) {
-  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x20xbf16>) {trans_b, a_rows_divisor = 2}
+func.func @moe_k2_gate_up(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x20xbf16>, %act: memref<?x10xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x20x24xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x20xbf16>) act(%act : memref<?x10xbf16>) {trans_b, a_rows_divisor = 2}
   return
 }
 func.func @moe_k2_gate_up_dgrad(%a: memref<?x20xbf16>, %b: memref<4x20x24xbf16>, %off: memref<4xi32>, %c: memref<?x24xbf16>) {
@@ -213,10 +209,6 @@ func.func @moe_k2_down_ptrs(%a: memref<?x10xbf16>, %b: memref<4xi64>, %off: memr
 }
 func.func @moe_k2_down_dgrad_ptrs(%a: memref<?x24xbf16>, %rows: memref<?xi32>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x10xbf16>) {
   tessel.grouped_matmul a(%a : memref<?x24xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x10xbf16>) {b_shape = array<i64: 24, 10>, a_rows_divisor = 2}
-  return
-}
-func.func @moe_k2_swiglu(%h: memref<?x20xbf16>, %act: memref<?x10xbf16>) {
-  tessel.swiglu h(%h : memref<?x20xbf16>) act(%act : memref<?x10xbf16>)
   return
 }
 func.func @moe_k2_swiglu_backward(%g: memref<?x10xbf16>, %h: memref<?x20xbf16>, %w: memref<?x2xf32>, %sorted: memref<?xi32>, %pos: memref<?x2xi32>, %dh: memref<?x20xbf16>, %aw: memref<?x10xbf16>, %dw: memref<?x2xf32>) {

@@ -18,7 +18,7 @@ MOE_ROLES = ["histogram", "sort", "unpermute", "unpermute_parts",
              "gate_up", "gate_up_dgrad", "gate_up_wgrad", "down", "down_dgrad",
              "gate_or_up", "gate_or_up_dgrad", "gate_or_up_wgrad",
              "gate_or_up_ptrs", "gate_or_up_dgrad_ptrs", "down_ptrs",
-             "down_dgrad_ptrs", "swiglu", "swiglu_backward", "swiglu_parts",
+             "down_dgrad_ptrs", "swiglu_backward", "swiglu_parts",
              "swiglu_parts_backward"]
 KERNELS += [f"{moe}_{role}" for moe in ("moe_k3", "moe_k2")
             for role in MOE_ROLES]

@@ -4,12 +4,13 @@
 // out as exact zeros), offsets that need clamping, B stacked or as a table of
 // pointers to separately allocated per-group matrices, trans_b and not, f32
 // and bf16, K and N of 48, 64 and 96; rows of a gathered through a_rows,
-// entries outside a among them.
+// entries outside a among them; the fused SwiGLU (act).
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttentionSetup.h"
 
+#include <cmath>
 #include <memory>
 
 using namespace tessel::numerics;
@@ -33,6 +34,8 @@ struct MatmulCase {
   bool transB, pointerTable;
   /// With a_rows: its divisor (the MoE's top-k), a's rows being `sources`.
   int64_t divisor = 0, sources = 0;
+  /// With act = silu(gate) * up of c's column halves.
+  bool swiglu = false;
 };
 
 /// a_rows for `rows` product rows over `sources` rows of a: random entries
@@ -110,11 +113,27 @@ void checkGroupedMatmul(const MatmulCase &c, int64_t rows,
                                 {"c", &out}};
   if (c.divisor)
     args.push_back({"a_rows", &aRows});
+  Tensor act = Tensor::poisoned(c.outDtype, {rows, c.n / 2});
+  if (c.swiglu)
+    args.push_back({"act", &act});
   ASSERT_TRUE(kernel.run(args));
 
   std::vector<double> want =
       ref::groupedMatmul(aRead, rows, c.k, c.n, offsets, bAt);
   EXPECT_TRUE(near("c", out, want));
+  if (c.swiglu) {
+    // From the kernel's own (rounded) c, as tessel.swiglu would compute it;
+    // the tail's zeros give zeros.
+    int64_t half = c.n / 2;
+    std::vector<double> wantAct(rows * half);
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int64_t i = 0; i < half; ++i) {
+        double gate = out.at(t * c.n + i), up = out.at(t * c.n + half + i);
+        wantAct[t * half + i] = gate / (1.0 + std::exp(-gate)) * up;
+      }
+    }
+    EXPECT_TRUE(near("act", act, wantAct));
+  }
   int64_t end = ref::groupRows(offsets, rows).back().second;
   std::vector<int64_t> tail = rowRange(end, rows);
   EXPECT_TRUE(exact("c rows past the last offset", selectTokens(out, 0, tail),
@@ -168,6 +187,20 @@ TEST(GroupedMatmul, Bf16GatheredRowsPointerTable) {
   checkGroupedMatmul({"gmm_bf16_gather_ptr_tb_k72_n200", BF16, BF16, 72, 200,
                       true, true, 2, 150},
                      300, {0, 130, 131, 290}, 910);
+}
+
+/// The MoE gate/up projection with SiLU-gated act in its epilogue: I = 40
+/// (one partial N-tile), and I = 136 (a whole tile and a partial one).
+TEST(GroupedMatmul, Bf16SwigluGatheredRows) {
+  checkGroupedMatmul(
+      {"gmm_bf16_swiglu_k48_n80", BF16, BF16, 48, 80, true, false, 7, 45, true},
+      kRaggedRows, kRaggedOffsets, 912);
+}
+
+TEST(GroupedMatmul, Bf16SwigluTwoTiles) {
+  checkGroupedMatmul({"gmm_bf16_swiglu_k64_n272", BF16, BF16, 64, 272, true,
+                      false, 0, 0, true},
+                     kRaggedRows, {5, 70, 71, 300}, 913);
 }
 
 TEST(GroupedMatmul, F32GatheredRowsK96N48) {

@@ -257,6 +257,14 @@ func.func @gmm_bf16_gather_ptr_tb_k72_n200(%a: memref<?x72xbf16>, %b: memref<4xi
   tessel.grouped_matmul a(%a : memref<?x72xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x200xbf16>) {a_rows_divisor = 2, trans_b, b_shape = array<i64: 200, 72>}
   return
 }
+func.func @gmm_bf16_swiglu_k48_n80(%a: memref<?x48xbf16>, %b: memref<4x80x48xbf16>, %off: memref<4xi32>, %c: memref<?x80xbf16>, %rows: memref<?xi32>, %act: memref<?x40xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x48xbf16>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x80x48xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x80xbf16>) act(%act : memref<?x40xbf16>) {a_rows_divisor = 7, trans_b}
+  return
+}
+func.func @gmm_bf16_swiglu_k64_n272(%a: memref<?x64xbf16>, %b: memref<4x272x64xbf16>, %off: memref<4xi32>, %c: memref<?x272xbf16>, %act: memref<?x136xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<4x272x64xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x272xbf16>) act(%act : memref<?x136xbf16>) {trans_b}
+  return
+}
 func.func @gmm_f32_gather_k96_n48(%a: memref<?x96xf32>, %b: memref<4x96x48xf32>, %off: memref<4xi32>, %c: memref<?x48xf32>, %rows: memref<?xi32>) {
   tessel.grouped_matmul a(%a : memref<?x96xf32>) a_rows(%rows : memref<?xi32>) b(%b : memref<4x96x48xf32>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x48xf32>) {a_rows_divisor = 1}
   return

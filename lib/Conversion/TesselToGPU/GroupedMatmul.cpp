@@ -39,6 +39,14 @@
 // Epilogue: each lane stores its accumulator runs (bf16/f16), predicated on
 // the group's last row and on N.
 //
+// Fused SwiGLU (an `act` operand: each group's b rows are gate rows, then
+// up rows): an N-tile covers tileN / 2 columns of act, and its B tile
+// stages, in each warp's block of columns, the gate rows of the warp's
+// tileN / (2 warpsN) act columns and then their up rows. A lane thus holds
+// a gate accumulator and its up partner at the same position of atoms j
+// and j + atomsN / 2, and the epilogue writes both into c and silu(gate)
+// * up (of the rounded values, as tessel.swiglu computes it) into act.
+//
 // Ragged K (grouped_matmul_wgrad, c[g] = a[rows_g]^T . b[rows_g], c [G, M,
 // N]): the same main loop with the group's rows as the K dimension. Block
 // (x, y, z) computes N-tile x of M-tile y of group z (a fixed grid), reads
@@ -92,10 +100,12 @@ public:
   /// pointer table of addresses of matrices of this shape (else stacked);
   /// `gather`: the rows of a that the product's rows read (a_rows and its
   /// divisor), else none.
+  /// `act`: the fused SwiGLU's output (or null).
   LogicalResult build(Value a, Value bMat, Value offsets, Value c, Value T,
                       int64_t groups, int64_t n, int64_t k, bool transB,
                       std::optional<ArrayRef<int64_t>> bShape,
-                      std::optional<std::pair<Value, int64_t>> gather);
+                      std::optional<std::pair<Value, int64_t>> gather,
+                      Value act);
   /// Writes the ragged-K kernel body: c [G, m, n] from a [T, m], b [T, n];
   /// `aRows` / `bRows` (or null): the rows of a / b the product's rows
   /// read, their entries divided by `divisor`.
@@ -117,6 +127,11 @@ private:
   /// The K loop: the staged tile loop over numK K-tiles.
   LogicalResult mainLoop(SmallVector<Value> &acc);
   void epilogue(ArrayRef<Value> acc);
+  /// The fused SwiGLU's epilogue: c's gate and up columns and act.
+  void swigluEpilogue(ArrayRef<Value> acc);
+  /// With the fused SwiGLU, B-tile row (tile column) `tileCol`: its act
+  /// column and its row of b[group] (a gate row, or the up row I further).
+  std::pair<Value, Value> swigluColumn(Value tileCol);
 
   MmaAtom atom;
   Config cfg;
@@ -150,6 +165,9 @@ private:
   Value aIndex, bIndex;
   /// The divisor of gathered rows' entries (a_rows_divisor, rows_divisor).
   int64_t rowsDivisor = 1;
+  /// The fused SwiGLU's act [T, N / 2] (or null), its first column in the
+  /// block's N-tile.
+  Value act, actStart;
   /// The row of `operand` that row r of the product reads through
   /// `index`, and whether r is in the group and the entry inside the
   /// operand.
@@ -229,6 +247,12 @@ void GroupedMatmulBuilder::forEachChunk(
   auto fromB = [&](int64_t, Value row, Value col) {
     if (raggedK)
       return fromGroupRows(row, col, colStart, n, cfg.tileN, bMat, bIndex);
+    if (transB && act) {
+      auto [actCol, r] = swigluColumn(row);
+      Value kc = add(k0, col);
+      return std::make_pair(kInside(lt(actCol, idx(n / 2)), kc),
+                            bIndices(r, kc));
+    }
     if (transB) {
       Value r = add(colStart, row), kc = add(k0, col);
       return std::make_pair(kInside(lt(r, idx(n)), kc), bIndices(r, kc));
@@ -348,6 +372,69 @@ void GroupedMatmulBuilder::epilogue(ArrayRef<Value> acc) {
   }
 }
 
+std::pair<Value, Value> GroupedMatmulBuilder::swigluColumn(Value tileCol) {
+  int64_t warpTileN = cfg.tileN / cfg.warpsN, half = warpTileN / 2;
+  Value within = remu(tileCol, warpTileN);
+  Value actCol = add(add(actStart, mul(divu(tileCol, warpTileN), half)),
+                     remu(within, half));
+  Value up = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, within,
+                                   idx(half));
+  return {actCol, add(actCol, select(up, idx(n / 2), idx(0)))};
+}
+
+void GroupedMatmulBuilder::swigluEpilogue(ArrayRef<Value> acc) {
+  int64_t warpTileM = cfg.tileM / cfg.warpsM,
+          warpTileN = cfg.tileN / cfg.warpsN;
+  int64_t atomsM = warpTileM / atom.m, atomsN = warpTileN / atom.n;
+  int64_t accCount = target.getAccumulatorCount(atom);
+  int64_t run = target.getAccumulatorRun(atom);
+  int64_t intermediate = n / 2;
+  Type elem = cast<MemRefType>(c.getType()).getElementType();
+  auto runType = VectorType::get({run}, elem);
+  int64_t runBytes = run * elem.getIntOrFloatBitWidth() / 8;
+  Value rowBase = add(rowStart, mul(warpRow, warpTileM));
+  Value colBase = add(actStart, mul(warpCol, warpTileN / 2));
+  auto store = [&](ArrayRef<Value> values, Value memref, Value row,
+                   Value column) {
+    vector::StoreOp::create(
+        b, loc, vector::FromElementsOp::create(b, loc, runType, values), memref,
+        ValueRange{row, column}, /*nontemporal=*/false,
+        llvm::MaybeAlign(runBytes));
+  };
+  for (int64_t i = 0; i < atomsM; ++i) {
+    for (int64_t j = 0; j < atomsN / 2; ++j) {
+      for (int64_t e = 0; e < accCount; e += run) {
+        auto [r, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
+        Value row = add(add(rowBase, i * atom.m), r);
+        Value column = add(add(colBase, j * atom.n), col);
+        Value inside = lt(row, rowEnd);
+        if (intermediate % (cfg.tileN / 2))
+          inside = andi(inside, lt(column, idx(intermediate)));
+        ifThen(inside, [&] {
+          SmallVector<Value> gates, ups, acts;
+          for (int64_t v = 0; v < run; ++v) {
+            auto rounded = [&](int64_t atomN) {
+              Value x = acc[(i * atomsN + atomN) * accCount + e + v];
+              return x.getType() == elem
+                         ? x
+                         : arith::TruncFOp::create(b, loc, elem, x).getResult();
+            };
+            gates.push_back(rounded(j));
+            ups.push_back(rounded(j + atomsN / 2));
+            acts.push_back(
+                convertFloat(swiglu(convertFloat(gates.back(), b.getF32Type()),
+                                    convertFloat(ups.back(), b.getF32Type())),
+                             elem));
+          }
+          store(gates, c, row, column);
+          store(ups, c, row, add(column, intermediate));
+          store(acts, act, row, column);
+        });
+      }
+    }
+  }
+}
+
 void GroupedMatmulBuilder::allocateRings() {
   Type elem = atom.operandType;
   // The rings live in dynamic shared memory: 3 stages of 128x128x32 fill
@@ -429,16 +516,16 @@ void GroupedMatmulBuilder::gatherRows(Value aRows) {
         a, aRows, add(rowStart, divu(add(tid, i * threads), chunksPerRow))));
 }
 
-LogicalResult
-GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
-                            Value T, int64_t groups, int64_t nDim, int64_t kDim,
-                            bool transBArg,
-                            std::optional<ArrayRef<int64_t>> bShape,
-                            std::optional<std::pair<Value, int64_t>> gather) {
+LogicalResult GroupedMatmulBuilder::build(
+    Value aArg, Value bArg, Value offsets, Value cArg, Value T, int64_t groups,
+    int64_t nDim, int64_t kDim, bool transBArg,
+    std::optional<ArrayRef<int64_t>> bShape,
+    std::optional<std::pair<Value, int64_t>> gather, Value actArg) {
   a = aArg;
   transB = transBArg;
   bMat = bArg;
   c = cArg;
+  act = actArg;
   n = nDim;
   k = kDim;
   MLIRContext *ctx = b.getContext();
@@ -446,6 +533,8 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
   numK = idx((k + cfg.tileK - 1) / cfg.tileK);
   allocateRings();
   setThreadIds();
+  if (act)
+    actStart = mul(blockId(gpu::Dimension::x), cfg.tileN / 2);
   // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G).
   RowTile tile = findRowTile(
       [&](Value g) { return memref::LoadOp::create(b, loc, offsets, g); },
@@ -499,7 +588,10 @@ GroupedMatmulBuilder::build(Value aArg, Value bArg, Value offsets, Value cArg,
     b.setInsertionPointToStart(ifGroup.elseBlock());
     scf::YieldOp::create(b, loc, acc);
   }
-  epilogue(SmallVector<Value>(ifGroup.getResults()));
+  if (act)
+    swigluEpilogue(SmallVector<Value>(ifGroup.getResults()));
+  else
+    epilogue(SmallVector<Value>(ifGroup.getResults()));
   return success();
 }
 
@@ -636,6 +728,15 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   if (failed(chosen))
     return failure();
   auto [atom, cfg] = *chosen;
+  // The fused SwiGLU pairs atom j's gate columns with atom j + atomsN / 2's
+  // up columns in each warp's block.
+  int64_t warpTileN = cfg.tileN / cfg.warpsN;
+  if (op.getAct() && warpTileN % (2 * atom.n))
+    return op.emitOpError()
+           << "GPU template: the fused SwiGLU ('act') needs each warp's "
+           << warpTileN << " columns to be whole gate and up halves of "
+           << atom.n << "-column MMA atoms (tile_n / warps_n % " << 2 * atom.n
+           << " == 0)";
 
   Location loc = op.getLoc();
   GroupedMatmulBuilder builder(b, loc, ctx.target, atom, cfg);
@@ -647,12 +748,14 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
           ctx.arg(op.getA()), ctx.arg(op.getB()), ctx.arg(op.getGroupOffsets()),
           ctx.arg(op.getC()), ctx.dimValue(b, op.getC(), 0), groups, n, k,
           op.getTransB(), op.isPointerTable() ? op.getBShape() : std::nullopt,
-          gather)))
+          gather, ctx.arg(op.getAct()))))
     return failure();
 
   const KernelDim &rows = ctx.dim(op.getC(), 0);
   LaunchGeometry geometry;
-  geometry.grid[0] = GridDim{-1, 1, n, cfg.tileN};
+  // With the fused SwiGLU an N-tile is tileN / 2 columns of act.
+  geometry.grid[0] = op.getAct() ? GridDim{-1, 1, n / 2, cfg.tileN / 2}
+                                 : GridDim{-1, 1, n, cfg.tileN};
   geometry.grid[1] = GridDim{rows.symbol, 1,
                              (rows.symbol >= 0 ? 0 : rows.constant) +
                                  (groups + 1) * (cfg.tileM - 1),

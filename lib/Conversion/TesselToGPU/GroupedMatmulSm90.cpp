@@ -44,6 +44,13 @@
 // copied out by its 128 threads instead, 16 bytes each, predicated on the
 // rows and columns C has: a TMA store would write the next group's rows.
 //
+// Fused SwiGLU (grouped_matmul with `act`, I = N / 2 a multiple of 128): a
+// tile covers 128 columns of act; its B tile is two TMA boxes, the 128 gate
+// rows and the 128 up rows I further, so accumulator i (a gate column) and
+// i + 64 (its up column) sit in the same thread. The epilogue stages and
+// stores the gate pass, the up pass (at column I + its own) and an act
+// pass of silu(gate) * up computed from the rounded values.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -158,16 +165,33 @@ protected:
   /// Stores consumer `consumer`'s (0 or 1) accumulators of the tile.
   virtual void epilogue(Value consumer, Value acc) = 0;
 
-  /// Writes the consumer's accumulators, as cElem, into its swizzled
-  /// buffer pass by pass; after each pass, once the buffer is written and
-  /// fenced for the async proxy, all 128 threads of the consumer call
-  /// store(firstColumn, buffer, boxes): the pass's first column in the
-  /// tile, the buffer's byte offset in the ring, its boxes of 64 rows x
-  /// 128 bytes. Named barrier 2 + consumer orders the buffer's uses: the
-  /// previous pass's TMA stores (committed by storeLeader) and copies have
-  /// read it before it is written again.
-  void stageC(Value consumer, Value acc,
+  /// Writes a 64 x `width` matrix of cElem in the consumer's accumulator
+  /// layout (pairAt(i): the values of accumulators i and i + 1's places,
+  /// i < width / 2) into its swizzled buffer pass by pass; after each
+  /// pass, once the buffer is written and fenced for the async proxy, all
+  /// 128 threads of the consumer call store(firstColumn, buffer, boxes):
+  /// the pass's first column in the matrix, the buffer's byte offset in the
+  /// ring, its boxes of 64 rows x 128 bytes. Named barrier 2 + consumer
+  /// orders the buffer's uses: the previous pass's TMA stores (committed by
+  /// storeLeader) and copies have read it before it is written again.
+  void stageC(Value consumer, int64_t width,
+              function_ref<std::pair<Value, Value>(int64_t)> pairAt,
               function_ref<void(int64_t, Value, int64_t)> store);
+  /// stageC of the accumulators `acc` themselves, tileN columns.
+  void stageC(Value consumer, Value acc,
+              function_ref<void(int64_t, Value, int64_t)> store) {
+    stageC(
+        consumer, cfg.tileN,
+        [&](int64_t i) {
+          return std::make_pair(narrowC(wg.accumulator(b, loc, acc, i)),
+                                narrowC(wg.accumulator(b, loc, acc, i + 1)));
+        },
+        store);
+  }
+  /// An f32 accumulator rounded to cElem.
+  Value narrowC(Value v) {
+    return cElem == v.getType() ? v : arith::TruncFOp::create(b, loc, cElem, v);
+  }
   /// The consumer's first thread, which issues its TMA stores.
   Value storeLeader();
   /// Issues TMA stores of `boxes` boxes at `buffer` to `map` at `coords`,
@@ -408,7 +432,8 @@ Value WarpgroupGemm::storeLeader() {
 }
 
 void WarpgroupGemm::stageC(
-    Value consumer, Value acc,
+    Value consumer, int64_t width,
+    function_ref<std::pair<Value, Value>(int64_t)> pairAt,
     function_ref<void(int64_t, Value, int64_t)> store) {
   int64_t cBytes = cElem.getIntOrFloatBitWidth() / 8;
   int64_t columns = Sm90Config::boxColumns(cElem);
@@ -426,18 +451,15 @@ void WarpgroupGemm::stageC(
   Value id = toI32(add(consumer, 2));
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   auto pairType = VectorType::get({2}, cElem);
-  auto narrow = [&](Value v) -> Value {
-    return cElem == v.getType() ? v : arith::TruncFOp::create(b, loc, cElem, v);
-  };
   // The last pass, and the last box, may hold fewer columns than the
   // others (an f32 tile of 192 columns: 128 + 64; a tile of 200 columns:
   // its last box's 8 columns lie past C and are clipped or masked).
-  for (int64_t pass = 0; pass < tilesOf(cfg.tileN, passCols); ++pass) {
+  for (int64_t pass = 0; pass < tilesOf(width, passCols); ++pass) {
     int64_t boxes =
-        tilesOf(std::min(passCols, cfg.tileN - pass * passCols), columns);
+        tilesOf(std::min(passCols, width - pass * passCols), columns);
     ifThen(storeLeader(), [&] { wg.bulkWait(b, loc, 0, /*read=*/true); });
     wg.barrier(b, loc, id, WarpgroupMma::kWarpgroupThreads);
-    for (int64_t i = 0; i < cfg.tileN / 2; i += 2) {
+    for (int64_t i = 0; i < width / 2; i += 2) {
       if (WarpgroupMma::accumulatorColumnBlock(i) / passCols != pass)
         continue;
       auto [row, tileCol] = wg.accumulatorPosition(b, loc, thread, i);
@@ -450,10 +472,9 @@ void WarpgroupGemm::stageC(
       Value offset = add(add(buffer, mul(divu(col, columns), boxBytes)),
                          add(mul(row, WarpgroupMma::kSwizzleBytes),
                              add(mul(piece, 16), remu(byte, 16))));
-      Value pair = vector::FromElementsOp::create(
-          b, loc, pairType,
-          ValueRange{narrow(wg.accumulator(b, loc, acc, i)),
-                     narrow(wg.accumulator(b, loc, acc, i + 1))});
+      auto [first, second] = pairAt(i);
+      Value pair = vector::FromElementsOp::create(b, loc, pairType,
+                                                  ValueRange{first, second});
       LLVM::StoreOp::create(b, loc, pair, sharedPointer(offset), 2 * cBytes);
     }
     wg.fenceSharedForAsync(b, loc);
@@ -481,11 +502,11 @@ class RaggedMGemm : public WarpgroupGemm {
 public:
   RaggedMGemm(OpBuilder &b, Location loc, const TargetInfo &target,
               const WarpgroupMma &wg, const Sm90Config &cfg, Type elem,
-              bool transB, bool pointerTable, bool gather)
+              bool transB, bool pointerTable, bool gather, bool fusedSwiglu)
       : WarpgroupGemm(
             b, loc, target, wg, cfg, elem, {true, 0},
             {transB, Sm90Config::chunkBytes(elem.getIntOrFloatBitWidth() / 8)}),
-        transB(transB) {
+        transB(transB), fusedSwiglu(fusedSwiglu) {
     aByCopies = gather;
     bByCopies = pointerTable;
   }
@@ -493,10 +514,12 @@ public:
   /// `bArg`: the stacked b (read through `mapB`) or the pointer table.
   /// The grid has `mTiles` M-tiles (findRowTile's count for the largest
   /// T); `mapC` is c [T, N] as {N, T}. With gathered rows, `aArg` is a
-  /// [S, K] and `aRows` [T] its rows with their divisor (no mapA).
+  /// [S, K] and `aRows` [T] its rows with their divisor (no mapA). With
+  /// the fused SwiGLU, `act` [T, N / 2] is written through `mapAct` too.
   void build(Value offsets, Value c, Value T, Value mTiles, Value mapA,
              Value mapB, Value mapC, Value bArg, int64_t groups, int64_t n,
-             int64_t k, Value aArg, Value aRows, int64_t divisor);
+             int64_t k, Value aArg, Value aRows, int64_t divisor, Value act,
+             Value mapAct);
 
 private:
   void loadStage(Value slot, Value kt, Value full) override;
@@ -512,13 +535,15 @@ private:
   void copyStageA(Value slot, Value kt);
   void copyStageB(Value slot, Value kt);
   void epilogue(Value consumer, Value acc) override;
-  /// 16-byte copies of the staged part's rows below rowEnd and columns
-  /// below N, from `buffer` to c at (row, firstColumn) of C.
-  void copyOut(Value buffer, int64_t boxes, Value row, Value firstColumn);
+  /// 16-byte copies of the staged part's rows below rowEnd (and columns
+  /// below `columnLimit`, if given), from `buffer` to `dest` at (row,
+  /// firstColumn).
+  void copyOut(Value dest, std::optional<int64_t> columnLimit, Value buffer,
+               int64_t boxes, Value row, Value firstColumn);
 
-  bool transB;
+  bool transB, fusedSwiglu;
   int64_t n = 0, k = 0;
-  Value c, mapA, mapB, mapC;
+  Value c, mapA, mapB, mapC, act, mapAct;
   /// Whether the walk's tile exists (the grid's last M-tiles need not).
   Value found;
   Value rowStart, rowEnd, group, colStart;
@@ -541,6 +566,16 @@ void RaggedMGemm::loadStage(Value slot, Value kt, Value full) {
                {toI32(k0), toI32(rowStart)});
   if (bByCopies)
     return;
+  if (fusedSwiglu) {
+    // The gate rows, then the up rows I further: two boxes of tileN / 2.
+    Value gateRow = add(mul(group, n), colStart);
+    int64_t upBytes = cfg.tileN / 2 * WarpgroupMma::kSwizzleBytes;
+    wg.tmaLoad(b, loc, sharedPointer(bSlot), mapB, full,
+               {toI32(k0), toI32(gateRow)});
+    wg.tmaLoad(b, loc, sharedPointer(add(bSlot, upBytes)), mapB, full,
+               {toI32(k0), toI32(add(gateRow, n / 2))});
+    return;
+  }
   if (transB) {
     wg.tmaLoad(b, loc, sharedPointer(bSlot), mapB, full,
                {toI32(k0), toI32(add(mul(group, n), colStart))});
@@ -662,21 +697,61 @@ void RaggedMGemm::epilogue(Value consumer, Value acc) {
     Value whole = uniform(
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
                               add(row, WarpgroupMma::kRows), rowEnd));
-    stageC(consumer, acc, [&](int64_t firstColumn, Value buffer,
-                              int64_t boxes) {
-      Value column = add(colStart, firstColumn);
+    // A pass to `dest` at `column`: TMA stores of whole parts, copies of
+    // the group's rows otherwise.
+    auto storePass = [&](Value map, Value dest,
+                         std::optional<int64_t> columnLimit, Value column,
+                         Value buffer, int64_t boxes) {
       ifThen(andi(whole, storeLeader()), [&] {
-        storeBoxes(mapC, buffer, boxes, {column, toI32(row)});
+        storeBoxes(map, buffer, boxes, {column, toI32(row)});
       });
-      ifThen(arith::XOrIOp::create(b, loc, whole,
-                                   arith::ConstantIntOp::create(
-                                       b, loc, b.getI1Type(), 1)),
-             [&] { copyOut(buffer, boxes, row, column); });
-    });
+      ifThen(arith::XOrIOp::create(
+                 b, loc, whole,
+                 arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+             [&] { copyOut(dest, columnLimit, buffer, boxes, row, column); });
+    };
+    if (!fusedSwiglu) {
+      // Columns past N: those of the last N-tile, or of a tile's last box
+      // (a 200-column tile stages 256).
+      std::optional<int64_t> limit;
+      if (n % cfg.tileN || cfg.tileN % Sm90Config::boxColumns(cElem))
+        limit = n;
+      stageC(consumer, acc,
+             [&](int64_t firstColumn, Value buffer, int64_t boxes) {
+               storePass(mapC, c, limit, add(colStart, firstColumn), buffer,
+                         boxes);
+             });
+      return;
+    }
+    // Gate and up passes (each inside one half: I % 128 == 0), then act.
+    int64_t half = cfg.tileN / 2;
+    stageC(consumer, acc,
+           [&](int64_t firstColumn, Value buffer, int64_t boxes) {
+             int64_t skip = firstColumn < half ? 0 : n / 2 - half;
+             storePass(mapC, c, std::nullopt, add(colStart, firstColumn + skip),
+                       buffer, boxes);
+           });
+    auto rounded = [&](int64_t i) {
+      return convertFloat(narrowC(wg.accumulator(b, loc, acc, i)),
+                          b.getF32Type());
+    };
+    auto activated = [&](int64_t i) {
+      return narrowC(swiglu(rounded(i), rounded(i + half / 2)));
+    };
+    stageC(
+        consumer, half,
+        [&](int64_t i) {
+          return std::make_pair(activated(i), activated(i + 1));
+        },
+        [&](int64_t firstColumn, Value buffer, int64_t boxes) {
+          storePass(mapAct, act, std::nullopt, add(colStart, firstColumn),
+                    buffer, boxes);
+        });
   });
 }
 
-void RaggedMGemm::copyOut(Value buffer, int64_t boxes, Value partRow,
+void RaggedMGemm::copyOut(Value dest, std::optional<int64_t> columnLimit,
+                          Value buffer, int64_t boxes, Value partRow,
                           Value firstColumn) {
   int64_t cBytes = cElem.getIntOrFloatBitWidth() / 8;
   int64_t piecesPerLine = WarpgroupMma::kSwizzleBytes / 16;
@@ -690,14 +765,11 @@ void RaggedMGemm::copyOut(Value buffer, int64_t boxes, Value partRow,
                                                    WarpgroupMma::kRows);
     Value piece = remu(q, piecesPerLine);
     Value row = add(partRow, line);
-    Value column =
-        add(firstColumn, add(mul(box, Sm90Config::boxColumns(cElem)),
-                             mul(piece, 16 / cBytes)));
-    // Columns past N: those of the last N-tile, or of a tile's last box
-    // (a 200-column tile stages 256).
+    Value column = add(firstColumn, add(mul(box, Sm90Config::boxColumns(cElem)),
+                                        mul(piece, 16 / cBytes)));
     Value inside = lt(row, rowEnd);
-    if (n % cfg.tileN || cfg.tileN % Sm90Config::boxColumns(cElem))
-      inside = andi(inside, lt(column, idx(n)));
+    if (columnLimit)
+      inside = andi(inside, lt(column, idx(*columnLimit)));
     ifThen(inside, [&] {
       Value offset = add(
           add(buffer, mul(box, WarpgroupMma::kRows *
@@ -706,7 +778,7 @@ void RaggedMGemm::copyOut(Value buffer, int64_t boxes, Value partRow,
               mul(arith::XOrIOp::create(b, loc, piece, remu(line, 8)), 16)));
       Value values = LLVM::LoadOp::create(b, loc, pieceType,
                                           sharedPointer(offset), 16);
-      vector::StoreOp::create(b, loc, values, c, ValueRange{row, column},
+      vector::StoreOp::create(b, loc, values, dest, ValueRange{row, column},
                               /*nontemporal=*/false, llvm::MaybeAlign(16));
     });
   }
@@ -715,8 +787,11 @@ void RaggedMGemm::copyOut(Value buffer, int64_t boxes, Value partRow,
 void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mTiles,
                         Value mapAArg, Value mapBArg, Value mapCArg, Value bArg,
                         int64_t groups, int64_t nCols, int64_t kDepth,
-                        Value aArg, Value aRowsArg, int64_t rowsDivisor) {
+                        Value aArg, Value aRowsArg, int64_t rowsDivisor,
+                        Value actArg, Value mapActArg) {
   c = cArg;
+  act = actArg;
+  mapAct = mapActArg;
   if (aByCopies) {
     aRows = aRowsArg;
     divisor = rowsDivisor;
@@ -729,9 +804,12 @@ void RaggedMGemm::build(Value offsets, Value cArg, Value T, Value mTiles,
   mapC = mapCArg;
   n = nCols;
   k = kDepth;
-  int64_t nTiles = tilesOf(n, cfg.tileN);
+  // With the fused SwiGLU a tile covers tileN / 2 columns of act (and
+  // colStart is its first).
+  int64_t tileColumns = fusedSwiglu ? cfg.tileN / 2 : cfg.tileN;
+  int64_t nTiles = tilesOf(fusedSwiglu ? n / 2 : n, tileColumns);
   runPersistent(mul(mTiles, nTiles), [&](Value tile) {
-    colStart = mul(remu(tile, nTiles), cfg.tileN);
+    colStart = mul(remu(tile, nTiles), tileColumns);
     // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G); every warp
     // finds the same tile.
     RowTile rows = findRowTile(
@@ -1027,6 +1105,10 @@ bool mlir::tessel::hasGroupedMatmulSm90(GroupedMatmulOp op,
   // trans_b, B tiles are whole 64-column chunks of whole 64-row K-tiles.
   bool layout = op.getTransB() || (op.getN() % Sm90Config::chunk == 0 &&
                                    op.getK() % Sm90Config::tileK == 0);
+  // The fused SwiGLU's tiles are 128 gate and 128 up columns, its passes
+  // inside one half: I a multiple of 128 (else the sm80 main loop).
+  if (op.getAct() && (op.getN() / 2) % 128)
+    return false;
   return wg && layout && !op->hasAttr("tessel.gpu_tile") &&
          wg->supports(elem, std::min<int64_t>(256, op.getN()));
 }
@@ -1064,17 +1146,24 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
   // A pointer table's matrices are copied by the producer threads instead.
   bool pointerTable = op.isPointerTable();
   Value mapB;
+  // The fused SwiGLU loads B's gate and up rows as two boxes.
+  bool swiglu = static_cast<bool>(op.getAct());
+  int64_t bBoxRows = swiglu ? cfg->tileN / 2 : cfg->tileN;
   if (!pointerTable)
     mapB = ctx.addTensorMap({ctx.argIndex(op.getB()),
                              {{2, 3}, {0, 2}},
                              {transB ? Sm90Config::tileK : Sm90Config::chunk,
-                              transB ? cfg->tileN : Sm90Config::tileK},
+                              transB ? bBoxRows : Sm90Config::tileK},
                              kSwizzle128});
-  Value mapC =
-      ctx.addTensorMap({ctx.argIndex(op.getC()),
-                        {{1, 2}, {0, 1}},
-                        {Sm90Config::boxColumns(cElem), WarpgroupMma::kRows},
-                        kSwizzle128});
+  auto mapOut = [&](Value out) {
+    return ctx.addTensorMap(
+        {ctx.argIndex(out),
+         {{1, 2}, {0, 1}},
+         {Sm90Config::boxColumns(cElem), WarpgroupMma::kRows},
+         kSwizzle128});
+  };
+  Value mapC = mapOut(op.getC());
+  Value mapAct = swiglu ? mapOut(op.getAct()) : Value();
   // findRowTile's M-tiles: each group's, and the tail's, last one may be
   // partial, so T rows take at most (T + (G + 1) * (tileM - 1)) / tileM.
   int64_t slack = (groups + 1) * (Sm90Config::tileM - 1);
@@ -1084,18 +1173,21 @@ mlir::tessel::buildGroupedMatmulSm90(OpBuilder &b, GroupedMatmulOp op,
       arith::AddIOp::create(
           b, loc, T, arith::ConstantIndexOp::create(b, loc, slack)),
       arith::ConstantIndexOp::create(b, loc, Sm90Config::tileM));
-  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB, pointerTable, gather)
+  RaggedMGemm(b, loc, ctx.target, wg, *cfg, elem, transB, pointerTable, gather,
+              swiglu)
       .build(ctx.arg(op.getGroupOffsets()), ctx.arg(op.getC()), T, mTiles, mapA,
              mapB, mapC, ctx.arg(op.getB()), groups, n, k, ctx.arg(op.getA()),
-             ctx.arg(op.getARows()), op.getRowsDivisorOrOne());
+             ctx.arg(op.getARows()), op.getRowsDivisorOrOne(),
+             ctx.arg(op.getAct()), mapAct);
 
   // One block an SM, fewer when T is a constant with fewer tiles.
   const KernelDim &rows = ctx.dim(op.getC(), 0);
   int64_t blocks = Sm90Config::persistentBlocks;
   if (rows.symbol < 0)
-    blocks = std::min(blocks, tilesOf(n, cfg->tileN) *
-                                  ((rows.constant + slack) /
-                                   Sm90Config::tileM));
+    blocks =
+        std::min(blocks, tilesOf(swiglu ? n / 2 : n,
+                                 swiglu ? cfg->tileN / 2 : cfg->tileN) *
+                             ((rows.constant + slack) / Sm90Config::tileM));
   LaunchGeometry geometry;
   geometry.grid[0] = GridDim{-1, 1, std::max<int64_t>(blocks, 1), 1};
   geometry.grid[1] = GridDim{-1, 1, 1, 1};

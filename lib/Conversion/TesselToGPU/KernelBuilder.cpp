@@ -177,6 +177,21 @@ Value KernelBuilder::exp(Value x) {
   return target.exp2(b, loc, scaled);
 }
 
+Value KernelBuilder::sigmoid(Value x) {
+  Value denominator = arith::AddFOp::create(
+      b, loc, f32(1), exp(arith::NegFOp::create(b, loc, x).getResult()));
+  // An approximate reciprocal (rcp.approx, v_rcp_f32: 1 ulp): the IEEE
+  // division's slow path cost the grouped matmul's fused SwiGLU epilogue
+  // its registers (it spilled on sm_90a).
+  return arith::DivFOp::create(b, loc, f32(1), denominator,
+                               arith::FastMathFlags::afn);
+}
+
+Value KernelBuilder::swiglu(Value gate, Value up) {
+  return arith::MulFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, gate, sigmoid(gate)), up);
+}
+
 Value KernelBuilder::log(Value x) {
   return arith::MulFOp::create(b, loc, target.log2(b, loc, x),
                                f32(llvm::numbers::ln2));

@@ -126,6 +126,11 @@ protected:
   /// approximations (TargetInfo::exp2/log2): exp(-inf) = 0, log(0) = -inf.
   Value exp(Value x);
   Value log(Value x);
+  /// 1 / (1 + e^-x) of an f32 scalar: 0 for x -> -inf, 1 for x -> inf.
+  Value sigmoid(Value x);
+  /// silu(gate) * up = gate * sigmoid(gate) * up in f32: tessel.swiglu's
+  /// formula, in its kernel and in the grouped matmul's fused epilogue.
+  Value swiglu(Value gate, Value up);
 
   // --- ragged row tiles -----------------------------------------------------
   /// A tile of consecutive rows of one group of a ragged batch.

@@ -90,12 +90,6 @@ private:
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  /// 1 / (1 + e^-x): 0 for x -> -inf, 1 for x -> inf.
-  Value sigmoid(Value x) {
-    Value denominator =
-        fadd(f32(1), exp(arith::NegFOp::create(b, loc, x).getResult()));
-    return arith::DivFOp::create(b, loc, f32(1), denominator);
-  }
 
   Value h;
   int64_t chunk;
@@ -113,7 +107,7 @@ void SwigluBuilder::buildForward(Value act) {
     SmallVector<Value> up = loadF32(h, upAt(p, col));
     SmallVector<Value> out;
     for (int64_t e = 0; e < chunk; ++e)
-      out.push_back(fmul(fmul(gate[e], sigmoid(gate[e])), up[e]));
+      out.push_back(swiglu(gate[e], up[e]));
     storeF32(out, act, {p, col});
   });
 }

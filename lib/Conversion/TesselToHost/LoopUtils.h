@@ -127,6 +127,9 @@ LogicalResult lowerExpertSort(ExpertSortOp op, OpBuilder &b);
 LogicalResult lowerMoePermute(MoePermuteOp op, OpBuilder &b);
 LogicalResult lowerMoeUnpermute(MoeUnpermuteOp op, OpBuilder &b);
 LogicalResult lowerSwiglu(SwigluOp op, OpBuilder &b);
+/// act = silu(gate) * up of h ([R, 2I] or [2, R, I]): tessel.swiglu's
+/// loops, also the epilogue of a grouped matmul with `act`.
+void swigluLoops(OpBuilder &b, Location loc, Value h, Value act);
 LogicalResult lowerSwigluBackward(SwigluBackwardOp op, OpBuilder &b);
 
 } // namespace mlir::tessel::host

@@ -154,6 +154,9 @@ LogicalResult host::lowerGroupedMatmul(GroupedMatmulOp op, OpBuilder &b) {
   lb.forLoop(lastEnd, rows, zeroRow);
   if (acc)
     lb.dealloc(acc);
+  // The fused SwiGLU reads c's rounded elements back.
+  if (Value act = op.getAct())
+    swigluLoops(b, op.getLoc(), c, act);
   return success();
 }
 

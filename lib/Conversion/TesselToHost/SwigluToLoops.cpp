@@ -49,10 +49,10 @@ Value sigmoid(LoopBuilder &lb, Value x) {
 
 } // namespace
 
-LogicalResult host::lowerSwiglu(SwigluOp op, OpBuilder &b) {
-  LoopBuilder lb(b, op.getLoc());
-  GateUp h(lb, op.getH());
-  Value act = op.getAct(), zero = lb.idx(0);
+void host::swigluLoops(OpBuilder &b, Location loc, Value hMemref, Value act) {
+  LoopBuilder lb(b, loc);
+  GateUp h(lb, hMemref);
+  Value zero = lb.idx(0);
   Value rows = lb.min(h.rows(), lb.dim(act, 0));
   lb.forLoop(zero, rows, [&](Value p) {
     lb.forLoop(zero, lb.idx(h.intermediate), [&](Value n) {
@@ -61,6 +61,10 @@ LogicalResult host::lowerSwiglu(SwigluOp op, OpBuilder &b) {
       lb.storeF32(lb.fmul(lb.fmul(gate, sigmoid(lb, gate)), up), act, {p, n});
     });
   });
+}
+
+LogicalResult host::lowerSwiglu(SwigluOp op, OpBuilder &b) {
+  swigluLoops(b, op.getLoc(), op.getH(), op.getAct());
   return success();
 }
 

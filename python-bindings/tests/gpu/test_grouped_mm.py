@@ -19,6 +19,10 @@ per-group matmuls.
 * test_pointer_table: the forward with b a table of E separately
   allocated matrices (tessel.specs.kernel_spec, pointer_table=1: what
   tessel.torch.moe_mlp_unstacked launches), on the same cases.
+* test_swiglu_epilogue: the MoE gate/up forward with act (the SiLU-gated
+  product in its epilogue): h against float64, act against silu(gate) *
+  up of h's own rounded halves; I of 512 and 384 (the sm_90a main loop)
+  and 136 (not a multiple of 128: the sm80 one), the same cases.
 * test_autograd: tessel.ops.grouped_mm and tessel.torch.grouped_mm (with a
   KernelCache) forward and backward, both layouts of b.
 * test_graph_replay: one launch captured in a CUDA graph, replayed after
@@ -366,6 +370,35 @@ def test_pointer_table(layout, case, device, on_gpu, gen):
         if sizes[g]}, N)
     check_ragged(f"pointer table {spec_id(layout + ('bf16',))} {case} "
                  f"(T={T})", c, ref, sizes)
+
+
+# (E, I, K) of the fused SwiGLU forwards: w_gate_up [E, 2I, K].
+SWIGLU = [(128, 512, 2048), (8, 384, 256), (8, 136, 192)]
+
+
+@pytest.mark.parametrize("shape,case", [
+    (shape, case) for shape in SWIGLU
+    for case in case_names(shape[0], 2 * shape[1], shape[2])],
+    ids=lambda p: "e{}_i{}_k{}".format(*p) if isinstance(p, tuple) else p)
+def test_swiglu_epilogue(shape, case, device, on_gpu, gen):
+    E, I, K = shape
+    sizes, tail = group_sizes(case, E, gen, host_scale(on_gpu, 2 * I, K))
+    T = sum(sizes) + tail
+    name = f"gmm_swiglu_bf16_g{E}_i{I}_k{K}"
+    run = kernel(device, name, tessel.specs.kernel_spec(
+        name, "grouped_matmul", "bf16", E, N=2 * I, K=K, trans_b=1,
+        pointer_table=0, swiglu=1))
+    a = randn(T, K, gen=gen, dtype=torch.bfloat16)
+    b = weights(sizes, (2 * I, K), K, gen, torch.bfloat16)
+    h, act = nan_like((T, 2 * I), a), nan_like((T, I), a)
+    run(a, b, ends_of(sizes, device), h, act)
+    title = f"e{E}_i{I}_k{K} {case} (T={T})"
+    check_ragged(f"swiglu h {title}", h, ragged_reference(
+        a, sizes, {g: b[g].T.double() for g, _ in row_groups(sizes)}, 2 * I),
+        sizes)
+    gate, up = h.double().split(I, dim=1)
+    check_ragged(f"swiglu act {title}", act,
+                 torch.nn.functional.silu(gate) * up, sizes)
 
 
 @pytest.mark.parametrize("trans_b", [True, False], ids=["tb", "no_tb"])

@@ -131,3 +131,17 @@ func.func @wgrad_narrow_m_tile(%a: memref<?x64xbf16>, %b: memref<?x64xbf16>,
       {tessel.gpu_tile = {tile_m = 32, warps_m = 1}}
   return
 }
+
+// -----
+
+// The fused SwiGLU pairs gate and up atoms inside each warp's columns.
+func.func @swiglu_warp_columns(%a: memref<?x64xbf16>, %b: memref<8x128x64xbf16>,
+                               %g: memref<8xi32>, %c: memref<?x128xbf16>,
+                               %act: memref<?x64xbf16>) {
+  // expected-error@+1 {{GPU template: the fused SwiGLU ('act') needs each warp's 8 columns to be whole gate and up halves of 8-column MMA atoms (tile_n / warps_n % 16 == 0)}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x128x64xbf16>)
+      group_offsets(%g : memref<8xi32>) c(%c : memref<?x128xbf16>)
+      act(%act : memref<?x64xbf16>)
+      {trans_b, tessel.gpu_tile = {tile_m = 64, tile_n = 32, warps_m = 1, warps_n = 4}}
+  return
+}

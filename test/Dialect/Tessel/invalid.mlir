@@ -735,6 +735,56 @@ func.func @gmm_table_n(%a: memref<?x64xbf16>, %b: memref<8xi64>, %g: memref<8xi3
 
 // -----
 
+// The fused SwiGLU (act): stacked b with trans_b, gate and up halves.
+func.func @gmm_act_no_trans(%a: memref<?x64xbf16>, %b: memref<8x64x32xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>, %act: memref<?x16xbf16>) {
+  // expected-error @below {{'act' needs a stacked 'b' with trans_b (each group's gate rows, then its up rows)}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x64x32xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) act(%act : memref<?x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @gmm_act_table(%a: memref<?x64xbf16>, %b: memref<8xi64>, %g: memref<8xi32>, %c: memref<?x32xbf16>, %act: memref<?x16xbf16>) {
+  // expected-error @below {{'act' needs a stacked 'b' with trans_b (each group's gate rows, then its up rows)}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8xi64>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) act(%act : memref<?x16xbf16>) {b_shape = array<i64: 32, 64>, trans_b}
+  return
+}
+
+
+// -----
+
+func.func @gmm_act_odd_n(%a: memref<?x64xbf16>, %b: memref<8x31x64xbf16>, %g: memref<8xi32>, %c: memref<?x31xbf16>, %act: memref<?x15xbf16>) {
+  // expected-error @below {{'act' needs an even N (gate and up halves), got 31}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x31x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x31xbf16>) act(%act : memref<?x15xbf16>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @gmm_act_width(%a: memref<?x64xbf16>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>, %act: memref<?x32xbf16>) {
+  // expected-error @below {{'act' dim 1 (N / 2) must be 16, got 32}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) act(%act : memref<?x32xbf16>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @gmm_act_elem(%a: memref<?x64xbf16>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>, %act: memref<?x16xf32>) {
+  // expected-error @below {{'act' element type must match 'c' ('bf16'), got 'f32'}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) act(%act : memref<?x16xf32>) {trans_b}
+  return
+}
+
+// -----
+
+func.func @gmm_act_rows(%a: memref<?x64xbf16>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<16x32xbf16>, %act: memref<8x16xbf16>) {
+  // expected-error @below {{'act' dim 0 (rows) is 8 but 'c' dim 0 is 16}}
+  tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<16x32xbf16>) act(%act : memref<8x16xbf16>) {trans_b}
+  return
+}
+
+// -----
+
 func.func @gmm_stacked_b_shape(%a: memref<?x64xbf16>, %b: memref<8x32x64xbf16>, %g: memref<8xi32>, %c: memref<?x32xbf16>) {
   // expected-error @below {{b_shape is only allowed when 'b' is a pointer table}}
   tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<8x32x64xbf16>) group_offsets(%g : memref<8xi32>) c(%c : memref<?x32xbf16>) {b_shape = array<i64: 32, 64>, trans_b}

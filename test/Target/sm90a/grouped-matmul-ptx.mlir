@@ -110,6 +110,25 @@
 // CHECK-NOT:   cp.async.bulk.tensor.2d.shared::cluster.global
 // CHECK-NOT:   mma.sync
 
+// With act (the fused SwiGLU: w_gate_up's gate rows, then its up rows)
+// each K-tile's B is two TMA boxes from one map, the gate rows and the up
+// rows I further; the consumers store c's gate and up passes through c's
+// map and act (ex2, an approximate reciprocal, rounded pairs) through a
+// third map after b's and c's.
+// CHECK-LABEL: gpu.binary @gate_up_swiglu
+// CHECK-SAME:  .param .align 64 .b8 gate_up_swiglu_param_8[128],
+// CHECK-SAME:  .param .align 64 .b8 gate_up_swiglu_param_9[128],
+// CHECK-SAME:  .param .align 64 .b8 gate_up_swiglu_param_10[128]\0A)
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-SAME:  ex2.approx.ftz.f32
+// CHECK-SAME:  rcp.approx.f32
+// CHECK-SAME:  cvt.rn.bf16x2.f32
+// CHECK-SAME:  cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [[[B:%rd[0-9]+]], {[[K:%r[0-9]+]], [[GATE:%r[0-9]+]]}], [[[FULL:%rd[0-9]+]]];
+// CHECK-SAME:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [[[B]], {[[K]], {{%r[0-9]+}}}], [[[FULL]]];
+// CHECK-NOT:   mma.sync
+
 // CHECK-LABEL: gpu.binary @wgrad
 // CHECK-SAME:  .target sm_90a
 // CHECK-SAME:  %ctaid.x;
@@ -178,6 +197,15 @@ func.func @gate_up_gathered(%x: memref<?x2048xbf16>, %rows: memref<?xi32>,
       a_rows(%rows : memref<?xi32>) b(%b : memref<128x1024x2048xbf16>)
       group_offsets(%g : memref<128xi32>) c(%c : memref<?x1024xbf16>)
       {trans_b, a_rows_divisor = 8}
+  return
+}
+func.func @gate_up_swiglu(%a: memref<?x2048xbf16>, %rows: memref<?xi32>,
+                          %b: memref<128x1024x2048xbf16>, %g: memref<128xi32>,
+                          %c: memref<?x1024xbf16>, %act: memref<?x512xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
+      a_rows(%rows : memref<?xi32>) b(%b : memref<128x1024x2048xbf16>)
+      group_offsets(%g : memref<128xi32>) c(%c : memref<?x1024xbf16>)
+      act(%act : memref<?x512xbf16>) {a_rows_divisor = 8, trans_b}
   return
 }
 func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,

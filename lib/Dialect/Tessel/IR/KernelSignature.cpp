@@ -231,12 +231,15 @@ void describe(GroupedMatmulOp op, SpecBuilder &b) {
   b.in(op.getGroupOffsets(), "group_offsets", {"G"});
   b.out(op.getC(), "c", {"T", "N"});
   b.in(op.getARows(), "a_rows", {"T"});
+  b.out(op.getAct(), "act", {"T", "I"});
   b.param("N", op.getN());
   b.param("K", op.getK());
   b.param("trans_b", op.getTransB() ? 1 : 0);
   b.param("pointer_table", op.isPointerTable() ? 1 : 0);
   // 0: a's rows are read in order.
   b.param("a_rows_divisor", op.getARows() ? op.getRowsDivisorOrOne() : 0);
+  // 1: act = silu(gate) * up is written too.
+  b.param("swiglu", op.getAct() ? 1 : 0);
   groupsParam(b, op.getGroupOffsets());
 }
 

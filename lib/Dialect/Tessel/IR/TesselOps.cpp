@@ -616,7 +616,22 @@ LogicalResult GroupedMatmulOp::verify() {
       return failure();
     n = *bn;
   }
-  return c.staticDimIs(out, "c", 1, n, "N");
+  if (failed(c.staticDimIs(out, "c", 1, n, "N")))
+    return failure();
+  Value act = getAct();
+  if (!act)
+    return success();
+  // The fused SwiGLU: each group's b rows are gate rows, then up rows.
+  if (isPointerTable() || !getTransB())
+    return emitOpError("'act' needs a stacked 'b' with trans_b (each group's "
+                       "gate rows, then its up rows)");
+  if (n % 2)
+    return emitOpError() << "'act' needs an even N (gate and up halves), got "
+                         << n;
+  return failure(failed(c.rank(act, "act", 2)) ||
+                 failed(c.sameElem(act, "act", out, "c")) ||
+                 failed(c.sameDim(act, "act", 0, out, "c", 0, "rows")) ||
+                 failed(c.staticDimIs(act, "act", 1, n / 2, "N / 2")));
 }
 
 LogicalResult GroupedMatmulWgradOp::verify() {

@@ -394,7 +394,8 @@ def Tessel_LseMergeNOp : Tessel_Op<"lse_merge_n"> {
 // Ragged grouped matmul
 //===----------------------------------------------------------------------===//
 
-def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
+def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul",
+                                       [AttrSizedOperandSegments]> {
   let summary = "ragged-M grouped matmul (MoE forward and dgrad)";
   let description = [{
     Group `g` owns rows `[group_offsets[g-1], group_offsets[g])` of `a` and
@@ -415,6 +416,14 @@ def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
     `expert_sort`'s sorted (token, slot) rows and the top-k as the divisor,
     so the expert-ordered copy of `x` is never written.
 
+    With `act` (`[T, N / 2]`, c's element type; stacked `b` with
+    `trans_b`), each group's N rows of `b` are an MoE expert's gate rows
+    then its up rows, and the SiLU-gated product is written as well:
+    `act[t, n] = silu(c[t, n]) * c[t, N / 2 + n]`, computed in fp32 from
+    c's rounded elements and rounded once, as `tessel.swiglu` on c
+    computes it (the MoE forward's gate/up projection, with the
+    activation in its epilogue).
+
     Example:
 
     ```mlir
@@ -425,11 +434,18 @@ def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
         a_rows(%sorted_rows : memref<?xi32>)
         b(%b : memref<128x512x2048xbf16>) group_offsets(%g : memref<128xi32>)
         c(%c : memref<?x512xbf16>) {a_rows_divisor = 8, trans_b}
+    tessel.grouped_matmul a(%x : memref<?x2048xbf16>)
+        a_rows(%sorted_rows : memref<?xi32>)
+        b(%w_gate_up : memref<128x1024x2048xbf16>)
+        group_offsets(%g : memref<128xi32>)
+        c(%h : memref<?x1024xbf16>) act(%act : memref<?x512xbf16>)
+        {a_rows_divisor = 8, trans_b}
     ```
   }];
   let arguments = (ins Tessel_Buffer:$a, Tessel_Buffer:$b,
                    Tessel_Buffer:$group_offsets, Tessel_OutBuffer:$c,
                    Arg<Optional<AnyMemRef>, "", [MemRead]>:$a_rows,
+                   Tessel_OptOutBuffer:$act,
                    UnitAttr:$trans_b, OptionalAttr<DenseI64ArrayAttr>:$b_shape,
                    OptionalAttr<I64Attr>:$a_rows_divisor);
   let assemblyFormat = [{
@@ -437,7 +453,8 @@ def Tessel_GroupedMatmulOp : Tessel_Op<"grouped_matmul"> {
     (`a_rows` `(` $a_rows^ `:` type($a_rows) `)`)?
     `b` `(` $b `:` type($b) `)`
     `group_offsets` `(` $group_offsets `:` type($group_offsets) `)`
-    `c` `(` $c `:` type($c) `)` attr-dict
+    `c` `(` $c `:` type($c) `)`
+    (`act` `(` $act^ `:` type($act) `)`)? attr-dict
   }];
   let extraClassDeclaration = [{
     /// The divisor of `a_rows` entries (1 when not given).
