@@ -71,7 +71,8 @@ def TesselToGPU : Pass<"tessel-to-gpu", "ModuleOp"> {
     and G only. Rows past the last group's end are written with zeros by
     the same kernel. K and N must be multiples of 8 (16-byte rows), and
     without `trans_b` the tile's N a multiple of 64 (the swizzle). Tile
-    64x256x32 with 1x4 warps unless the op carries
+    64x256x32 with 1x4 warps (128x128x32 with 2x2 warps where two 64x256
+    blocks do not fit a CU's LDS: gfx942) unless the op carries
     `tessel.gpu_tile = {tile_m, tile_n, tile_k, warps_m, warps_n, stages}`.
     `tessel.grouped_matmul_wgrad` (ragged K): one block per (N-tile,
     M-tile, group) of `c [G, M, N]`, each over its group's rows, empty

@@ -82,7 +82,9 @@ namespace {
 /// 128-row ones; 4 stages keep 3 K-tiles in flight (80 KB of shared memory,
 /// 2 blocks per SM on sm_90). On the H200 it measured with 128x128x32 x 4
 /// stages (the two within noise) ahead of the other configs tried
-/// (docs/performance.md). `tessel.gpu_tile` on the op overrides it.
+/// (docs/performance.md); a target whose LDS holds one such block only
+/// (gfx942) gets the 128x128 one (buildGroupedMatmul). `tessel.gpu_tile`
+/// on the op overrides it.
 struct Config {
   int64_t tileM = 64, tileN = 256, tileK = 32;
   int64_t warpsM = 1, warpsN = 4;
@@ -195,7 +197,7 @@ void GroupedMatmulBuilder::forEachChunk(
   // segments. `source` maps a tile element to its validity and source
   // indices.
   auto copyTile = [&](Value shared, int64_t rows, int64_t width, Value src,
-                      auto source) {
+                      bool zeroFill, auto source) {
     int64_t chunksPerRow = width / kChunk;
     for (int64_t i = 0; i < rows * chunksPerRow / threads; ++i) {
       Value id = add(tid, i * threads);
@@ -205,8 +207,10 @@ void GroupedMatmulBuilder::forEachChunk(
       // Zero-filled copies still need an in-bounds source address.
       for (Value &index : srcIndices)
         index = select(valid, index, none);
-      fn({shared, sharedIndices(stage, row, col, width), src, srcIndices,
-          select(valid, idx(kChunk), none)});
+      StagedChunk chunk{shared, sharedIndices(stage, row, col, width), src,
+                        srcIndices, select(valid, idx(kChunk), none)};
+      chunk.zeroFill = zeroFill;
+      fn(chunk);
     }
   };
   // Whole chunks: K and N are multiples of 8.
@@ -260,14 +264,20 @@ void GroupedMatmulBuilder::forEachChunk(
     Value kr = add(k0, row), nc = add(colStart, col);
     return std::make_pair(kInside(lt(nc, idx(n)), kr), bIndices(kr, nc));
   };
+  // Ragged M: a row past the group (or past T) only makes a row of C that
+  // is not stored, a B row past N a column, so with whole K-tiles their
+  // chunks need no zeros; gathered entries outside a must read as zeros,
+  // and ragged K's rows past the group are K.
+  bool zeroA = raggedK || !gatheredRows.empty() || k % cfg.tileK;
+  bool zeroB = raggedK || k % cfg.tileK;
   if (raggedK)
-    copyTile(sharedA, cfg.tileK, cfg.tileM, a, fromA);
+    copyTile(sharedA, cfg.tileK, cfg.tileM, a, zeroA, fromA);
   else
-    copyTile(sharedA, cfg.tileM, cfg.tileK, a, fromA);
+    copyTile(sharedA, cfg.tileM, cfg.tileK, a, zeroA, fromA);
   if (transB)
-    copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, fromB);
+    copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, zeroB, fromB);
   else
-    copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, fromB);
+    copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, zeroB, fromB);
 }
 
 
@@ -725,6 +735,17 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   int64_t sharedBytes = 0;
   auto chosen = chooseConfig(op, ctx, elem, Config(), /*aRowsM=*/false,
                              /*bRowsN=*/!op.getTransB(), sharedBytes);
+  // Two blocks a CU at least: gfx942's 64 KB of LDS holds one 64x256
+  // block (40 KB), so one wave a SIMD. 128x128 tiles keep each warp's
+  // 64x64 block (the same MMAs per fragment load) in 32 KB.
+  if (succeeded(chosen) && !op->hasAttr("tessel.gpu_tile") &&
+      2 * sharedBytes > ctx.target.getSharedMemoryBytes()) {
+    Config square;
+    square.tileM = square.tileN = 128;
+    square.warpsM = square.warpsN = 2;
+    chosen = chooseConfig(op, ctx, elem, square, /*aRowsM=*/false,
+                          /*bRowsN=*/!op.getTransB(), sharedBytes);
+  }
   if (failed(chosen))
     return failure();
   auto [atom, cfg] = *chosen;

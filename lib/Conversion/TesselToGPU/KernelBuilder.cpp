@@ -493,8 +493,8 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
     SmallVector<Value> loaded;
     // The destination (stage 0) is not used: store recomputes it.
     forEachChunk(idx(0), tile, [&](const StagedChunk &c) {
-      loaded.push_back(
-          loadChunk(c.src, c.srcIndices, c.validElements, c.partial));
+      loaded.push_back(loadChunk(c.src, c.srcIndices, c.validElements,
+                                 c.partial, c.zeroFill));
     });
     return loaded;
   };
@@ -517,7 +517,8 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
 }
 
 Value KernelBuilder::loadChunk(Value src, ValueRange indices,
-                               Value validElements, bool partial) {
+                               Value validElements, bool partial,
+                               bool zeroFill) {
   Type elem = cast<MemRefType>(src.getType()).getElementType();
   auto chunkType = VectorType::get({kChunk}, elem);
   Value zeros =
@@ -531,6 +532,8 @@ Value KernelBuilder::loadChunk(Value src, ValueRange indices,
     at.push_back(select(any, i, idx(0)));
   Value chunk = vector::LoadOp::create(b, loc, chunkType, src, at, false,
                                        llvm::MaybeAlign(16));
+  if (!zeroFill)
+    return chunk;
   if (!partial)
     return select(any, chunk, zeros);
   // Element e is kept when e < validElements (vector.create_mask has no

@@ -208,6 +208,11 @@ protected:
     SmallVector<Value> srcIndices;
     Value validElements;
     bool partial = false;
+    /// Whether an invalid chunk must read as zeros. Register-staged targets
+    /// skip the zeroing of chunks whose values reach no stored output (a
+    /// ragged-M tile's rows past its group, columns past N): they only keep
+    /// their address in bounds (cp.async zero-fills for free).
+    bool zeroFill = true;
     /// Register-staged targets only: element e of the chunk is stored at
     /// scatter[e] instead of the 16 bytes at dst (a tile transposed on its
     /// way to shared memory).
@@ -229,8 +234,10 @@ protected:
   /// reach the MMAs). The load is not under a branch, so a tile's loads
   /// issue back to back: a branch per load made the AMD back end wait for
   /// each (s_waitcnt vmcnt(0)) where its value met the zeros.
+  /// Without `zeroFill` an invalid chunk keeps what src's first chunk
+  /// holds.
   Value loadChunk(Value src, ValueRange indices, Value validElements,
-                  bool partial);
+                  bool partial, bool zeroFill = true);
 
   // --- warp-specialised Hopper blocks -------------------------------------
   /// The parity (i32) the `use`-th wait on an mbarrier waits for, flipped
