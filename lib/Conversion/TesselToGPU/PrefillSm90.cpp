@@ -23,11 +23,11 @@
 // then P_{kt-1} V_{kt-1}, and computes S_kt's softmax while the latter
 // runs; that holds two stages, so it needs a third (head dims up to 128,
 // and Dv <= 128: O, S and P must fit the consumer's 232 registers). The
-// prefill rescales O by tile kt-1's factors in the turn, between S_kt's
-// issue and P_{kt-1} V_{kt-1}'s, while S_kt's MMAs run (after the P V
-// measured 1-5% slower at head dims 64 and 128 on the H200); the paged
-// kernels rescale it after their P V (in the turn measured 2-4% slower on
-// the unified kernel).
+// prefill and extend's context windows rescale O by tile kt-1's factors
+// in the turn, between S_kt's issue and P_{kt-1} V_{kt-1}'s, while S_kt's
+// MMAs run (after the P V measured 1-5% slower for the prefill, 1-10% for
+// the context windows on the H200); the unified kernel (paged, causal)
+// rescales it after its P V (in the turn measured up to 4% slower).
 // Ping-pong: the two consumers take turns (named barriers 2 and 3) to
 // issue their MMAs, so that one's softmax runs beside the other's MMAs.
 // Else, in order per tile: S, softmax, P V.
@@ -693,9 +693,9 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // Overlapped: tile 0's scores and P; then per tile kt >= 1, S_kt issued
   // just before P_{kt-1} V_{kt-1}, whose MMAs run during S_kt's softmax;
   // then the last tile's P V. The loop carries m, l, O, P_{kt-1}'s stage,
-  // tile kt-1's factors (the prefill rescales O by them once S_kt is
-  // issued) and P_{kt-1}'s words. A paged split may have no keys: O stays
-  // 0.
+  // tile kt-1's factors (O is rescaled by them once S_kt is issued, or
+  // at the end of the iteration) and P_{kt-1}'s words. A paged split may
+  // have no keys: O stays 0.
   SmallVector<Value> none(state);
   none.push_back(wg.zeroAccumulators(b, loc, dv));
   auto any = scf::IfOp::create(
@@ -714,9 +714,9 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     Operands steps0 = scoreDescriptors(slot0);
     inTurn([&] { s0 = scores(steps0); });
     wg.wait(b, loc, 0);
-    // The prefill rescales O by the previous tile's factors in the next
-    // turn, while that turn's S MMAs run; O starts at 0.
-    bool rescaleInTurn = !pb.paged;
+    // All but the unified kernel rescale O by the previous tile's factors
+    // in the next turn, while that turn's S MMAs run; O starts at 0.
+    bool rescaleInTurn = !pb.paged || !pb.causal;
     auto [p0, alpha0] = softmax(s0, start0, state);
     SmallVector<Value> words0 = pack(p0);
     SmallVector<Value> init(state);
