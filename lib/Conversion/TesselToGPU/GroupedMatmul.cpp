@@ -424,10 +424,8 @@ void GroupedMatmulBuilder::swigluEpilogue(ArrayRef<Value> acc) {
           SmallVector<Value> gates, ups, acts;
           for (int64_t v = 0; v < run; ++v) {
             auto rounded = [&](int64_t atomN) {
-              Value x = acc[(i * atomsN + atomN) * accCount + e + v];
-              return x.getType() == elem
-                         ? x
-                         : arith::TruncFOp::create(b, loc, elem, x).getResult();
+              return convertFloat(acc[(i * atomsN + atomN) * accCount + e + v],
+                                  elem);
             };
             gates.push_back(rounded(j));
             ups.push_back(rounded(j + atomsN / 2));
