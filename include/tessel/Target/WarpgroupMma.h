@@ -61,6 +61,10 @@ public:
   /// The prefill's producer only walks tiles and issues TMA: FlashAttention-3's
   /// split, the most the consumers can have.
   static constexpr RegisterSplit kPrefillRegisters{24, 240};
+  /// At head dim 64 the consumers hold half as much O: at 24 / 240 ptxas
+  /// spilled 8 bytes there; 32 / 232 spills none and measured 1.00-1.01x
+  /// (H200, 2026-12-02).
+  static constexpr RegisterSplit kPrefillSmallRegisters{32, 232};
   /// The grouped matmuls: the producer walks a persistent grid's tiles (a
   /// group scan each) and may copy B from a pointer table; a consumer
   /// holds one m64n256 accumulator. (56 and 224 left 4-16 bytes spilled
@@ -101,7 +105,9 @@ public:
   }
   /// acc (an f32 struct of n / 2 members) += A . B for a 64 x n C tile from
   /// A [64, 16] and B [16, n] in the given layouts (MN-major: read
-  /// transposed, 16-bit types only), given by their descriptors.
+  /// transposed, 16-bit types only), given by their descriptors. A null
+  /// `acc` starts a product: the MMA ignores its accumulator registers
+  /// (scale-d 0), so nothing zeroes them first (a tile's first MMA).
   virtual Value mma(OpBuilder &b, Location loc, Type elem, int64_t n,
                     Value descA, SharedOperand aLayout, Value descB,
                     SharedOperand bLayout, Value acc) const = 0;
@@ -198,6 +204,7 @@ public:
 
 static_assert(WarpgroupMma::kAttentionRegisters.fits() &&
                   WarpgroupMma::kPrefillRegisters.fits() &&
+                  WarpgroupMma::kPrefillSmallRegisters.fits() &&
                   WarpgroupMma::kGemmRegisters.fits(),
               "setmaxnreg cannot hand out more than the block has");
 

@@ -80,6 +80,19 @@ std::pair<Value, Value> KernelBuilder::ringUse(Value use, int64_t stages,
   return {toIndex(arith::RemUIOp::create(b, loc, u, count)), parity};
 }
 
+std::pair<Value, Value> KernelBuilder::nextRingUse(Value stage, Value parity,
+                                                   int64_t stages) {
+  Type type = stage.getType();
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, type, b.getIntegerAttr(type, v));
+  };
+  Value next = arith::AddIOp::create(b, loc, stage, constant(1));
+  Value wrap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next,
+                                     constant(stages));
+  return {select(wrap, constant(0), next),
+          select(wrap, arith::XOrIOp::create(b, loc, parity, i32(1)), parity)};
+}
+
 std::pair<Value, Value> KernelBuilder::gatherEntry(Value index, Value r,
                                                    Value inside, Value limit) {
   auto load = scf::IfOp::create(b, loc, TypeRange{b.getIndexType()}, inside,
@@ -291,7 +304,8 @@ SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
 LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
                                              SmallVector<Value> &state) {
   bool async = target.getAsyncCopyBytes() > 0;
-  int64_t stages = async ? p.stages : 2;
+  // Register-staged: two stages, or one where shared memory is short.
+  int64_t stages = async ? p.stages : std::min<int64_t>(p.stages, 2);
   if (async) {
     // A static tile count skips prologue tiles that do not exist; with a
     // dynamic one they are issued anyway (zero-filled copies).
@@ -333,9 +347,15 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   SmallVector<Value> carried(loop.getRegionIterArgs());
   if (failed(p.compute(remu(t, stages), t, carried)))
     return failure();
-  if (!async)
-    ifThen(hasNext,
-           [&] { p.store(remu(next, 2), ValueRange(fetched.getResults())); });
+  if (!async) {
+    // One stage: every warp is done with tile t before tile t+1 replaces
+    // it.
+    if (stages == 1)
+      gpu::BarrierOp::create(b, loc);
+    ifThen(hasNext, [&] {
+      p.store(remu(next, stages), ValueRange(fetched.getResults()));
+    });
+  }
   scf::YieldOp::create(b, loc, carried);
   state.assign(loop.getResults().begin(), loop.getResults().end());
   return success();

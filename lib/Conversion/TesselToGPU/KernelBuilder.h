@@ -177,7 +177,8 @@ protected:
   /// publish it and retire tile t-1, refills that stage with tile t +
   /// stages - 1, then computes tile t. Without them (CDNA), two stages: tile
   /// t+1's global loads go to registers before tile t is computed and to the
-  /// other stage after it.
+  /// other stage after it (or, with one stage, to the same stage once every
+  /// warp is done with tile t: a second barrier a tile).
   struct TilePipeline {
     Value numTiles;
     int64_t stages;
@@ -254,6 +255,12 @@ protected:
   /// for the stage's round; divided in 32 bits (64-bit division by a stage
   /// count of 3 is a dozen instructions on every tile of a K loop).
   std::pair<Value, Value> ringUse(Value use, int64_t stages, bool flip);
+  /// ringUse of the use after the one at (`stage`: index or i32,
+  /// `parity`), without its division: a consumer loop carries them (with 3
+  /// stages the division was a chain of dependent instructions at the head of
+  /// every K/V tile: ncu counted 5% of the prefill consumers' samples there).
+  std::pair<Value, Value> nextRingUse(Value stage, Value parity,
+                                      int64_t stages);
   /// The skeleton of a block of one producer and several consumer
   /// warpgroups: thread 0 initialises the mbarriers `barriers` (pointer,
   /// arrival count) and makes them visible to TMA, and the block meets;

@@ -1,4 +1,4 @@
-//===- MlaDecode.cpp - Absorbed MLA decode kernel template -----------------===//
+//===- MlaDecode.cpp - Absorbed MLA decode kernel template ----------------===//
 //
 // mla_decode on tensor cores: q [B, H, L+R] against one latent KV head
 // [NB, BS, L+R] whose first L dims are also the values (DeepSeek-V3: 576 =
@@ -10,17 +10,20 @@
 // grid dimension, so the groups of one request run side by side and read
 // its cache rows once from memory and then from L2.
 //
-// Tile loop. A tile is W x n tokens (n: the MMA's N, 8 on sm80); their
-// 576-wide rows are staged once
-// in shared memory (cp.async ring on sm80, registers on CDNA) and serve as
-// K and, their first L columns, as V. Warp w scores its own n tokens (S =
-// Q K^T over all 576 dims), the warps agree on each row's running max
-// through shared memory, write P = exp2(S - m) for their tokens to a shared
-// [16, tile] slice, and then each warp accumulates O[:, w L / W ...] += P V
-// over all the tile's tokens: the 16 x 512 output of a head group is split
-// by columns over the warps (a warp could not hold it), the scores by
-// tokens (no warp recomputes another's). Partial row sums stay per warp
-// (every warp rescales by the same max) and are added up at the end.
+// Tile loop. A tile is G x n tokens (n: the MMA's N, 8 on sm80; G token
+// slices); their 576-wide rows are staged once in shared memory (cp.async
+// ring on sm80, registers on CDNA, whose one-stage ring serves where two
+// do not fit) and serve as K and, their first L columns, as V. Warp w
+// scores slice w % G (S = Q K^T); where there are more warps than slices
+// (gfx942's 64 KB holds 32 rows of 576 once, not 64), the W / G warps of a
+// slice split the 576 dims and add their partial scores through shared
+// memory, so that no MMA is repeated. The warps agree on each row's
+// running max through shared memory, write P = exp2(S - m) for their
+// tokens to a shared [16, tile] slice, and then each warp accumulates
+// O[:, w L / W ...] += P V over all the tile's tokens: the 16 x 512 output
+// of a head group is split by columns over the warps (a warp could not
+// hold it). Partial row sums stay per warp (every warp rescales by the
+// same max) and are added up at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,11 +54,10 @@ struct MlaConfig {
   /// Tokens each warp scores per tile.
   int64_t tokensPerWarp = 16;
   /// Distinct token slices of a tile: warp w scores slice w % tokenGroups
-  /// (fewer slices than warps where shared memory is short: gfx942's 64 KB
-  /// holds 16 rows of 576 twice, so the warps score them redundantly and
-  /// still split P.V by column).
+  /// over the head dims' part w / tokenGroups (of kSplits()).
   int64_t tokenGroups = 4;
   int64_t tileTokens() const { return tokenGroups * tokensPerWarp; }
+  int64_t kSplits() const { return warps / tokenGroups; }
 };
 
 class MlaDecodeBuilder : public AttentionBuilder {
@@ -80,7 +82,9 @@ private:
   MlaConfig cfg;
   MlaProblem pb;
   Type elem;
-  Value sharedQ, sharedKV, sharedP, sharedStats;
+  /// sharedScores: the warps' partial scores [W, lanes x accumulators]
+  /// where the warps of a slice split the head dims.
+  Value sharedQ, sharedKV, sharedP, sharedStats, sharedScores;
   Value tid, lane, warp, group, request, split;
   Value start, end, numTiles, numBlocks, maxBlocks;
 };
@@ -121,15 +125,46 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   int64_t scoreAtoms = tw / atom.n, outAtoms = warpCols() / atom.n;
   Value warpTokens = mul(remu(warp, cfg.tokenGroups), tw);
 
-  // S = Q K^T for this warp's tokens.
+  // S = Q K^T for this warp's tokens over its part of the head dims.
   SmallVector<Value> s(scoreAtoms * acc, f32(0));
   SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
   SharedTile kTile = tileOf(sharedKV, stage, pb.headDim, true);
-  auto qFrag = [&](int64_t ks) { return loadA(qTile, idx(0), ks); };
-  if (failed(mmaSteps(s, pb.headDim / atom.k, qFrag, kTile, warpTokens,
-                      [&](int64_t ks) { return idx(ks * atom.k); },
-                      scoreAtoms, scoreAtoms)))
+  int64_t partSteps = pb.headDim / atom.k / cfg.kSplits();
+  Value partStart = mul(divu(warp, cfg.tokenGroups), partSteps * atom.k);
+  auto kAt = [&](int64_t ks) { return add(partStart, idx(ks * atom.k)); };
+  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
+                                   kAt(ks), lane, 1);
+    if (failed(fa))
+      return failure();
+    return (*fa)[0];
+  };
+  if (failed(mmaSteps(s, partSteps, qFrag, kTile, warpTokens, kAt, scoreAtoms,
+                      scoreAtoms)))
     return failure();
+  if (cfg.kSplits() > 1) {
+    // The slice's other warps' parts, through shared memory.
+    auto runType = VectorType::get({acc}, b.getF32Type());
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      vector::StoreOp::create(
+          b, loc,
+          vector::FromElementsOp::create(
+              b, loc, runType, ArrayRef<Value>(s).slice(j * acc, acc)),
+          sharedScores,
+          ValueRange{warp, mul(add(mul(lane, scoreAtoms), idx(j)), acc)});
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t part = 1; part < cfg.kSplits(); ++part) {
+      Value other = remu(add(warp, part * cfg.tokenGroups), cfg.warps);
+      for (int64_t j = 0; j < scoreAtoms; ++j) {
+        Value run = vector::LoadOp::create(
+            b, loc, runType, sharedScores,
+            ValueRange{other, mul(add(mul(lane, scoreAtoms), idx(j)), acc)});
+        for (int64_t e = 0; e < acc; ++e)
+          s[j * acc + e] =
+              fadd(s[j * acc + e], vector::ExtractOp::create(b, loc, run, e));
+      }
+    }
+  }
   Value tileStart = add(start, mul(tile, tokens));
   for (int64_t j = 0; j < scoreAtoms; ++j)
     for (int64_t e = 0; e < acc; ++e) {
@@ -283,6 +318,10 @@ LogicalResult MlaDecodeBuilder::build() {
   sharedQ = carve({atom.m, pb.headDim}, elem);
   sharedP = carve({atom.m, tokens}, elem);
   sharedStats = carve({cfg.warps, atom.m}, b.getF32Type());
+  if (cfg.kSplits() > 1)
+    sharedScores =
+        carve({cfg.warps, warpSize * cfg.tokensPerWarp / atom.n * accCount()},
+              b.getF32Type());
 
   numBlocks = memref::DimOp::create(b, loc, pb.cache, 0);
   maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
@@ -356,36 +395,48 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
            << (async ? "at least 2" : "2 (tiles go through registers)")
            << ", got " << ctx.stages;
   MlaConfig cfg;
-  cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
   // One score atom of tokens per warp (8 on sm80: a 32-token tile of
   // 576-wide rows double-buffered fits with 4 warps).
   cfg.tokensPerWarp = atom.n;
   int64_t sharedBytes = 0;
   bool fits = false;
-  // Candidates (warps, token slices), the least redundant first.
-  for (auto [warps, groups] :
-       {std::pair<int64_t, int64_t>{4, 4}, {2, 2}, {4, 2}, {2, 1}, {4, 1},
-        {1, 1}}) {
+  // Candidates (warps, token slices), the most warps and the fewest head
+  // dim splits first, each with two stages, then (register-staged targets,
+  // unless the spec sets them) one.
+  SmallVector<int64_t> stageChoices = {ctx.stages > 0 ? ctx.stages : 2};
+  if (!async && ctx.stages == 0)
+    stageChoices.push_back(1);
+  const std::pair<int64_t, int64_t> shapes[] = {{4, 4}, {4, 2}, {2, 2},
+                                                {2, 1}, {4, 1}, {1, 1}};
+  for (auto [warps, groups] : shapes) {
     cfg.warps = warps;
     cfg.tokenGroups = groups;
     int64_t threads = warps * target.getWarpSize();
     int64_t tokens = cfg.tileTokens();
     if (pb.latentDim % (warps * atom.n) || (tokens * kChunk) % threads ||
-        tokens % atom.k || tokens % 16)
+        tokens % atom.k || tokens % 16 || (pb.headDim / atom.k) % cfg.kSplits())
       continue;
-    sharedBytes = (cfg.stages * tokens * pb.headDim + atom.m * pb.headDim +
-                   atom.m * tokens) *
-                      2 +
-                  warps * atom.m * 4;
-    if (sharedBytes <= target.getSharedMemoryBytes()) {
-      fits = true;
-      break;
+    for (int64_t stages : stageChoices) {
+      cfg.stages = stages;
+      sharedBytes = (stages * tokens * pb.headDim + atom.m * pb.headDim +
+                     atom.m * tokens) *
+                        2 +
+                    warps * atom.m * 4;
+      if (cfg.kSplits() > 1)
+        sharedBytes +=
+            warps * target.getWarpSize() * target.getAccumulatorCount(atom) * 4;
+      if (sharedBytes <= target.getSharedMemoryBytes()) {
+        fits = true;
+        break;
+      }
     }
+    if (fits)
+      break;
   }
   if (!fits)
     return op.emitOpError()
            << "GPU template: no MLA decode tile of head dim " << pb.headDim
-           << " with " << cfg.stages << " stages fits the "
+           << " with " << stageChoices.front() << " stages fits the "
            << target.getSharedMemoryBytes() << " bytes of shared memory of "
            << target.getChip();
   MlaDecodeBuilder builder(b, op.getLoc(), target, atom, cfg, pb);

@@ -259,7 +259,7 @@ void MlaSm90Builder::scoreConsumer() {
 
     // S = Q K^T over all L + R columns: chunk c of Q and of the tile, 32
     // bytes along their rows per k16 step.
-    Value sAcc = wg.zeroAccumulators(b, loc, n);
+    Value sAcc; // the first MMA starts the product
     wg.fence(b, loc);
     // (Q's descriptors from an opaque address stay in the loop: hoisted,
     // its 36 would hold 72 registers.)

@@ -427,19 +427,43 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   wg.waitParity(b, loc, barrier(2 * cfg.stages),
                 barrierParity(tile.tilesBefore, false));
 
-  // K/V tile kt: waits for its stage, zeroes V rows past the keys; returns
-  // the stage, its byte offset and the tile's first key.
-  auto arrived = [&](Value kt) {
-    Value use = add(tile.kvBefore, kt);
-    auto [stage, parity] = ringUse(use, cfg.stages, /*flip=*/false);
-    wg.waitParity(b, loc, barrier(stage), parity);
-    Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
+  // The ring position (stage, parity) of K/V tile kt: ringUse's for the
+  // first, then carried through the prefill's loops (nextRingUse; the
+  // stage in i32, as measured). The
+  // paged kernels (extend's context windows, the unified kernel) keep
+  // ringUse's for every tile, and one loop with a branch a tile (below):
+  // with both changes they measured up to 7% slower on extend turns and 5%
+  // on continuous batching's long-context mix (H200, 2026-12-02 13:17),
+  // where the prefill gained 2-6%.
+  using RingPosition = std::pair<Value, Value>;
+  auto useOf = [&](Value kt) -> RingPosition {
+    auto [stage, parity] =
+        ringUse(add(tile.kvBefore, kt), cfg.stages, /*flip=*/false);
+    return {pb.paged ? stage : toI32(stage), parity};
+  };
+  auto stageIndex = [&](Value stage) {
+    return stage.getType().isIndex() ? stage : toIndex(stage);
+  };
+  // The position of tile kt, that of tile kt - 1 being `previous`.
+  auto nextUse = [&](Value kt, RingPosition previous) {
+    return pb.paged ? useOf(kt)
+                    : nextRingUse(previous.first, previous.second, cfg.stages);
+  };
+  // The byte offset of ring stage `stage`.
+  auto stageSlot = [&](Value stage) {
+    return add(mul(stageIndex(stage), cfg.stageBytes()), cfg.qBytes());
+  };
+  // K/V tile kt at ring position `at`: waits for its stage, zeroes V rows
+  // past the keys; returns the stage's byte offset and the tile's first key.
+  auto arrived = [&](Value kt, RingPosition at) {
+    wg.waitParity(b, loc, barrier(stageIndex(at.first)), at.second);
+    Value slot = stageSlot(at.first);
     Value tileStart = add(tile.keyStart, mul(kt, n));
     Value valid = sub(tile.keyEnd, tileStart);
     ifThen(lt(valid, idx(n)), [&] {
       zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
     });
-    return std::make_tuple(stage, slot, tileStart);
+    return std::make_pair(slot, tileStart);
   };
   // The descriptors of S = Q K^T's MMAs on the stage at `slot`, (Q, K) per
   // k16 step. Q's rows of this consumer in each 64-column chunk start 64
@@ -469,8 +493,9 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     }
     return steps;
   };
-  // Issues S = Q K^T (uncommitted).
-  auto issueScores = [&](const Operands &steps, Value acc) {
+  // Issues S = Q K^T (uncommitted); the first MMA starts the product.
+  auto issueScores = [&](const Operands &steps) {
+    Value acc;
     for (auto [descQ, descK] : steps)
       acc = wg.mma(b, loc, elem, n, descQ, kMajor, descK, kMajor, acc);
     return acc;
@@ -500,12 +525,69 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   // scale into exp2's argument (one FFMA a score); that needs a positive
   // scale (the maximum must stay the maximum), so any other takes the
   // masked path, which scales first.
-  // In the prefill the branch holds the whole softmax, each side a copy:
-  // where its sides met before the softmax, ptxas waited there for the P V
-  // in flight (and then reused P's registers), which undid the overlap.
+  // The prefill's main loops know which path their tiles take (mainLoops);
+  // the first tile's softmax, with no P V in flight, and the paged kernels'
+  // branch. (A branch in the
+  // loop cost its convergence and, where its sides met before the softmax,
+  // ptxas waited there for the P V in flight: the prefill's branch held the
+  // whole softmax, each side a copy.)
   Value scaleFirst = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ULE,
                                            pb.scaleLog2, f32(0));
-  auto softmax = [&](Value sAcc, Value tileStart, SmallVector<Value> &state) {
+  // Whether the tile from key `tileStart` needs the mask: it reaches keys
+  // past those its rows may see (with causal, past its first row's).
+  auto needMask = [&](Value tileStart) {
+    Value need = lt(tile.keyEnd, add(tileStart, n));
+    if (pb.causal)
+      need = arith::OrIOp::create(b, loc, need,
+                                  lt(position(idx(0)), add(tileStart, n - 1)));
+    return uniform(arith::OrIOp::create(b, loc, need, scaleFirst));
+  };
+  // The first K/V tile that may need it (none before it does): tile kt
+  // needs none where (kt + 1) n <= keyEnd - keyStart and, with causal,
+  // (kt + 1) n <= position(0) + 1 - keyStart. The main loops run the
+  // tiles before it and those from it apart, without a branch per tile.
+  auto firstMasked = [&] {
+    auto wholeTiles = [&](Value keys) {
+      Value clamped = arith::MaxSIOp::create(b, loc, keys, idx(0));
+      return divu(clamped, n);
+    };
+    Value first = wholeTiles(sub(tile.keyEnd, tile.keyStart));
+    if (pb.causal)
+      first = minu(
+          first, wholeTiles(sub(add(position(idx(0)), idx(1)), tile.keyStart)));
+    return uniform(select(scaleFirst, idx(0), first));
+  };
+  // Runs `body` (K/V tile kt, the carried values, whether the tile takes
+  // the mask if known; returns the values carried on) over the tiles
+  // [from, numK): in the prefill those before firstMasked in one loop, the
+  // rest in another; paged, in one loop (a branch decides per tile).
+  using LoopBody = function_ref<SmallVector<Value>(Value kt, ValueRange carried,
+                                                   std::optional<bool> masked)>;
+  auto mainLoops = [&](Value from, ArrayRef<Value> init, LoopBody body) {
+    SmallVector<Value> values(init);
+    auto run = [&](Value lower, Value upper, std::optional<bool> masked) {
+      auto loop = scf::ForOp::create(b, loc, lower, upper, idx(1), values);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scf::YieldOp::create(
+          b, loc,
+          body(loop.getInductionVar(), loop.getRegionIterArgs(), masked));
+      values.assign(loop.getResults().begin(), loop.getResults().end());
+    };
+    if (pb.paged) {
+      run(from, tile.numK, std::nullopt);
+      return values;
+    }
+    Value split =
+        minu(arith::MaxUIOp::create(b, loc, firstMasked(), from), tile.numK);
+    run(from, split, false);
+    run(split, tile.numK, true);
+    return values;
+  };
+  // `masked`: whether the tile takes the masked path, where the caller
+  // knows (the main loops, split at firstMasked); else a branch decides.
+  auto softmax = [&](Value sAcc, Value tileStart, SmallVector<Value> &state,
+                     std::optional<bool> masked = std::nullopt) {
     SmallVector<Value> s;
     for (int64_t i = 0; i < n / 2; ++i)
       s.push_back(wg.accumulator(b, loc, sAcc, i));
@@ -523,13 +605,6 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       results.append(st);
       return results;
     };
-    // Mask keys past the keys the rows may see (with causal, past each row)
-    // on the tiles that reach them.
-    Value needMask = lt(tile.keyEnd, add(tileStart, n));
-    if (pb.causal)
-      needMask = arith::OrIOp::create(
-          b, loc, needMask, lt(position(idx(0)), add(tileStart, n - 1)));
-    needMask = arith::OrIOp::create(b, loc, needMask, scaleFirst);
     auto maskedScores = [&] {
       SmallVector<Value> out;
       for (int64_t i = 0; i < n / 2; ++i) {
@@ -544,35 +619,37 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       }
       return out;
     };
-    // Paged (the unified and extend kernels), one softmax after the branch:
-    // the copy in each side costs the GQA-16 unified kernel 28 bytes of
-    // spills, and its tiles are mostly decodes' short ones.
+    // The branch (the first tile): paged (the unified and extend kernels),
+    // one softmax after it (a copy in each side cost the GQA-16 unified
+    // kernel 28 bytes of spills); the prefill, a copy in each side.
     SmallVector<Value> results;
-    if (pb.paged) {
+    if (masked) {
+      results = *masked ? step(maskedScores(), Value()) : step(s, pb.scaleLog2);
+    } else if (pb.paged) {
       SmallVector<Type> types(n / 2 + 1, b.getF32Type());
-      auto masked = scf::IfOp::create(b, loc, types, uniform(needMask), true);
+      auto branch = scf::IfOp::create(b, loc, types, needMask(tileStart), true);
       {
         OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(masked.thenBlock());
+        b.setInsertionPointToStart(branch.thenBlock());
         SmallVector<Value> out = maskedScores();
         out.push_back(f32(1));
         scf::YieldOp::create(b, loc, out);
-        b.setInsertionPointToStart(masked.elseBlock());
+        b.setInsertionPointToStart(branch.elseBlock());
         s.push_back(pb.scaleLog2);
         scf::YieldOp::create(b, loc, s);
       }
-      SmallVector<Value> scores(masked.getResults());
+      SmallVector<Value> scores(branch.getResults());
       Value multiplier = scores.pop_back_val();
       results = step(scores, multiplier);
     } else {
       SmallVector<Type> types(n / 2 + slots() + state.size(), b.getF32Type());
-      auto masked = scf::IfOp::create(b, loc, types, uniform(needMask), true);
+      auto branch = scf::IfOp::create(b, loc, types, needMask(tileStart), true);
       OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(masked.thenBlock());
+      b.setInsertionPointToStart(branch.thenBlock());
       scf::YieldOp::create(b, loc, step(maskedScores(), Value()));
-      b.setInsertionPointToStart(masked.elseBlock());
+      b.setInsertionPointToStart(branch.elseBlock());
       scf::YieldOp::create(b, loc, step(s, pb.scaleLog2));
-      results.assign(masked.getResults().begin(), masked.getResults().end());
+      results.assign(branch.getResults().begin(), branch.getResults().end());
     }
     SmallVector<Value> p(ArrayRef<Value>(results).take_front(n / 2));
     SmallVector<Value> alpha(ArrayRef<Value>(results).slice(n / 2, slots()));
@@ -593,7 +670,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     return words;
   };
   auto release = [&](Value stage) {
-    wg.arrive(b, loc, barrier(add(stage, cfg.stages)));
+    wg.arrive(b, loc, barrier(add(stageIndex(stage), cfg.stages)));
   };
   auto rescale = [&](Value acc, ArrayRef<Value> alpha) {
     return rescaleRows(wg, acc, dv / 2, alpha);
@@ -606,9 +683,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
   auto scores = [&](const Operands &steps) {
-    Value acc = wg.zeroAccumulators(b, loc, n);
     wg.fence(b, loc);
-    acc = issueScores(steps, acc);
+    Value acc = issueScores(steps);
     wg.commit(b, loc);
     return acc;
   };
@@ -647,9 +723,11 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       {
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(loop.getBody());
-        Value stage = std::get<0>(arrived(loop.getInductionVar()));
+        Value kt = loop.getInductionVar();
+        RingPosition at = useOf(kt);
+        arrived(kt, at);
         inTurn([] {});
-        release(stage);
+        release(at.first);
       }
       // The active consumer's turns: one per K/V tile and the last P V's.
       ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
@@ -665,37 +743,42 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     // In order, per tile: S, its softmax, P V.
     SmallVector<Value> init(state);
     init.push_back(wg.zeroAccumulators(b, loc, dv));
-    auto loop = scf::ForOp::create(b, loc, idx(0), tile.numK, idx(1), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      ValueRange carried = loop.getRegionIterArgs();
+    auto [stage0, parity0] = useOf(idx(0));
+    init.append({stage0, parity0});
+    auto body = [&](Value kt, ValueRange carried, std::optional<bool> masked) {
       SmallVector<Value> st(carried.take_front(2 * nSlots));
-      auto [stage, slot, tileStart] = arrived(loop.getInductionVar());
+      RingPosition at = pb.paged ? useOf(kt)
+                                 : RingPosition{carried[2 * nSlots + 1],
+                                                carried[2 * nSlots + 2]};
+      auto [slot, tileStart] = arrived(kt, at);
       Value sAcc = scores(scoreDescriptors(slot));
       wg.wait(b, loc, 0);
-      auto [p, alpha] = softmax(sAcc, tileStart, st);
-      Value oAcc = rescale(carried.back(), alpha);
+      auto [p, alpha] = softmax(sAcc, tileStart, st, masked);
+      Value oAcc = rescale(carried[2 * nSlots], alpha);
       SmallVector<Value> words = pack(p);
       wg.fence(b, loc);
       oAcc = issueValues(words, valueDescriptors(slot), oAcc);
       wg.commit(b, loc);
       wg.wait(b, loc, 0);
-      release(stage);
+      release(at.first);
       st.push_back(oAcc);
-      scf::YieldOp::create(b, loc, st);
-    }
-    ValueRange results = loop.getResults();
-    finish(results.take_front(2 * nSlots), results.back());
+      auto [nextStage, nextParity] =
+          nextRingUse(at.first, at.second, cfg.stages);
+      st.append({nextStage, nextParity});
+      return st;
+    };
+    SmallVector<Value> results = mainLoops(idx(0), init, body);
+    finish(ArrayRef<Value>(results).take_front(2 * nSlots),
+           results[2 * nSlots]);
     return;
   }
 
   // Overlapped: tile 0's scores and P; then per tile kt >= 1, S_kt issued
   // just before P_{kt-1} V_{kt-1}, whose MMAs run during S_kt's softmax;
-  // then the last tile's P V. The loop carries m, l, O, P_{kt-1}'s stage,
-  // tile kt-1's factors (O is rescaled by them once S_kt is issued, or
-  // at the end of the iteration) and P_{kt-1}'s words. A paged split may
-  // have no keys: O stays 0.
+  // then the last tile's P V. The loop carries m, l, O, tile kt-1's ring
+  // position, factors (O is rescaled by them once S_kt is issued, or at the
+  // end of the iteration) and P's words. A paged split may have no keys: O
+  // stays 0.
   SmallVector<Value> none(state);
   none.push_back(wg.zeroAccumulators(b, loc, dv));
   auto any = scf::IfOp::create(
@@ -708,8 +791,9 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     b.setInsertionPointToStart(any.elseBlock());
     scf::YieldOp::create(b, loc, none);
     b.setInsertionPointToStart(any.thenBlock());
-    Value stage0, slot0, start0;
-    std::tie(stage0, slot0, start0) = arrived(idx(0));
+    RingPosition at0 = useOf(idx(0));
+    Value slot0, start0;
+    std::tie(slot0, start0) = arrived(idx(0), at0);
     Value s0;
     Operands steps0 = scoreDescriptors(slot0);
     inTurn([&] { s0 = scores(steps0); });
@@ -718,28 +802,29 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     // in the next turn, while that turn's S MMAs run; O starts at 0.
     bool rescaleInTurn = !pb.paged || !pb.causal;
     auto [p0, alpha0] = softmax(s0, start0, state);
-    SmallVector<Value> words0 = pack(p0);
     SmallVector<Value> init(state);
     init.push_back(wg.zeroAccumulators(b, loc, dv));
-    init.push_back(stage0);
+    init.append({at0.first, at0.second});
     init.append(alpha0);
-    init.append(words0);
-    auto loop = scf::ForOp::create(b, loc, idx(1), tile.numK, idx(1), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      ValueRange carried = loop.getRegionIterArgs();
+    init.append(pack(p0));
+    // The carried values past m and l: O, the ring position, the factors,
+    // P's words.
+    auto unpack = [&](ArrayRef<Value> carried) {
+      ArrayRef<Value> rest = carried.drop_front(2 * nSlots);
+      return std::make_tuple(rest[0], RingPosition{rest[1], rest[2]},
+                             SmallVector<Value>(rest.slice(3, nSlots)),
+                             SmallVector<Value>(rest.drop_front(3 + nSlots)));
+    };
+    auto body = [&](Value kt, ValueRange carried, std::optional<bool> masked) {
       SmallVector<Value> st(carried.take_front(2 * nSlots));
-      Value oAcc = carried[2 * nSlots];
-      Value previous = carried[2 * nSlots + 1];
-      SmallVector<Value> factors =
-          llvm::to_vector(carried.slice(2 * nSlots + 2, nSlots));
-      SmallVector<Value> words(carried.drop_front(3 * nSlots + 2));
-      Value stage, slot, tileStart;
-      std::tie(stage, slot, tileStart) = arrived(loop.getInductionVar());
+      auto [oAcc, previous, factors, words] =
+          unpack(SmallVector<Value>(carried));
+      RingPosition at = nextUse(kt, previous);
+      Value slot, tileStart;
+      std::tie(slot, tileStart) = arrived(kt, at);
       Operands scoreSteps = scoreDescriptors(slot);
       SmallVector<Value> valueSteps =
-          valueDescriptors(add(mul(previous, cfg.stageBytes()), cfg.qBytes()));
+          valueDescriptors(stageSlot(previous.first));
       Value sAcc;
       inTurn([&] {
         sAcc = scores(scoreSteps);
@@ -751,25 +836,21 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
         wg.commit(b, loc);
       });
       wg.wait(b, loc, 1);
-      auto [p, alpha] = softmax(sAcc, tileStart, st);
+      auto [p, alpha] = softmax(sAcc, tileStart, st, masked);
       wg.wait(b, loc, 0);
-      release(previous);
+      release(previous.first);
       // P is packed once no MMA is in flight: words written while one runs
       // make ptxas serialize the next P V (C7513).
       SmallVector<Value> yielded(st);
-      yielded.append({rescaleInTurn ? oAcc : rescale(oAcc, alpha), stage});
+      yielded.append(
+          {rescaleInTurn ? oAcc : rescale(oAcc, alpha), at.first, at.second});
       yielded.append(alpha);
       yielded.append(pack(p));
-      scf::YieldOp::create(b, loc, yielded);
-    }
-    ValueRange results = loop.getResults();
-    Value last = results[2 * nSlots + 1];
-    Value oAcc = results[2 * nSlots];
-    SmallVector<Value> factors =
-        llvm::to_vector(results.slice(2 * nSlots + 2, nSlots));
-    SmallVector<Value> words(results.drop_front(3 * nSlots + 2));
-    SmallVector<Value> lastSteps =
-        valueDescriptors(add(mul(last, cfg.stageBytes()), cfg.qBytes()));
+      return yielded;
+    };
+    SmallVector<Value> results = mainLoops(idx(1), init, body);
+    auto [oAcc, last, factors, words] = unpack(results);
+    SmallVector<Value> lastSteps = valueDescriptors(stageSlot(last.first));
     if (rescaleInTurn)
       oAcc = rescale(oAcc, factors);
     inTurn([&] {
@@ -778,8 +859,8 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       wg.commit(b, loc);
     });
     wg.wait(b, loc, 0);
-    release(last);
-    SmallVector<Value> done(results.take_front(2 * nSlots));
+    release(last.first);
+    SmallVector<Value> done(ArrayRef<Value>(results).take_front(2 * nSlots));
     done.push_back(oAcc);
     scf::YieldOp::create(b, loc, done);
   }
@@ -874,6 +955,7 @@ void FlashSm90Builder::build() {
       },
       /*active=*/nullptr,
       pb.paged || !cfg.overlap ? WarpgroupMma::kAttentionRegisters
+      : cfg.valueDim <= 64     ? WarpgroupMma::kPrefillSmallRegisters
                                : WarpgroupMma::kPrefillRegisters);
 }
 

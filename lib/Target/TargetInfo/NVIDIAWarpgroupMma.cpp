@@ -80,14 +80,18 @@ public:
     NVVM::WGMMATypes operand =
         elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+    // A product's first MMA reads no accumulator: poison inputs (no
+    // register moves) and scale-d 0.
+    auto scaleOut = acc ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero;
+    if (!acc)
+      acc = LLVM::PoisonOp::create(b, loc, accumulatorType(b, n));
     // A row / B col: K-major ([64, K], [n, K]); A col / B row: MN-major
     // ([K, 64], [K, n]), the transposed operands.
     return NVVM::WgmmaMmaAsyncOp::create(
         b, loc, acc.getType(), acc, descA, descB,
         NVVM::MMAShapeAttr::get(ctx, kRows, n, kDepth), type(operand),
         type(operand), type(NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), scaleIn,
-        scaleIn,
+        NVVM::WGMMAScaleOutAttr::get(ctx, scaleOut), scaleIn, scaleIn,
         NVVM::MMALayoutAttr::get(ctx, aLayout.kMajor ? NVVM::MMALayout::row
                                                      : NVVM::MMALayout::col),
         NVVM::MMALayoutAttr::get(ctx, bLayout.kMajor ? NVVM::MMALayout::col
@@ -139,9 +143,7 @@ public:
 
   Value zeroAccumulators(OpBuilder &b, Location loc,
                          int64_t n) const override {
-    SmallVector<Type> members(n / 2, b.getF32Type());
-    return LLVM::ZeroOp::create(
-        b, loc, LLVM::LLVMStructType::getLiteral(b.getContext(), members));
+    return LLVM::ZeroOp::create(b, loc, accumulatorType(b, n));
   }
 
   Value accumulator(OpBuilder &b, Location loc, Value acc,
@@ -294,6 +296,10 @@ public:
   }
 
 private:
+  static Type accumulatorType(OpBuilder &b, int64_t n) {
+    SmallVector<Type> members(n / 2, b.getF32Type());
+    return LLVM::LLVMStructType::getLiteral(b.getContext(), members);
+  }
   /// The i64 of `low` (i32) in bits 0-31 and `high`'s bits 32-63.
   static Value join(OpBuilder &b, Location loc, Value low, Value high) {
     return arith::OrIOp::create(

@@ -6,12 +6,20 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
+// RUN: FileCheck %s --check-prefix=MFMA < %t.942.s
+// RUN: FileCheck %s --check-prefix=MFMA < %t.950.s
 
 // The AMDGCN of absorbed MLA decode on CDNA3/CDNA4 (not run on hardware
 // here): the chip's 16-row bf16 MFMA, 576-wide rows by 16-byte global loads
-// into an LDS double buffer, v_exp_f32/v_log_f32, two waves (gfx942's 64 KB
-// of LDS holds 16 rows of 576 twice: both waves score them and split P.V by
-// column), no scratch and no spills.
+// into LDS, v_exp_f32/v_log_f32, four waves a block (one a SIMD), no MFMA
+// repeated, no scratch and no spills: 34 MFMAs a wave and tile on both
+// chips. gfx950 stages 64 tokens once (94 KB of LDS): each wave scores 16
+// of them over all 576 dims (18 16x16x32 MFMAs) and takes 128 of O's
+// columns (2 k-steps x 8 atoms over the 64 tokens). gfx942's 64 KB holds
+// 32 rows of 576 once: two waves score each 16 tokens, each over half the
+// dims (18 16x16x16 MFMAs), and add their parts through LDS; P V is again
+// 2 x 8. (Before, gfx942's two waves both scored the same 16 tokens over
+// all 576 dims: 52 MFMAs a wave, 36 of them repeated by the other.)
 
 // CHECK-LABEL: mla:
 // CHECK-DAG:   global_load_dwordx4
@@ -21,8 +29,12 @@
 // GFX942-DAG:  v_mfma_f32_16x16x16_bf16
 // GFX950-DAG:  v_mfma_f32_16x16x32_bf16
 // CHECK:       .end_amdhsa_kernel
-// CHECK:       .max_flat_workgroup_size: 128
+// CHECK:       .max_flat_workgroup_size: 256
 // CHECK:       .private_segment_fixed_size: 0
+
+// MFMA-COUNT-34: v_mfma_f32_16x16x
+// MFMA-NOT:      v_mfma
+// MFMA:          .end_amdhsa_kernel
 
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc

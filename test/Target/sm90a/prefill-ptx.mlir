@@ -62,8 +62,8 @@
 // MLA's qk 192 / v 128 in f16, f32 out (extend's new tokens): 2 stages
 // fit; O is stored as pairs of f32.
 // CHECK-LABEL: gpu.binary @mla_f16_f32_out
-// CHECK-SAME:  st.global.v2.b32
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK-SAME:  st.global.v2.b32
 // CHECK-NOT:   mma.sync
 // CHECK-SAME:  ">]
 
