@@ -249,9 +249,13 @@ LogicalResult AttentionBuilder::mmaSteps(
 
 FailureOr<Fragment> AttentionBuilder::loadA(const SharedTile &tile, Value row0,
                                             int64_t ks) {
-  auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, tile, row0,
-                                 idx(ks * atom.k), remu(threadId(), warpSize),
-                                 1);
+  return loadA(tile, row0, idx(ks * atom.k));
+}
+
+FailureOr<Fragment> AttentionBuilder::loadA(const SharedTile &tile, Value row0,
+                                            Value k) {
+  auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, tile, row0, k,
+                                 remu(threadId(), warpSize), 1);
   if (failed(fa))
     return failure();
   return (*fa)[0];

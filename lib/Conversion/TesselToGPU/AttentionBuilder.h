@@ -123,6 +123,8 @@ protected:
 
   /// The A fragment of one atom at k-step `ks` of `tile`, rows from `row0`.
   FailureOr<Fragment> loadA(const SharedTile &tile, Value row0, int64_t ks);
+  /// The same from the K offset `k` (elements; a multiple of the atom's K).
+  FailureOr<Fragment> loadA(const SharedTile &tile, Value row0, Value k);
 
   /// acc[j] += A(ks) . B_j(ks) over `kSteps` k-steps, for the `atoms` B
   /// atoms stacked along N from tile row `bRow`, their fragments loaded

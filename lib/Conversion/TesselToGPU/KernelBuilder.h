@@ -258,7 +258,7 @@ protected:
   /// ringUse of the use after the one at (`stage`: index or i32,
   /// `parity`), without its division: a consumer loop carries them (with 3
   /// stages the division was a chain of dependent instructions at the head of
-  /// every K/V tile: ncu counted 5% of the prefill consumers' samples there).
+  /// every K/V tile: ncu counted 6% of the prefill consumers' samples there).
   std::pair<Value, Value> nextRingUse(Value stage, Value parity,
                                       int64_t stages);
   /// The skeleton of a block of one producer and several consumer

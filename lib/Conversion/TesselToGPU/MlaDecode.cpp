@@ -132,13 +132,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   int64_t partSteps = pb.headDim / atom.k / cfg.kSplits();
   Value partStart = mul(divu(warp, cfg.tokenGroups), partSteps * atom.k);
   auto kAt = [&](int64_t ks) { return add(partStart, idx(ks * atom.k)); };
-  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile, idx(0),
-                                   kAt(ks), lane, 1);
-    if (failed(fa))
-      return failure();
-    return (*fa)[0];
-  };
+  auto qFrag = [&](int64_t ks) { return loadA(qTile, idx(0), kAt(ks)); };
   if (failed(mmaSteps(s, partSteps, qFrag, kTile, warpTokens, kAt, scoreAtoms,
                       scoreAtoms)))
     return failure();
@@ -196,7 +190,8 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
                                                      ValueRange{idx(w), row}));
     return tileMax;
   });
-  // P for this warp's tokens into the shared [16, tile] slice.
+  // P for this warp's tokens into the shared [16, tile] slice (the warps
+  // of a slice write the same values).
   auto runType = VectorType::get({r}, elem);
   for (int64_t j = 0; j < scoreAtoms; ++j)
     for (int64_t e = 0; e < acc; e += r) {

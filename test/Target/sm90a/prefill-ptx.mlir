@@ -12,6 +12,7 @@
 // 3 stages, and the consumers overlap P V with the next
 // softmax (two groups in flight, wait_group 1) and take turns through
 // named barriers (bar.sync / bar.arrive with the consumer's barrier id).
+// S's first MMA starts the product (scale-d 0: no accumulators zeroed).
 // A tile's wgmma descriptors are made before the consumer's turn, each a
 // 32-bit add on the low word beside the constant high word (folded into
 // 64-bit adds, ptxas carries into the high word). A tile that needs no
@@ -34,6 +35,7 @@
 // CHECK-SAME:  add.s32 \09%r{{[0-9]+}}, %r{{[0-9]+}}, 1030;\0A\09cvt.u64.u32 \09%rd{{[0-9]+}}, %r{{[0-9]+}};\0A\09or.b64 \09%rd{{[0-9]+}}, %rd{{[0-9]+}}, 4611686293305294848;
 // CHECK-SAME:  bar.sync \09%r{{[0-9]+}}, 256;
 // CHECK-SAME:  wgmma.fence.sync.aligned
+// CHECK-SAME:  setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[^;]*}}, p, 1,  1, 0,  0;
 // CHECK-SAME:  wgmma.commit_group.sync.aligned
 // CHECK-SAME:  bar.arrive %r{{[0-9]+}}, 256;
