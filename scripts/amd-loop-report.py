@@ -81,10 +81,13 @@ THRESHOLDS = {
     # 128x128 tiles for 2 waves a SIMD on 2026-12-02, gfx942's too): their
     # loop is the kernel, 16 K-tiles' waits (18 vmcnt(0) and 107
     # lgkmcnt(0) in gfx942's, 18 and 76 in gfx950's).
-    "tessel.grouped_matmul": dict(share=0.24, waves=2, vmcnt0=18,
-                                  lgkmcnt0=107, flat=0, lds16=32),
-    "tessel.grouped_matmul_wgrad": dict(share=0.16, waves=2, vmcnt0=1,
-                                        lgkmcnt0=5, flat=0, lds16=64),
+    # Their transposed operands (the dgrad's B, the wgrad's A and B) staged
+    # K-contiguous through registers since 2026-12-03 (gfx950 dgrad 25% and
+    # wgrad 16% MFMA share before, 32 and 64 16-bit LDS reads an iteration).
+    "tessel.grouped_matmul": dict(share=0.35, waves=2, vmcnt0=18,
+                                  lgkmcnt0=107, flat=0, lds16=0),
+    "tessel.grouped_matmul_wgrad": dict(share=0.33, waves=2, vmcnt0=1,
+                                        lgkmcnt0=5, flat=0, lds16=0),
 }
 
 

@@ -70,6 +70,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -138,6 +140,12 @@ private:
   MmaAtom atom;
   Config cfg;
 
+  /// Register-staged targets (no cp.async, no ldmatrix .trans) stage the
+  /// tiles that lie with their rows along K transposed, K-contiguous: the
+  /// MMA then reads each fragment as one vector, not one element at a time.
+  bool kRowsTransposed() const { return target.getAsyncCopyBytes() == 0; }
+  bool aKContiguous() const { return !raggedK || kRowsTransposed(); }
+  bool bKContiguous() const { return transB || kRowsTransposed(); }
   /// Allocates the shared-memory rings of A and B tiles.
   void allocateRings();
   /// Thread, lane and warp coordinates, and the block's first column of c.
@@ -213,6 +221,39 @@ void GroupedMatmulBuilder::forEachChunk(
       fn(chunk);
     }
   };
+  // A [tileK, width] tile (rows along K) stored transposed, [width, tileK]:
+  // a thread loads `rows` chunks of consecutive k at the same 8 columns
+  // (rows: the most, up to the MMA fragment's k run, that divides the
+  // thread's chunks) and writes each column's `rows` values as one vector.
+  // Consecutive threads take consecutive k of one column chunk, so the
+  // writes of a wave fill whole K-contiguous rows (2-way bank conflicts
+  // at most) and its loads read 64-byte row segments.
+  auto copyTransposed = [&](Value shared, int64_t width, Value src,
+                            bool zeroFill, auto source) {
+    int64_t chunks = cfg.tileK * width / kChunk / threads;
+    int64_t rows = std::gcd(atom.m * atom.k / warpSize, chunks);
+    int64_t kGroups = cfg.tileK / rows;
+    for (int64_t g = 0; g < chunks / rows; ++g) {
+      Value id = add(tid, g * threads);
+      Value kFirst = mul(remu(id, kGroups), rows);
+      Value col = mul(divu(id, kGroups), kChunk);
+      for (int64_t r = 0; r < rows; ++r) {
+        auto [valid, srcIndices] = source(g * rows + r, add(kFirst, r), col);
+        for (Value &index : srcIndices)
+          index = select(valid, index, none);
+        StagedChunk chunk{shared, {}, src, srcIndices,
+                          select(valid, idx(kChunk), none)};
+        chunk.zeroFill = zeroFill;
+        if (r == 0) {
+          for (int64_t e = 0; e < kChunk; ++e)
+            chunk.scatter.push_back(
+                sharedIndices(stage, add(col, e), kFirst, cfg.tileK));
+          chunk.scatterRows = rows;
+        }
+        fn(chunk);
+      }
+    }
+  };
   // Whole chunks: K and N are multiples of 8.
   auto kInside = [&](Value valid, Value kIndex) {
     return k % cfg.tileK ? andi(valid, lt(kIndex, idx(k))) : valid;
@@ -270,12 +311,16 @@ void GroupedMatmulBuilder::forEachChunk(
   // and ragged K's rows past the group are K.
   bool zeroA = raggedK || !gatheredRows.empty() || k % cfg.tileK;
   bool zeroB = raggedK || k % cfg.tileK;
-  if (raggedK)
-    copyTile(sharedA, cfg.tileK, cfg.tileM, a, zeroA, fromA);
-  else
+  if (!raggedK)
     copyTile(sharedA, cfg.tileM, cfg.tileK, a, zeroA, fromA);
+  else if (kRowsTransposed())
+    copyTransposed(sharedA, cfg.tileM, a, zeroA, fromA);
+  else
+    copyTile(sharedA, cfg.tileK, cfg.tileM, a, zeroA, fromA);
   if (transB)
     copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, zeroB, fromB);
+  else if (kRowsTransposed())
+    copyTransposed(sharedB, cfg.tileN, bSrc, zeroB, fromB);
   else
     copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, zeroB, fromB);
 }
@@ -292,9 +337,10 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
       return sharedIndices(stage, row, col, width);
     };
   };
-  SharedTile tileA{sharedA, layout(raggedK ? cfg.tileM : cfg.tileK),
-                   !raggedK};
-  SharedTile tileB{sharedB, layout(transB ? cfg.tileK : cfg.tileN), transB};
+  SharedTile tileA{sharedA, layout(aKContiguous() ? cfg.tileK : cfg.tileM),
+                   aKContiguous()};
+  SharedTile tileB{sharedB, layout(bKContiguous() ? cfg.tileK : cfg.tileN),
+                   bKContiguous()};
   Value rowA = mul(warpRow, warpTileM), rowB = mul(warpCol, warpTileN);
   for (int64_t ks = 0; ks < cfg.tileK / atom.k; ++ks) {
     Value k0 = idx(ks * atom.k);
@@ -456,8 +502,10 @@ void GroupedMatmulBuilder::allocateRings() {
     offset += cfg.stages * rows * width * elem.getIntOrFloatBitWidth() / 8;
     return view;
   };
-  sharedA = raggedK ? ring(cfg.tileK, cfg.tileM) : ring(cfg.tileM, cfg.tileK);
-  sharedB = transB ? ring(cfg.tileN, cfg.tileK) : ring(cfg.tileK, cfg.tileN);
+  sharedA = aKContiguous() ? ring(cfg.tileM, cfg.tileK)
+                           : ring(cfg.tileK, cfg.tileM);
+  sharedB = bKContiguous() ? ring(cfg.tileN, cfg.tileK)
+                           : ring(cfg.tileK, cfg.tileN);
 }
 
 void GroupedMatmulBuilder::setThreadIds() {

@@ -521,16 +521,39 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
   p.store = [this, forEachChunk](Value stage, ValueRange loaded) {
     // Same order as fetch; the source side is dead code here.
     size_t i = 0;
+    int64_t storedWithPrevious = 0;
     forEachChunk(stage, idx(0), [&](const StagedChunk &c) {
-      Value chunk = loaded[i++];
+      size_t first = i++;
+      if (storedWithPrevious) {
+        --storedWithPrevious;
+        return;
+      }
+      Value chunk = loaded[first];
       if (c.scatter.empty()) {
         vector::StoreOp::create(b, loc, chunk, c.shared, c.dst, false,
                                 llvm::MaybeAlign(16));
         return;
       }
-      for (auto [e, at] : llvm::enumerate(c.scatter))
-        memref::StoreOp::create(
-            b, loc, vector::ExtractOp::create(b, loc, chunk, e), c.shared, at);
+      int64_t rows = c.scatterRows;
+      storedWithPrevious = rows - 1;
+      for (auto [e, at] : llvm::enumerate(c.scatter)) {
+        if (rows == 1) {
+          memref::StoreOp::create(
+              b, loc, vector::ExtractOp::create(b, loc, chunk, e), c.shared,
+              at);
+          continue;
+        }
+        SmallVector<Value> column;
+        for (int64_t r = 0; r < rows; ++r)
+          column.push_back(
+              vector::ExtractOp::create(b, loc, loaded[first + r], e));
+        Type elem = cast<VectorType>(chunk.getType()).getElementType();
+        auto type = VectorType::get({rows}, elem);
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, type, column),
+            c.shared, at, false,
+            llvm::MaybeAlign(rows * elem.getIntOrFloatBitWidth() / 8));
+      }
     });
   };
   return p;

@@ -216,8 +216,12 @@ protected:
     bool zeroFill = true;
     /// Register-staged targets only: element e of the chunk is stored at
     /// scatter[e] instead of the 16 bytes at dst (a tile transposed on its
-    /// way to shared memory).
-    SmallVector<SmallVector<Value>> scatter;
+    /// way to shared memory). With `scatterRows` > 1, element e of this
+    /// chunk and of the scatterRows - 1 chunks enumerated right after it
+    /// (the next rows, same columns) go there as one vector, and those
+    /// chunks are stored with this one (their own dst and scatter unused).
+    SmallVector<SmallVector<Value>> scatter = {};
+    int64_t scatterRows = 1;
   };
   /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
   /// same chunks in the same order on every call.

@@ -817,8 +817,13 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     };
     auto body = [&](Value kt, ValueRange carried, std::optional<bool> masked) {
       SmallVector<Value> st(carried.take_front(2 * nSlots));
-      auto [oAcc, previous, factors, words] =
-          unpack(SmallVector<Value>(carried));
+      // Named references, not a structured binding: the lambdas below
+      // capture them (C++17 cannot capture a binding).
+      auto unpacked = unpack(SmallVector<Value>(carried));
+      auto &oAcc = std::get<0>(unpacked);
+      auto &previous = std::get<1>(unpacked);
+      auto &factors = std::get<2>(unpacked);
+      auto &words = std::get<3>(unpacked);
       RingPosition at = nextUse(kt, previous);
       Value slot, tileStart;
       std::tie(slot, tileStart) = arrived(kt, at);
@@ -849,7 +854,11 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       return yielded;
     };
     SmallVector<Value> results = mainLoops(idx(1), init, body);
-    auto [oAcc, last, factors, words] = unpack(results);
+    auto unpackedLast = unpack(results);
+    auto &oAcc = std::get<0>(unpackedLast);
+    auto &last = std::get<1>(unpackedLast);
+    auto &factors = std::get<2>(unpackedLast);
+    auto &words = std::get<3>(unpackedLast);
     SmallVector<Value> lastSteps = valueDescriptors(stageSlot(last.first));
     if (rescaleInTurn)
       oAcc = rescale(oAcc, factors);

@@ -6,13 +6,17 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=TABLE < %t.942.s
 // RUN: FileCheck %s --check-prefix=TABLE < %t.950.s
+// RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.942.s
+// RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.950.s
 
 // The AMDGCN of the grouped matmul template on CDNA3 and CDNA4 (not run on
 // hardware here; this is how the AMD path is checked): wave64 MFMA of the
 // chip's bf16 shape (32x32x8 on gfx942, 32x32x16 on gfx950), A and
 // K-contiguous B fragments as one LDS vector read per lane (8 bytes on
-// gfx942, 16 on gfx950), N-contiguous B (dgrad) as 16-bit LDS reads, tiles
-// staged by 16-byte global loads and 16-byte LDS writes, the group search
+// gfx942, 16 on gfx950), tiles staged by 16-byte global loads and 16-byte
+// LDS writes (the N-contiguous B of the dgrad and both operands of the
+// wgrad transposed in registers on their way to LDS, so that they are read
+// the same way: the 16-bit reads they took before are gone), the group search
 // by ds_bpermute shuffles, and no scratch memory or spills anywhere. After
 // each kernel, its code-object metadata: LDS only as dynamic shared memory
 // (the launch passes the template's 40 KB), the 256-lane block the
@@ -36,8 +40,13 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
+// The dgrad's B: a thread's chunks of 2 (gfx942) or 4 (gfx950) k rows
+// written as 4-byte (paired by the back end) or 8-byte column pieces.
 // CHECK-LABEL: dgrad_down:
-// CHECK-DAG:   ds_read_u16
+// GFX942-DAG:  ds_write2_b32
+// GFX942-DAG:  ds_read_b64
+// GFX950-DAG:  ds_write_b64
+// GFX950-DAG:  ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK:       .end_amdhsa_kernel
@@ -68,17 +77,29 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// The wgrad: A^T and B both read as columns of their [k][m|n] tiles, fp32
+// The wgrad: A^T and B both staged transposed (2 k rows a thread), fp32
 // results stored as dwords.
 // CHECK-LABEL: wgrad_down:
-// CHECK-DAG:   ds_read_u16
-// CHECK-DAG:   ds_write_b128
+// CHECK-DAG:   ds_write2_b32
+// GFX942-DAG:  ds_read_b64
+// GFX950-DAG:  ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK-DAG:   global_store_dword
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
+
+// No operand is read from LDS one 16-bit element at a time.
+// TRANSPOSED-LABEL: dgrad_down:
+// TRANSPOSED-NOT:   ds_read_u16
+// TRANSPOSED:       .end_amdhsa_kernel
+// TRANSPOSED-LABEL: table_dgrad:
+// TRANSPOSED-NOT:   ds_read_u16
+// TRANSPOSED:       .end_amdhsa_kernel
+// TRANSPOSED-LABEL: wgrad_down:
+// TRANSPOSED-NOT:   ds_read_u16
+// TRANSPOSED:       .end_amdhsa_kernel
 
 // No spills or dynamic stack (checked over the whole file; scratch is the
 // private segment size checked per kernel above).
