@@ -52,6 +52,8 @@ LDS_BYTES = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
 VGPRS_PER_LANE, VGPR_GRANULE, MAX_WAVES, SIMDS = 512, 8, 8, 4
 # Ops with no GPU kernel (tessel-aot skips them for GPU targets).
 HOST_ONLY = ("tessel.extend_attention",)
+# A loop takes llvm-mca well under a second; some inputs make it spin.
+MCA_TIMEOUT_S = int(os.environ.get("TESSEL_MCA_TIMEOUT_S", "20"))
 # The per-iteration counts THRESHOLDS caps.
 CEILINGS = ("vmcnt0", "lgkmcnt0", "flat", "lds16")
 
@@ -81,13 +83,16 @@ THRESHOLDS = {
     # 128x128 tiles for 2 waves a SIMD on 2026-12-02, gfx942's too): their
     # loop is the kernel, 16 K-tiles' waits (18 vmcnt(0) and 107
     # lgkmcnt(0) in gfx942's, 18 and 76 in gfx950's).
-    # Their transposed operands (the dgrad's B, the wgrad's A and B) staged
-    # K-contiguous through registers since 2026-12-03 (gfx950 dgrad 25% and
-    # wgrad 16% MFMA share before, 32 and 64 16-bit LDS reads an iteration).
-    "tessel.grouped_matmul": dict(share=0.35, waves=2, vmcnt0=18,
+    # Since 2026-12-02 their transposed operands (the dgrad's B, the
+    # wgrad's A and B) are staged K-contiguous through registers (gfx950
+    # dgrad 25% and wgrad 16% MFMA share before, 32 and 64 16-bit LDS reads
+    # a K-tile), and their loops take K-tiles in pairs, one from each stage
+    # (gfx942 forward 60% before, 70% after): the counts are per two
+    # K-tiles (the wgrad's 1 vmcnt(0) and 5 lgkmcnt(0) a K-tile before).
+    "tessel.grouped_matmul": dict(share=0.34, waves=2, vmcnt0=18,
                                   lgkmcnt0=107, flat=0, lds16=0),
-    "tessel.grouped_matmul_wgrad": dict(share=0.33, waves=2, vmcnt0=1,
-                                        lgkmcnt0=5, flat=0, lds16=0),
+    "tessel.grouped_matmul_wgrad": dict(share=0.37, waves=2, vmcnt0=3,
+                                        lgkmcnt0=9, flat=0, lds16=0),
 }
 
 
@@ -185,20 +190,40 @@ def main_loop(lines):
     return lines[best[0]:best[1] + 1]
 
 
+def mca_text(llvm_mca, chip, instructions):
+    """llvm-mca's report on `instructions`, or None when it did not finish."""
+    with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
+        f.write("\n".join(instructions) + "\n")
+        path = f.name
+    try:
+        return run([llvm_mca, "-mtriple=amdgcn", f"-mcpu={chip}",
+                    "-iterations=1", "-instruction-info=false",
+                    "-resource-pressure", path], timeout=MCA_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        os.unlink(path)
+
+
 def mca_pressure(llvm_mca, chip, instructions):
     """Issue cycles per iteration by unit, from llvm-mca's resource
     pressure (one iteration)."""
     if not instructions:
         return {}
-    with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
-        f.write("\n".join(instructions) + "\n")
-        path = f.name
-    try:
-        text = run([llvm_mca, "-mtriple=amdgcn", f"-mcpu={chip}",
-                    "-iterations=1", "-instruction-info=false",
-                    "-resource-pressure", path])
-    finally:
-        os.unlink(path)
+    text = mca_text(llvm_mca, chip, instructions)
+    if text is None:
+        # llvm-mca 22 spins on some gfx950 loops (grouped-matmul wgrad
+        # loops, 2026-12-02: a ds_read_b128 and an MFMA 34 instructions
+        # later are enough). A unit's pressure over one iteration is the sum
+        # of its instructions' uses, so the halves' add up to the loop's.
+        if len(instructions) < 2:
+            sys.exit(f"amd-loop-report: llvm-mca -mcpu={chip} did not "
+                     f"finish in {MCA_TIMEOUT_S} s on {instructions}")
+        half = len(instructions) // 2
+        total = collections.Counter()
+        for part in (instructions[:half], instructions[half:]):
+            total.update(mca_pressure(llvm_mca, chip, part))
+        return dict(total)
     names = dict(re.findall(r"\[(\d+)\]\s+- (\w+)", text))
     rows = text.split("Resource pressure per iteration:")[1].splitlines()
     values = rows[2].split()

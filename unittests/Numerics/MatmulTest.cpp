@@ -165,6 +165,12 @@ TEST(GroupedMatmul, Bf16K64N96F32Out) {
       {300, 300, 301, 308}, 904);
 }
 
+/// B [K, N] (the dgrad's form) over an odd number of K-tiles.
+TEST(GroupedMatmul, Bf16K80N96OddKTiles) {
+  checkGroupedMatmul({"gmm_bf16_k80_n96", BF16, BF16, 80, 96, false, false},
+                     kRaggedRows, kRaggedOffsets, 914);
+}
+
 TEST(GroupedMatmul, F32PointerTableTransB) {
   checkGroupedMatmul({"gmm_f32_ptr_tb_k64_n96", F32, F32, 64, 96, true, true},
                      kRaggedRows, kRaggedOffsets, 905);

@@ -241,6 +241,12 @@ func.func @gmm_bf16_k64_n96_f32out(%a: memref<?x64xbf16>, %b: memref<4x64x96xbf1
   tessel.grouped_matmul a(%a : memref<?x64xbf16>) b(%b : memref<4x64x96xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xf32>)
   return
 }
+// Three K-tiles of 32 (an odd count: the register-staged loops run tiles
+// in pairs and the last alone), the third partly past K.
+func.func @gmm_bf16_k80_n96(%a: memref<?x80xbf16>, %b: memref<4x80x96xbf16>, %off: memref<4xi32>, %c: memref<?x96xbf16>) {
+  tessel.grouped_matmul a(%a : memref<?x80xbf16>) b(%b : memref<4x80x96xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xbf16>)
+  return
+}
 func.func @gmm_f32_ptr_tb_k64_n96(%a: memref<?x64xf32>, %b: memref<4xi64>, %off: memref<4xi32>, %c: memref<?x96xf32>) {
   tessel.grouped_matmul a(%a : memref<?x64xf32>) b(%b : memref<4xi64>) group_offsets(%off : memref<4xi32>) c(%c : memref<?x96xf32>) {trans_b, b_shape = array<i64: 96, 64>}
   return

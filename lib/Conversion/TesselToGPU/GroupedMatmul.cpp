@@ -378,6 +378,7 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
   pipeline.compute = [this](Value stage, Value, SmallVector<Value> &carried) {
     return computeStage(stage, carried);
   };
+  pipeline.pairStages = true;
   return runTilePipeline(pipeline, acc);
 }
 

@@ -316,6 +316,8 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
       if (failed(target.asyncCommit(b, loc)))
         return failure();
     }
+  } else if (stages == 2 && p.pairStages) {
+    return runRegisterStagedPairs(p, state);
   } else {
     p.store(idx(0), p.fetch(idx(0)));
   }
@@ -358,6 +360,75 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   }
   scf::YieldOp::create(b, loc, carried);
   state.assign(loop.getResults().begin(), loop.getResults().end());
+  return success();
+}
+
+LogicalResult
+KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
+                                      SmallVector<Value> &state) {
+  p.store(idx(0), p.fetch(idx(0)));
+  // Tile t from `stage`: every warp is past tile t - 1 (whose stage the
+  // step refills) and sees tile t stored; tile `next` (if any; where
+  // `hasNext` holds, if given) is loaded before the MMAs and stored after.
+  auto step = [&](Value t, int64_t stage, Value next, Value hasNext,
+                  SmallVector<Value> &st) -> LogicalResult {
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> fetched;
+    if (next && !hasNext)
+      fetched = p.fetch(next);
+    if (hasNext) {
+      SmallVector<Type> types(p.chunks, p.chunkType);
+      auto ifOp = scf::IfOp::create(b, loc, types, hasNext, true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, loc, p.fetch(next));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      Value zeros = arith::ConstantOp::create(b, loc, p.chunkType,
+                                              b.getZeroAttr(p.chunkType));
+      scf::YieldOp::create(b, loc, SmallVector<Value>(p.chunks, zeros));
+      fetched.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
+    if (failed(p.compute(idx(stage), t, st)))
+      return failure();
+    if (!next)
+      return success();
+    if (!hasNext) {
+      p.store(idx(1 - stage), fetched);
+      return success();
+    }
+    ifThen(hasNext, [&] { p.store(idx(1 - stage), fetched); });
+    return success();
+  };
+  Value pairs = divu(p.numTiles, 2);
+  auto loop = scf::ForOp::create(b, loc, idx(0), pairs, idx(1), state);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value t = mul(loop.getInductionVar(), 2);
+    SmallVector<Value> st(loop.getRegionIterArgs());
+    // t + 1 < numTiles here; t + 2 may not be.
+    Value second = add(t, 1), third = add(t, 2);
+    if (failed(step(t, 0, second, Value(), st)) ||
+        failed(step(second, 1, third, lt(third, p.numTiles), st)))
+      return failure();
+    scf::YieldOp::create(b, loc, st);
+  }
+  state.assign(loop.getResults().begin(), loop.getResults().end());
+  Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                    remu(p.numTiles, 2), idx(0));
+  auto last = scf::IfOp::create(b, loc, ValueRange(state).getTypes(), odd,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(last.thenBlock());
+    SmallVector<Value> st(state);
+    if (failed(step(sub(p.numTiles, idx(1)), 0, Value(), Value(), st)))
+      return failure();
+    scf::YieldOp::create(b, loc, st);
+    b.setInsertionPointToStart(last.elseBlock());
+    scf::YieldOp::create(b, loc, state);
+  }
+  state.assign(last.getResults().begin(), last.getResults().end());
   return success();
 }
 

@@ -193,9 +193,23 @@ protected:
     /// Tile `t` from stage `s`, updating the loop-carried `state`.
     std::function<LogicalResult(Value s, Value t, SmallVector<Value> &state)>
         compute;
+    /// Register-staged with two stages: run the tiles in pairs
+    /// (runRegisterStagedPairs). For small tile bodies: it emits the body
+    /// three times, and the attention kernels' went to their register
+    /// limit with it (gfx942 prefill 216 -> 254 VGPRs) for no better MFMA
+    /// share.
+    bool pairStages = false;
   };
   LogicalResult runTilePipeline(const TilePipeline &p,
                                 SmallVector<Value> &state);
+  /// runTilePipeline's register-staged loop with two stages: tiles in
+  /// pairs, the first from stage 0 and the second from stage 1, then an odd
+  /// last tile from stage 0. With the stage a constant, every shared-memory
+  /// address of the loop is a constant offset from a loop-invariant one; a
+  /// loop-carried stage cost the swizzle's shifts and XORs again on every
+  /// fragment read and store of every tile.
+  LogicalResult runRegisterStagedPairs(const TilePipeline &p,
+                                       SmallVector<Value> &state);
 
   /// One 16-byte chunk of a staged tile: the first `validElements` (index,
   /// 0..8) elements of src[srcIndices] go to shared[dst], the rest are
