@@ -241,8 +241,8 @@ void GroupedMatmulBuilder::forEachChunk(
         auto [valid, srcIndices] = source(g * rows + r, add(kFirst, r), col);
         for (Value &index : srcIndices)
           index = select(valid, index, none);
-        StagedChunk chunk{shared, {}, src, srcIndices,
-                          select(valid, idx(kChunk), none)};
+        StagedChunk chunk{
+            shared, {}, src, srcIndices, select(valid, idx(kChunk), none)};
         chunk.zeroFill = zeroFill;
         if (r == 0) {
           for (int64_t e = 0; e < kChunk; ++e)
@@ -503,10 +503,10 @@ void GroupedMatmulBuilder::allocateRings() {
     offset += cfg.stages * rows * width * elem.getIntOrFloatBitWidth() / 8;
     return view;
   };
-  sharedA = aKContiguous() ? ring(cfg.tileM, cfg.tileK)
-                           : ring(cfg.tileK, cfg.tileM);
-  sharedB = bKContiguous() ? ring(cfg.tileN, cfg.tileK)
-                           : ring(cfg.tileK, cfg.tileN);
+  sharedA =
+      aKContiguous() ? ring(cfg.tileM, cfg.tileK) : ring(cfg.tileK, cfg.tileM);
+  sharedB =
+      bKContiguous() ? ring(cfg.tileN, cfg.tileK) : ring(cfg.tileK, cfg.tileN);
 }
 
 void GroupedMatmulBuilder::setThreadIds() {

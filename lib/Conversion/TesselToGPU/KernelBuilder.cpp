@@ -330,21 +330,13 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   gpu::BarrierOp::create(b, loc);
   Value next = add(t, async ? stages - 1 : 1);
   Value hasNext = lt(next, p.numTiles);
-  scf::IfOp fetched;
+  SmallVector<Value> fetched;
   if (async) {
     ifThen(hasNext, [&] { p.issue(remu(next, stages), next); });
     if (failed(target.asyncCommit(b, loc)))
       return failure();
   } else {
-    SmallVector<Type> types(p.chunks, p.chunkType);
-    fetched = scf::IfOp::create(b, loc, types, hasNext, true);
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(fetched.thenBlock());
-    scf::YieldOp::create(b, loc, p.fetch(next));
-    b.setInsertionPointToStart(fetched.elseBlock());
-    Value zeros = arith::ConstantOp::create(
-        b, loc, p.chunkType, b.getZeroAttr(p.chunkType));
-    scf::YieldOp::create(b, loc, SmallVector<Value>(p.chunks, zeros));
+    fetched = fetchWhere(p, hasNext, next);
   }
   SmallVector<Value> carried(loop.getRegionIterArgs());
   if (failed(p.compute(remu(t, stages), t, carried)))
@@ -354,18 +346,29 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     // it.
     if (stages == 1)
       gpu::BarrierOp::create(b, loc);
-    ifThen(hasNext, [&] {
-      p.store(remu(next, stages), ValueRange(fetched.getResults()));
-    });
+    ifThen(hasNext, [&] { p.store(remu(next, stages), fetched); });
   }
   scf::YieldOp::create(b, loc, carried);
   state.assign(loop.getResults().begin(), loop.getResults().end());
   return success();
 }
 
-LogicalResult
-KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
-                                      SmallVector<Value> &state) {
+SmallVector<Value> KernelBuilder::fetchWhere(const TilePipeline &p, Value cond,
+                                             Value t) {
+  SmallVector<Type> types(p.chunks, p.chunkType);
+  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, loc, p.fetch(t));
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  Value zeros = arith::ConstantOp::create(b, loc, p.chunkType,
+                                          b.getZeroAttr(p.chunkType));
+  scf::YieldOp::create(b, loc, SmallVector<Value>(p.chunks, zeros));
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
+                                                    SmallVector<Value> &state) {
   p.store(idx(0), p.fetch(idx(0)));
   // Tile t from `stage`: every warp is past tile t - 1 (whose stage the
   // step refills) and sees tile t stored; tile `next` (if any; where
@@ -374,29 +377,15 @@ KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
                   SmallVector<Value> &st) -> LogicalResult {
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fetched;
-    if (next && !hasNext)
-      fetched = p.fetch(next);
-    if (hasNext) {
-      SmallVector<Type> types(p.chunks, p.chunkType);
-      auto ifOp = scf::IfOp::create(b, loc, types, hasNext, true);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, loc, p.fetch(next));
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      Value zeros = arith::ConstantOp::create(b, loc, p.chunkType,
-                                              b.getZeroAttr(p.chunkType));
-      scf::YieldOp::create(b, loc, SmallVector<Value>(p.chunks, zeros));
-      fetched.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    }
+    if (next)
+      fetched = hasNext ? fetchWhere(p, hasNext, next) : p.fetch(next);
     if (failed(p.compute(idx(stage), t, st)))
       return failure();
-    if (!next)
-      return success();
-    if (!hasNext) {
-      p.store(idx(1 - stage), fetched);
-      return success();
-    }
-    ifThen(hasNext, [&] { p.store(idx(1 - stage), fetched); });
+    auto store = [&] { p.store(idx(1 - stage), fetched); };
+    if (hasNext)
+      ifThen(hasNext, store);
+    else if (next)
+      store();
     return success();
   };
   Value pairs = divu(p.numTiles, 2);
@@ -609,9 +598,9 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
       storedWithPrevious = rows - 1;
       for (auto [e, at] : llvm::enumerate(c.scatter)) {
         if (rows == 1) {
-          memref::StoreOp::create(
-              b, loc, vector::ExtractOp::create(b, loc, chunk, e), c.shared,
-              at);
+          memref::StoreOp::create(b, loc,
+                                  vector::ExtractOp::create(b, loc, chunk, e),
+                                  c.shared, at);
           continue;
         }
         SmallVector<Value> column;

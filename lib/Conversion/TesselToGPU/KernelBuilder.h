@@ -210,6 +210,8 @@ protected:
   /// fragment read and store of every tile.
   LogicalResult runRegisterStagedPairs(const TilePipeline &p,
                                        SmallVector<Value> &state);
+  /// Register-staged: tile `t`'s chunks where `cond` holds, else zeros.
+  SmallVector<Value> fetchWhere(const TilePipeline &p, Value cond, Value t);
 
   /// One 16-byte chunk of a staged tile: the first `validElements` (index,
   /// 0..8) elements of src[srcIndices] go to shared[dst], the rest are
