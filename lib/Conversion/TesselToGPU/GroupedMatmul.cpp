@@ -70,8 +70,6 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
-#include <numeric>
-
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -222,37 +220,25 @@ void GroupedMatmulBuilder::forEachChunk(
     }
   };
   // A [tileK, width] tile (rows along K) stored transposed, [width, tileK]:
-  // a thread loads `rows` chunks of consecutive k at the same 8 columns
-  // (rows: the most, up to the MMA fragment's k run, that divides the
-  // thread's chunks) and writes each column's `rows` values as one vector.
-  // Consecutive threads take consecutive k of one column chunk, so the
-  // writes of a wave fill whole K-contiguous rows (2-way bank conflicts
-  // at most) and its loads read 64-byte row segments.
+  // a thread's chunks of consecutive k at the same 8 columns (up to the MMA
+  // fragment's k run) are written as one vector a column.
   auto copyTransposed = [&](Value shared, int64_t width, Value src,
                             bool zeroFill, auto source) {
-    int64_t chunks = cfg.tileK * width / kChunk / threads;
-    int64_t rows = std::gcd(atom.m * atom.k / warpSize, chunks);
-    int64_t kGroups = cfg.tileK / rows;
-    for (int64_t g = 0; g < chunks / rows; ++g) {
-      Value id = add(tid, g * threads);
-      Value kFirst = mul(remu(id, kGroups), rows);
-      Value col = mul(divu(id, kGroups), kChunk);
-      for (int64_t r = 0; r < rows; ++r) {
-        auto [valid, srcIndices] = source(g * rows + r, add(kFirst, r), col);
-        for (Value &index : srcIndices)
-          index = select(valid, index, none);
-        StagedChunk chunk{
-            shared, {}, src, srcIndices, select(valid, idx(kChunk), none)};
-        chunk.zeroFill = zeroFill;
-        if (r == 0) {
-          for (int64_t e = 0; e < kChunk; ++e)
+    forEachRowGroupChunk(
+        cfg.tileK, width, threads, atom.m * atom.k / warpSize,
+        [&](int64_t i, Value row, Value col, int64_t groupRows) {
+          auto [valid, srcIndices] = source(i, row, col);
+          for (Value &index : srcIndices)
+            index = select(valid, index, none);
+          StagedChunk chunk{
+              shared, {}, src, srcIndices, select(valid, idx(kChunk), none)};
+          chunk.zeroFill = zeroFill;
+          for (int64_t e = 0; groupRows && e < kChunk; ++e)
             chunk.scatter.push_back(
-                sharedIndices(stage, add(col, e), kFirst, cfg.tileK));
-          chunk.scatterRows = rows;
-        }
-        fn(chunk);
-      }
-    }
+                sharedIndices(stage, add(col, e), row, cfg.tileK));
+          chunk.scatterRows = std::max<int64_t>(groupRows, 1);
+          fn(chunk);
+        });
   };
   // Whole chunks: K and N are multiples of 8.
   auto kInside = [&](Value valid, Value kIndex) {

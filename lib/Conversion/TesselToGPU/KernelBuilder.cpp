@@ -11,6 +11,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::tessel;
 
@@ -553,6 +555,22 @@ void KernelBuilder::forEachRowChunk(
     for (int64_t step = 0; step < rows / rowsPerStep; ++step)
       fn(step, add(rowInStep, step * rowsPerStep),
          add(colInBlock, block * 64));
+}
+
+void KernelBuilder::forEachRowGroupChunk(
+    int64_t rows, int64_t width, int64_t threads, int64_t maxGroup,
+    function_ref<void(int64_t i, Value row, Value col, int64_t groupRows)> fn) {
+  int64_t chunks = rows * width / kChunk / threads;
+  int64_t group = std::gcd(maxGroup, chunks);
+  int64_t rowGroups = rows / group;
+  Value tid = threadId();
+  for (int64_t g = 0; g < chunks / group; ++g) {
+    Value id = add(tid, g * threads);
+    Value first = mul(remu(id, rowGroups), group);
+    Value col = mul(divu(id, rowGroups), kChunk);
+    for (int64_t r = 0; r < group; ++r)
+      fn(g * group + r, add(first, r), col, r ? 0 : group);
+  }
 }
 
 KernelBuilder::TilePipeline

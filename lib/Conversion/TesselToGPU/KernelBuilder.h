@@ -168,6 +168,20 @@ protected:
                        function_ref<void(int64_t step, Value row, Value col)>
                            fn);
 
+  /// The 16-byte chunks of a [rows, width] tile that is stored transposed
+  /// ([width, rows]), for `threads` threads: each thread's chunks come in
+  /// groups of consecutive rows at the same 8 columns, so that a group's
+  /// values of a column are one vector of the transposed tile
+  /// (StagedChunk::scatterRows). fn(i, row, col, groupRows) for the
+  /// thread's chunks i = 0, 1, ..., groupRows the group's size on its first
+  /// chunk and 0 on the others: the most, up to `maxGroup`, that divides a
+  /// thread's chunk count. Consecutive threads take consecutive row groups
+  /// of a column chunk: a wave's stores fill whole transposed rows.
+  void forEachRowGroupChunk(
+      int64_t rows, int64_t width, int64_t threads, int64_t maxGroup,
+      function_ref<void(int64_t i, Value row, Value col, int64_t groupRows)>
+          fn);
+
   // --- staged tile loops ----------------------------------------------------
   /// A loop over `numTiles` tiles staged in a shared-memory ring, the
   /// protocol of every main loop. With async copies (cp.async): tile t lives
