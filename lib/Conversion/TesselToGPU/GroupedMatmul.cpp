@@ -31,7 +31,10 @@
 // target transposes on the fragment load instead (ldmatrix .trans on sm80,
 // issued like the plain ldmatrix, one per fragment pair). Transposing while
 // staging would turn every 16-byte copy into 8 strided 2-byte loads through
-// registers. B is either stacked
+// registers. CDNA has no ldmatrix .trans (and tiles go through registers
+// anyway): there a thread loads chunks of consecutive k rows at the same
+// columns and stores each column's values as one vector of a K-contiguous
+// tile. B is either stacked
 // ([G, ...]) or a pointer table of G i64 addresses of b_shape matrices:
 // then each block turns its group's entry into a memref of that shape
 // (inttoptr, like the kernel parameters) and reads it like a stacked slice.
@@ -54,7 +57,8 @@
 // K-tiles, zero-filled past the group's end, so an empty group stores
 // zeros. Both operands lie with their rows along K: the A tile is staged
 // M-contiguous [tileK, tileM] (A^T as it lies in a) and read transposed by
-// the target, like the N-contiguous B tile of the dgrad.
+// the target, like the N-contiguous B tile of the dgrad (on CDNA both are
+// transposed while staging, as the dgrad's B).
 //
 //===----------------------------------------------------------------------===//
 
