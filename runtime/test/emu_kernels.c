@@ -332,6 +332,22 @@ void cp_async_entry(void **params, tessel_emu_lane *lane) {
   memcpy(record + 48, region1, 16);
 }
 
+/* buffer_load: a raw buffer over `data` of config[0] bytes and stride
+ * config[1]; thread t loads config[2] bytes at offset 4 t, soffset config[3],
+ * into out[4 t ..]. */
+void buffer_load_entry(void **params, tessel_emu_lane *lane) {
+  const int32_t *config = PARAM(const int32_t *, 0);
+  const uint32_t *data = PARAM(const uint32_t *, 1);
+  uint32_t *out = PARAM(uint32_t *, 2);
+  const uint32_t t = globalThread(lane);
+  tessel_emu_buffer_resource resource = {data, (uint32_t)config[0],
+                                         (uint32_t)config[1]};
+  tessel_emu_buffer_load_io load = {&resource, 4 * t, (uint32_t)config[3],
+                                    (uint32_t)config[2], {0, 0, 0, 0}};
+  call(lane, TESSEL_EMU_BUFFER_LOAD, &load);
+  memcpy(out + 4 * t, load.result, config[2] < 16 ? (uint32_t)config[2] : 16);
+}
+
 /* split: lanes below config[0] of every wave call op config[1], the others
  * op config[2] (TESSEL_EMU_BARRIER or a u32 op); config[3] = 1 makes the
  * lanes of waves after the first call the barrier only. Makes divergences

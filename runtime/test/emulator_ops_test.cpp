@@ -268,6 +268,19 @@ TEST(EmulatedAmdOps, BallotLeavesOutReturnedAndMissingLanes) {
         << "thread " << t;
 }
 
+TEST(EmulatedAmdOps, ReadFirstLaneTakesTheLowestLiveLane) {
+  // Lanes 0, 4, 8, ... of each wave return (exit rule 4, 0): lane 1 of
+  // each wave is the lowest live one.
+  const uint32_t threads = 128;
+  std::vector<uint32_t> values = sequence(threads, 500);
+  std::vector<uint32_t> out =
+      runU32Op("emu-gfx942", TESSEL_EMU_READFIRSTLANE, values,
+               std::vector<uint32_t>(threads), threads, 4, 0);
+  for (uint32_t t = 0; t < threads; ++t)
+    EXPECT_EQ(out[t], exits(t, 64, 4, 0) ? kUnwritten : values[t / 64 * 64 + 1])
+        << "thread " << t;
+}
+
 TEST(EmulatedAmdOps, MbcntCountsTheLanesBelow) {
   const uint32_t threads = 64;
   std::mt19937 random(11);
@@ -705,6 +718,60 @@ TEST(EmulatedErrors, VoteBallotMembermaskMustNameEveryLiveLane) {
   // Returned lanes may be left out.
   ASSERT_TRUE(succeeds(runVote(predicates, 0x55555555, 2, 1, out)));
   EXPECT_EQ(uint64_t(out[0]), 0x55555555u);
+}
+
+//===-- buffer loads ------------------------------------------------------===//
+
+/// Runs buffer_load: 64 threads, thread t loading `bytes` at offset 4 t of a
+/// buffer of `records` bytes over `data` (128 words), soffset `soffset`.
+tessel_status runBufferLoad(int32_t records, int32_t stride, int32_t bytes,
+                            int32_t soffset, std::vector<uint32_t> &data,
+                            std::vector<uint32_t> &out) {
+  std::vector<int32_t> config = {records, stride, bytes, soffset};
+  out.assign(4 * 64, kUnwritten);
+  EmuLaunch launch;
+  launch.device = "emu-gfx942";
+  launch.entry = "buffer_load";
+  launch.block = {64, 1, 1};
+  launch.buffers = {emuBuffer("config", config), emuBuffer("data", data),
+                    emuBuffer("out", out)};
+  return runEmu(launch);
+}
+
+TEST(EmulatedAmdOps, BufferLoadReadsZerosPastTheBuffer) {
+  std::vector<uint32_t> data = sequence(128, 1000), out;
+  // 100 bytes: words 0-24 exist; a 16-byte load straddling the end keeps
+  // its words below it.
+  ASSERT_TRUE(succeeds(runBufferLoad(100, 0, 16, 0, data, out)));
+  for (uint32_t t = 0; t < 64; ++t)
+    for (uint32_t w = 0; w < 4; ++w)
+      EXPECT_EQ(out[4 * t + w], t + w < 25 ? data[t + w] : 0u)
+          << "thread " << t << ", word " << w;
+  // soffset moves the reads, where both readings of the check agree.
+  ASSERT_TRUE(succeeds(runBufferLoad(512, 0, 8, 8, data, out)));
+  for (uint32_t t = 0; t < 64; ++t) {
+    EXPECT_EQ(out[4 * t], data[t + 2]) << "thread " << t;
+    EXPECT_EQ(out[4 * t + 1], data[t + 3]) << "thread " << t;
+    EXPECT_EQ(out[4 * t + 2], kUnwritten) << "thread " << t;
+  }
+}
+
+TEST(EmulatedErrors, BufferLoads) {
+  std::vector<uint32_t> data = sequence(128, 1000), out;
+  EXPECT_TRUE(failsWith(runBufferLoad(512, 16, 16, 0, data, out),
+                        TESSEL_INTERNAL,
+                        {"buffer_load: buffer load through a resource of "
+                         "stride 16: only raw buffers (stride 0) are "
+                         "modelled"}));
+  EXPECT_TRUE(failsWith(runBufferLoad(512, 0, 6, 0, data, out),
+                        TESSEL_INTERNAL,
+                        {"buffer load of 6 bytes (4, 8, 12 or 16)"}));
+  // Thread 61's word 1 is at 248 < 256, but 248 + 8 is not.
+  EXPECT_TRUE(failsWith(runBufferLoad(256, 0, 8, 8, data, out),
+                        TESSEL_INTERNAL,
+                        {"thread (61, 0, 0)", "buffer load at offset 248 + "
+                         "soffset 8 of a 256-byte buffer is in bounds only "
+                         "if soffset is not checked"}));
 }
 
 //===-- cp.async ----------------------------------------------------------===//

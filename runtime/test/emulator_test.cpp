@@ -231,8 +231,8 @@ TEST(EmulatedErrors, UnknownOpIndex) {
   std::vector<int32_t> config = {32, 40, 40, 0};
   EXPECT_TRUE(failsWith(runEmu(splitLaunch(config, 64)), TESSEL_INTERNAL,
                         {"block (0, 0, 0), thread (0, 0, 0) (wave 0, lane 0): "
-                         "unknown op index 40 (emulator ABI 2 has ops 0 to "
-                         "19)"}));
+                         "unknown op index 40 (emulator ABI 3 has ops 0 to "
+                         "21)"}));
 }
 
 TEST(EmulatedErrors, OpOfAnotherChip) {
@@ -299,11 +299,11 @@ TEST(EmulatedLoad, RefusesAnotherAbiVersion) {
   launch.params = {{"emulator_abi", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': compiled for emulator ABI version 1, "
-                         "but this runtime implements version 2"}));
+                         "but this runtime implements version 3"}));
   launch.params = {{"x86_64_level", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': has no 'emulator_abi' parameter",
-                         "this runtime implements version 2"}));
+                         "this runtime implements version 3"}));
 }
 
 TEST(EmulatedLoad, RespectsTheX86Level) {

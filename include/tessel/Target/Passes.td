@@ -117,7 +117,9 @@ def TesselEmulateGPU : Pass<"tessel-emulate-gpu", "ModuleOp"> {
       memory (LDS / shared) global becomes the lane's `shared` buffer, and
       every pointer loses its address space;
     - every intrinsic that involves other lanes or hardware state (barriers,
-      ds_swizzle, ds_bpermute, permlane swaps, ballots, mbcnt, MFMA,
+      ds_swizzle, ds_bpermute, permlane swaps, ballots, mbcnt,
+      readfirstlane, raw buffer loads (the resource a slot of the lane's
+      frame), MFMA,
       shfl.sync, vote, mma.sync, ldmatrix, cp.async and its groups) becomes
       a call through the lane's op table with an I/O record;
     - the hardware exp2/log2 approximations become LLVM's exact exp2/log2.

@@ -95,6 +95,26 @@ public:
   /// to shared memory themselves, and never call asyncCopy/Commit/Wait.
   virtual unsigned getAsyncCopyBytes() const = 0;
 
+  /// Bounds-checked global reads (CDNA's buffer loads), for tiles whose
+  /// rows may run past their data: a resource over the `bytes` bytes (i64,
+  /// less than kMaxBufferBytes) at `address` (an !llvm.ptr<1>), both
+  /// uniform over the wave. Only where hasBufferLoads().
+  virtual bool hasBufferLoads() const { return false; }
+  virtual Value bufferResource(OpBuilder &b, Location loc, Value address,
+                               Value bytes) const;
+  /// A `type` (whole 4-byte words, at most 16 bytes) read from `resource`
+  /// at byte `offset` (i32, per lane) plus `tileOffset` (i32, uniform; not
+  /// an immediate): the words at an offset past the resource's bytes read
+  /// as zeros. Whether the chips count `tileOffset` in that check is not
+  /// documented alike, so a caller must not depend on it (the emulator
+  /// traps where the two readings differ).
+  virtual Value bufferLoad(OpBuilder &b, Location loc, Type type,
+                           Value resource, Value offset,
+                           Value tileOffset) const;
+  /// Buffers end below this, so that an offset of kMaxBufferBytes plus any
+  /// tileOffset below it is out of bounds (a chunk that must read zeros).
+  static constexpr int64_t kMaxBufferBytes = int64_t(1) << 31;
+
   /// The MMA atoms for `operandType` x `operandType` -> `accType`, the
   /// preferred one first; empty if the target has none.
   virtual SmallVector<MmaAtom> getMmaAtoms(Type operandType,

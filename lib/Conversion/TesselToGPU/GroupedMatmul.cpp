@@ -16,7 +16,9 @@
 //
 // Tile loop. A and B tiles are staged in shared memory, K-contiguous, by
 // 16-byte asynchronous copies in a `stages`-deep ring, zero-filled past the
-// group's rows, past N and past K (so no masking in the MMA loop). Each warp
+// group's rows, past N and past K (so no masking in the MMA loop); on CDNA
+// by buffer loads from windows that end with the data, which zero-fill in
+// hardware (windows()). Each warp
 // owns a (tileM / warpsM) x (tileN / warpsN) block of C as MMA atoms whose
 // accumulators stay in registers across the K loop: the fragments are
 // indexed with compile-time indices only (dynamic indexing of an
@@ -128,6 +130,18 @@ private:
   /// `stage`, in a fixed order.
   void forEachChunk(Value stage, Value kt,
                     function_ref<void(const StagedChunk &)> fn);
+  /// CDNA: an operand read through a buffer window (bufferWindow) that
+  /// ends where the tile's data does, so that its chunks past that read
+  /// zeros with no select. `at` gives a chunk's element in the window and
+  /// what else must hold for it to be read (null: nothing), `tileOffset`
+  /// the K-tile's offset in elements (uniform). No window: global loads.
+  struct Windowed {
+    Value window, tileOffset;
+    std::function<std::pair<Value, Value>(Value row, Value col)> at;
+  };
+  /// The windows of A and B for K-tile `k0` (its first k): where the target
+  /// has buffer loads and the operand's rows are not gathered.
+  std::pair<Windowed, Windowed> windows(Value k0);
   /// One K-tile of MMAs from stage `stage` into `acc`.
   LogicalResult computeStage(Value stage, SmallVector<Value> &acc);
   /// The K loop: the staged tile loop over numK K-tiles.
@@ -206,8 +220,18 @@ void GroupedMatmulBuilder::forEachChunk(
   // threads take consecutive chunks of a row, so a warp reads whole row
   // segments. `source` maps a tile element to its validity and source
   // indices.
+  auto inWindow = [&](StagedChunk &chunk, const Windowed &w, Value row,
+                      Value col) {
+    if (!w.window)
+      return;
+    Type elem = cast<MemRefType>(chunk.src.getType()).getElementType();
+    auto [element, valid] = w.at(row, col);
+    chunk.window = w.window;
+    chunk.windowOffset = windowOffset(element, elem, valid);
+    chunk.tileOffset = windowOffset(w.tileOffset, elem);
+  };
   auto copyTile = [&](Value shared, int64_t rows, int64_t width, Value src,
-                      bool zeroFill, auto source) {
+                      bool zeroFill, const Windowed &windowed, auto source) {
     int64_t chunksPerRow = width / kChunk;
     for (int64_t i = 0; i < rows * chunksPerRow / threads; ++i) {
       Value id = add(tid, i * threads);
@@ -220,6 +244,7 @@ void GroupedMatmulBuilder::forEachChunk(
       StagedChunk chunk{shared, sharedIndices(stage, row, col, width), src,
                         srcIndices, select(valid, idx(kChunk), none)};
       chunk.zeroFill = zeroFill;
+      inWindow(chunk, windowed, row, col);
       fn(chunk);
     }
   };
@@ -227,7 +252,8 @@ void GroupedMatmulBuilder::forEachChunk(
   // a thread's chunks of consecutive k at the same 8 columns (up to the MMA
   // fragment's k run) are written as one vector a column.
   auto copyTransposed = [&](Value shared, int64_t width, Value src,
-                            bool zeroFill, auto source) {
+                            bool zeroFill, const Windowed &windowed,
+                            auto source) {
     forEachRowGroupChunk(
         cfg.tileK, width, threads, atom.m * atom.k / warpSize,
         [&](int64_t i, Value row, Value col, int64_t groupRows) {
@@ -241,6 +267,7 @@ void GroupedMatmulBuilder::forEachChunk(
             chunk.scatter.push_back(
                 sharedIndices(stage, add(col, e), row, cfg.tileK));
           chunk.scatterRows = std::max<int64_t>(groupRows, 1);
+          inWindow(chunk, windowed, row, col);
           fn(chunk);
         });
   };
@@ -301,20 +328,92 @@ void GroupedMatmulBuilder::forEachChunk(
   // and ragged K's rows past the group are K.
   bool zeroA = raggedK || !gatheredRows.empty() || k % cfg.tileK;
   bool zeroB = raggedK || k % cfg.tileK;
+  auto [windowA, windowB] = windows(k0);
   if (!raggedK)
-    copyTile(sharedA, cfg.tileM, cfg.tileK, a, zeroA, fromA);
+    copyTile(sharedA, cfg.tileM, cfg.tileK, a, zeroA, windowA, fromA);
   else if (kRowsTransposed())
-    copyTransposed(sharedA, cfg.tileM, a, zeroA, fromA);
+    copyTransposed(sharedA, cfg.tileM, a, zeroA, windowA, fromA);
   else
-    copyTile(sharedA, cfg.tileK, cfg.tileM, a, zeroA, fromA);
+    copyTile(sharedA, cfg.tileK, cfg.tileM, a, zeroA, windowA, fromA);
   if (transB)
-    copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, zeroB, fromB);
+    copyTile(sharedB, cfg.tileN, cfg.tileK, bSrc, zeroB, windowB, fromB);
   else if (kRowsTransposed())
-    copyTransposed(sharedB, cfg.tileN, bSrc, zeroB, fromB);
+    copyTransposed(sharedB, cfg.tileN, bSrc, zeroB, windowB, fromB);
   else
-    copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, zeroB, fromB);
+    copyTile(sharedB, cfg.tileK, cfg.tileN, bSrc, zeroB, windowB, fromB);
 }
 
+std::pair<GroupedMatmulBuilder::Windowed, GroupedMatmulBuilder::Windowed>
+GroupedMatmulBuilder::windows(Value k0) {
+  Windowed wa, wb;
+  if (!target.hasBufferLoads())
+    return {wa, wb};
+  auto both = [&](Value x, Value y) { return !x ? y : !y ? x : andi(x, y); };
+  // Past K only where K is no multiple of the K-tile.
+  auto insideK = [&](Value kIndex) {
+    return k % cfg.tileK ? lt(kIndex, idx(k)) : Value();
+  };
+  auto below = [&](Value index, int64_t limit, int64_t tile) {
+    return limit % tile ? lt(index, idx(limit)) : Value();
+  };
+  Value start = uniform(rowStart), end = uniform(rowEnd);
+  if (raggedK) {
+    // The K-tile's rows of the group: `width` columns each, from `first`.
+    Value first = add(start, k0);
+    Value rows = minu(sub(arith::MaxSIOp::create(b, loc, end, first), first),
+                      idx(cfg.tileK));
+    auto groupRows = [&](Windowed &w, Value operand, int64_t width,
+                         Value firstCol, int64_t tile) {
+      w.window = bufferWindow(operand, mul(first, width), mul(rows, width),
+                              cfg.tileK * width);
+      w.tileOffset = idx(0);
+      w.at = [this, width, firstCol, tile, below](Value row, Value col) {
+        Value column = add(firstCol, col);
+        return std::make_pair(add(mul(row, width), column),
+                              below(column, width, tile));
+      };
+    };
+    if (!aIndex)
+      groupRows(wa, a, m, mStart, cfg.tileM);
+    if (!bIndex)
+      groupRows(wb, bMat, n, colStart, cfg.tileN);
+    return {wa, wb};
+  }
+  if (gatheredRows.empty()) {
+    // The M-tile's rows of the group.
+    Value rows = minu(sub(end, start), idx(cfg.tileM));
+    wa.window =
+        bufferWindow(a, mul(start, k), mul(rows, k), cfg.tileM * k);
+    wa.tileOffset = k0;
+    wa.at = [this, k0, insideK](Value row, Value col) {
+      return std::make_pair(add(mul(row, k), col), insideK(add(k0, col)));
+    };
+  }
+  // The group's matrix, whole: with trans_b, rows past N are past it.
+  Value first = bGroup ? idx(0) : mul(uniform(group), n * k);
+  wb.window = bufferWindow(bGroup ? bGroup : bMat, first, idx(n * k), n * k);
+  if (transB) {
+    wb.tileOffset = k0;
+    wb.at = [this, k0, insideK, both](Value row, Value col) {
+      Value kIndex = add(k0, col);
+      if (!act)
+        return std::make_pair(add(mul(add(colStart, row), k), col),
+                              insideK(kIndex));
+      auto [actCol, r] = swigluColumn(row);
+      return std::make_pair(add(mul(r, k), col),
+                            both(lt(actCol, idx(n / 2)), insideK(kIndex)));
+    };
+  } else {
+    wb.tileOffset = mul(k0, n);
+    wb.at = [this, k0, insideK, below, both](Value row, Value col) {
+      Value column = add(colStart, col);
+      return std::make_pair(add(mul(row, n), column),
+                            both(below(column, n, cfg.tileN),
+                                 insideK(add(k0, row))));
+    };
+  }
+  return {wa, wb};
+}
 
 LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
                                                  SmallVector<Value> &acc) {

@@ -587,12 +587,16 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
                              kChunk, c.validElements);
     });
   };
-  p.fetch = [this, forEachChunk](Value tile) {
+  p.fetch = [this, forEachChunk, elem](Value tile) {
     SmallVector<Value> loaded;
     // The destination (stage 0) is not used: store recomputes it.
+    Type chunkType = VectorType::get({kChunk}, elem);
     forEachChunk(idx(0), tile, [&](const StagedChunk &c) {
-      loaded.push_back(loadChunk(c.src, c.srcIndices, c.validElements,
-                                 c.partial, c.zeroFill));
+      loaded.push_back(
+          c.window ? target.bufferLoad(b, loc, chunkType, c.window,
+                                       c.windowOffset, c.tileOffset)
+                   : loadChunk(c.src, c.srcIndices, c.validElements,
+                               c.partial, c.zeroFill));
     });
     return loaded;
   };
@@ -635,6 +639,34 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
     });
   };
   return p;
+}
+
+Value KernelBuilder::bufferWindow(Value memref, Value first, Value elements,
+                                  int64_t maxElements) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  if (!target.hasBufferLoads() ||
+      maxElements * bytes >= TargetInfo::kMaxBufferBytes ||
+      !type.getLayout().isIdentity())
+    return Value();
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value address = add(base, mul(first, bytes));
+  Type i64 = b.getI64Type();
+  Value address64 = arith::IndexCastUIOp::create(b, loc, i64, address);
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), /*global=*/1),
+      address64);
+  Value size = arith::IndexCastUIOp::create(b, loc, i64, mul(elements, bytes));
+  return target.bufferResource(b, loc, pointer, size);
+}
+
+Value KernelBuilder::windowOffset(Value element, Type elem, Value valid) {
+  Value offset = toI32(mul(element, elem.getIntOrFloatBitWidth() / 8));
+  if (!valid)
+    return offset;
+  return select(valid, offset,
+                arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                             TargetInfo::kMaxBufferBytes));
 }
 
 Value KernelBuilder::loadChunk(Value src, ValueRange indices,

@@ -252,6 +252,12 @@ protected:
     /// chunks are stored with this one (their own dst and scatter unused).
     SmallVector<SmallVector<Value>> scatter = {};
     int64_t scatterRows = 1;
+    /// Register-staged targets with buffer loads: the chunk is read from
+    /// `window` (bufferWindow) at byte `windowOffset` (i32, windowOffset())
+    /// plus the tile's `tileOffset` (i32, uniform), zeros past the window,
+    /// rather than from src[srcIndices] (which then serve async copies
+    /// only). No selects keep such a load in bounds or zero it.
+    Value window = {}, windowOffset = {}, tileOffset = {};
   };
   /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
   /// same chunks in the same order on every call.
@@ -273,6 +279,18 @@ protected:
   /// holds.
   Value loadChunk(Value src, ValueRange indices, Value validElements,
                   bool partial, bool zeroFill = true);
+  /// A window for bounds-checked buffer loads (TargetInfo::bufferResource)
+  /// over `elements` elements of `memref` from its (linear) element
+  /// `first`, both uniform; null where the target has no buffer loads or
+  /// `maxElements`, a bound on `elements`, could reach past
+  /// kMaxBufferBytes. A window's end is where its chunks' reads turn to
+  /// zeros: one that ends with its tile's data needs no select per chunk.
+  Value bufferWindow(Value memref, Value first, Value elements,
+                     int64_t maxElements);
+  /// The byte offset (i32) of element `element` (index) of a window of
+  /// `elem` where `valid` holds (or is null), else one past every window:
+  /// a chunk that reads zeros.
+  Value windowOffset(Value element, Type elem, Value valid = {});
 
   // --- warp-specialised Hopper blocks -------------------------------------
   /// The parity (i32) the `use`-th wait on an mbarrier waits for, flipped

@@ -175,6 +175,17 @@ public:
                                 /*alignment=*/1);
   }
 
+  /// A `bytes`-byte, 16-byte aligned slot in the kernel's entry block (one
+  /// per call site: a value that lives across the lane's calls).
+  Value entrySlot(Location loc, size_t bytes) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfter(io.getDefiningOp());
+    Value one = LLVM::ConstantOp::create(b, loc, b.getI64Type(), 1);
+    return LLVM::AllocaOp::create(
+        b, loc, ptrType(), LLVM::LLVMArrayType::get(b.getI8Type(), bytes), one,
+        /*alignment=*/16);
+  }
+
   /// Calls op `index` of the lane's table with the record (or null).
   void call(Location loc, tessel_emu_op_index index, bool withRecord = true) {
     Value table = LLVM::LoadOp::create(b, loc, ptrType(), lane);
@@ -195,6 +206,7 @@ private:
   /// Room for the largest record (tessel_emu_mfma_io).
   static constexpr size_t kRecordBytes = 256;
   static_assert(sizeof(tessel_emu_mfma_io) <= kRecordBytes &&
+                sizeof(tessel_emu_buffer_load_io) <= kRecordBytes &&
                 sizeof(tessel_emu_ldmatrix_io) <= kRecordBytes &&
                 sizeof(tessel_emu_mma_io) <= kRecordBytes);
   OpBuilder &b;
@@ -366,6 +378,13 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   if (name == "rocdl.ds_bpermute")
     return replace(
         u32Op(TESSEL_EMU_DS_BPERMUTE, op->getOperand(0), op->getOperand(1)));
+  if (name == "rocdl.readfirstlane") {
+    if (op->getOperand(0).getType() != i32)
+      return op->emitError()
+             << "the GPU emulator models rocdl.readfirstlane of i32 only";
+    return replace(
+        u32Op(TESSEL_EMU_READFIRSTLANE, op->getOperand(0), Value()));
+  }
   if (name == "rocdl.mbcnt.lo" || name == "rocdl.mbcnt.hi")
     return replace(
         u32Op(name.ends_with("lo") ? TESSEL_EMU_MBCNT_LO : TESSEL_EMU_MBCNT_HI,
@@ -409,6 +428,43 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     if (type != mask.getType())
       mask = LLVM::TruncOp::create(b, loc, type, mask);
     return replace(mask);
+  }
+  // A raw buffer resource is a tessel_emu_buffer_resource in a slot of
+  // the kernel's entry block, the pointer to it its value; the loads
+  // through it are the emulator's (bounds checks and all).
+  if (auto make = dyn_cast<ROCDL::MakeBufferRsrcOp>(op)) {
+    Value slot = calls.entrySlot(loc, sizeof(tessel_emu_buffer_resource));
+    auto field = [&](size_t offset, Value value) {
+      LLVM::StoreOp::create(b, loc, value, calls.at(loc, slot, offset));
+    };
+    field(offsetof(tessel_emu_buffer_resource, base), make.getBase());
+    field(offsetof(tessel_emu_buffer_resource, num_records),
+          LLVM::TruncOp::create(b, loc, i32, make.getNumRecords()));
+    field(offsetof(tessel_emu_buffer_resource, stride),
+          LLVM::ZExtOp::create(b, loc, i32, make.getStride()));
+    return replace(slot);
+  }
+  if (auto load = dyn_cast<ROCDL::RawPtrBufferLoadOp>(op)) {
+    Type type = load.getRes().getType();
+    auto vector = dyn_cast<VectorType>(type);
+    Type scalar = vector ? vector.getElementType() : type;
+    int64_t bits = scalar.isIntOrFloat() ? scalar.getIntOrFloatBitWidth() : 0;
+    int64_t bytes = bits / 8 * (vector ? vector.getNumElements() : 1);
+    if (bytes < 4 || bytes > 16 || bytes % 4)
+      return op->emitError() << "the GPU emulator models buffer loads of 4, "
+                                "8, 12 or 16 bytes, not "
+                             << type;
+    calls.put(loc, offsetof(tessel_emu_buffer_load_io, resource),
+              load.getRsrc());
+    calls.put(loc, offsetof(tessel_emu_buffer_load_io, offset),
+              load.getOffset());
+    calls.put(loc, offsetof(tessel_emu_buffer_load_io, soffset),
+              load.getSoffset());
+    calls.put(loc, offsetof(tessel_emu_buffer_load_io, bytes),
+              static_cast<uint32_t>(bytes));
+    calls.call(loc, TESSEL_EMU_BUFFER_LOAD);
+    return replace(
+        calls.get(loc, offsetof(tessel_emu_buffer_load_io, result), type));
   }
   if (name.starts_with("rocdl.mfma.")) {
     std::optional<MfmaShape> shape = parseMfma(name);

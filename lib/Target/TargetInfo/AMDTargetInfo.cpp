@@ -20,6 +20,7 @@
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -219,6 +220,62 @@ public:
     for (int64_t i = 0, e = acc.size(); i < e; ++i)
       out.push_back(vector::ExtractOp::create(b, loc, d, i));
     return out;
+  }
+
+  // A raw buffer (stride 0): the resource's word 3 as MLIR's
+  // amdgpu-to-rocdl sets it for gfx9 chips (32-bit data format, no
+  // swizzle, no added thread id), so that offsets are plain bytes checked
+  // against `bytes`. Address and size go through v_readfirstlane: a
+  // resource the back end cannot prove uniform (a pointer-table entry, a
+  // value from a shuffle) would be used in a loop over the wave's distinct
+  // values around every load.
+  bool hasBufferLoads() const override { return true; }
+  Value bufferResource(OpBuilder &b, Location loc, Value address,
+                       Value bytes) const override {
+    constexpr int32_t kRawBufferFlags = 159744;
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto constant = [&](Type type, int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, type, v);
+    };
+    auto firstLane = [&](Value word) -> Value {
+      return ROCDL::ReadfirstlaneOp::create(b, loc, i32, word);
+    };
+    auto firstLane64 = [&](Value x) -> Value {
+      Value low = firstLane(arith::TruncIOp::create(b, loc, i32, x));
+      Value high = firstLane(arith::TruncIOp::create(
+          b, loc, i32, arith::ShRUIOp::create(b, loc, x, constant(i64, 32))));
+      return arith::OrIOp::create(
+          b, loc, arith::ExtUIOp::create(b, loc, i64, low),
+          arith::ShLIOp::create(b, loc,
+                                arith::ExtUIOp::create(b, loc, i64, high),
+                                constant(i64, 32)));
+    };
+    Value base = LLVM::IntToPtrOp::create(
+        b, loc, address.getType(),
+        firstLane64(LLVM::PtrToIntOp::create(b, loc, i64, address)));
+    Value size = arith::ExtUIOp::create(
+        b, loc, i64, firstLane(arith::TruncIOp::create(b, loc, i32, bytes)));
+    return ROCDL::MakeBufferRsrcOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 8), base,
+        constant(b.getI16Type(), 0), size, constant(i32, kRawBufferFlags));
+  }
+  Value bufferLoad(OpBuilder &b, Location loc, Type type, Value resource,
+                   Value offset, Value tileOffset) const override {
+    // Loaded as words (buffer_load_dwordx4 for 16 bytes), then viewed as
+    // `type`; aux 0: default caching.
+    auto vectorType = cast<VectorType>(type);
+    int64_t words = vectorType.getNumElements() *
+                    vectorType.getElementTypeBitWidth() / 32;
+    Type wordsType = words == 1 ? Type(b.getI32Type())
+                                : VectorType::get({words}, b.getI32Type());
+    Value aux = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+    Value loaded = ROCDL::RawPtrBufferLoadOp::create(
+        b, loc, wordsType, resource, offset, tileOffset, aux,
+        /*alias_scopes=*/nullptr, /*noalias_scopes=*/nullptr, /*tbaa=*/nullptr);
+    if (words == 1)
+      loaded = vector::BroadcastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), loaded);
+    return vector::BitCastOp::create(b, loc, vectorType, loaded);
   }
 
   LogicalResult asyncCopy(OpBuilder &, Location loc, Value, ValueRange, Value,

@@ -22,6 +22,15 @@ Value TargetInfo::reductionPartner(OpBuilder &b, Location loc, Value x,
       .getShuffleResult();
 }
 
+Value TargetInfo::bufferResource(OpBuilder &, Location, Value, Value) const {
+  llvm_unreachable("bufferResource on a target without buffer loads");
+}
+
+Value TargetInfo::bufferLoad(OpBuilder &, Location, Type, Value, Value,
+                             Value) const {
+  llvm_unreachable("bufferLoad on a target without buffer loads");
+}
+
 FailureOr<std::unique_ptr<TargetInfo>>
 TargetInfo::get(StringRef chip,
                 llvm::function_ref<InFlightDiagnostic()> emitError) {

@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever a record, an op number or the lane layout changes; a
  * kernel carries it as its bundle parameter "emulator_abi" and the runtime
  * refuses any other. */
-#define TESSEL_EMU_ABI_VERSION 2
+#define TESSEL_EMU_ABI_VERSION 3
 
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
@@ -144,8 +144,18 @@ enum tessel_emu_op_index {
    * masked off get `old`; a lane whose source returned gets 0 with
    * bound_ctrl, else `old`. */
   TESSEL_EMU_UPDATE_DPP = 19,
+  /* buffer_load_dword{,x2,x3,x4} of a raw buffer (llvm.amdgcn.raw.ptr.
+   * buffer.load: stride 0, so offsets are bytes), per lane,
+   * tessel_emu_buffer_load_io. Word w is read at base + soffset + offset +
+   * 4 w where offset + 4 w < num_records, else it is 0. Chips differ in
+   * whether soffset takes part in that check, so a load where counting it
+   * would change a word is an error naming both readings. */
+  TESSEL_EMU_BUFFER_LOAD = 20,
+  /* v_readfirstlane_b32, wave op, tessel_emu_u32_io {a = value}: every
+   * lane gets `a` of the lowest live lane. */
+  TESSEL_EMU_READFIRSTLANE = 21,
 
-  TESSEL_EMU_OP_COUNT = 20
+  TESSEL_EMU_OP_COUNT = 22
 };
 
 /* Operands a, b; result. */
@@ -199,6 +209,21 @@ typedef struct tessel_emu_cp_async_io {
   const void *src;
   uint32_t bytes, src_bytes;
 } tessel_emu_cp_async_io;
+
+/* A raw buffer resource (llvm.amdgcn.make.buffer.rsrc), as the kernel keeps
+ * it: the base address and the size in bytes (the hardware's 32 bits). */
+typedef struct tessel_emu_buffer_resource {
+  const void *base;
+  uint32_t num_records;
+  uint32_t stride;
+} tessel_emu_buffer_resource;
+
+typedef struct tessel_emu_buffer_load_io {
+  const tessel_emu_buffer_resource *resource;
+  uint32_t offset, soffset;
+  uint32_t bytes; /* 4, 8, 12 or 16 */
+  uint32_t result[4];
+} tessel_emu_buffer_load_io;
 
 typedef struct tessel_emu_shfl_io {
   uint32_t member, value, offset, clamp;

@@ -9,6 +9,8 @@
 #include "half.h"
 #include "ops.h"
 
+#include <cstring>
+
 namespace tessel::runtime::emulator {
 
 namespace {
@@ -154,12 +156,54 @@ bool amdBallot(const WaveCall &call, OpFailure &) {
   return true;
 }
 
+bool readFirstLane(const WaveCall &call, OpFailure &) {
+  const tessel_emu_u32_io *first = nullptr;
+  for (uint32_t lane = 0; lane < kWave && !first; ++lane)
+    first = ioOf<tessel_emu_u32_io>(call, lane);
+  for (uint32_t lane = 0; lane < kWave; ++lane)
+    if (auto *io = ioOf<tessel_emu_u32_io>(call, lane))
+      io->result = first->a;
+  return true;
+}
+
 bool mbcnt(const LaneCall &call, OpFailure &) {
   auto &io = *static_cast<tessel_emu_u32_io *>(call.io);
   const uint64_t below = (uint64_t(1) << call.lane.lane_id) - 1;
   const uint32_t half =
       call.op == TESSEL_EMU_MBCNT_LO ? uint32_t(below) : uint32_t(below >> 32);
   io.result = io.b + uint32_t(__builtin_popcount(io.a & half));
+  return true;
+}
+
+bool bufferLoad(const LaneCall &call, OpFailure &failure) {
+  auto &io = *static_cast<tessel_emu_buffer_load_io *>(call.io);
+  const tessel_emu_buffer_resource &resource = *io.resource;
+  if (resource.stride != 0)
+    return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
+                "buffer load through a resource of stride %u: only raw "
+                "buffers (stride 0) are modelled",
+                resource.stride);
+  if (io.bytes == 0 || io.bytes > 16 || io.bytes % 4)
+    return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
+                "buffer load of %u bytes (4, 8, 12 or 16)", io.bytes);
+  // 64-bit sums: the hardware's 32-bit offsets do not wrap here.
+  const uint64_t records = resource.num_records;
+  for (uint32_t w = 0; w < io.bytes / 4; ++w) {
+    const uint64_t at = uint64_t(io.offset) + 4 * w;
+    const bool inside = at < records;
+    if (inside != (at + io.soffset < records))
+      return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
+                  "buffer load at offset %llu + soffset %u of a %u-byte "
+                  "buffer is %s bounds only if soffset is not checked: the "
+                  "chips differ there",
+                  static_cast<unsigned long long>(at), io.soffset,
+                  resource.num_records, inside ? "in" : "out of");
+    io.result[w] = 0;
+    if (inside)
+      std::memcpy(&io.result[w],
+                  static_cast<const char *>(resource.base) + io.soffset + at,
+                  4);
+  }
   return true;
 }
 

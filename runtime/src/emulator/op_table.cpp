@@ -47,6 +47,10 @@ const OpInfo kOps[] = {
      cpAsyncWait},
     {"v_mov_b32_dpp", OpKind::Wave, Availability::Amd, true, updateDpp,
      nullptr},
+    {"buffer_load", OpKind::Lane, Availability::Amd, true, nullptr,
+     bufferLoad},
+    {"v_readfirstlane", OpKind::Wave, Availability::Amd, true, readFirstLane,
+     nullptr},
 };
 static_assert(sizeof kOps / sizeof kOps[0] == TESSEL_EMU_OP_COUNT,
               "one row per op of emulator_abi.h");

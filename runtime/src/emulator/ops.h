@@ -120,6 +120,8 @@ bool permlaneSwap(const WaveCall &call, OpFailure &failure);
 bool amdBallot(const WaveCall &call, OpFailure &failure);
 bool mbcnt(const LaneCall &call, OpFailure &failure);
 bool mfma(const WaveCall &call, OpFailure &failure);
+bool bufferLoad(const LaneCall &call, OpFailure &failure);
+bool readFirstLane(const WaveCall &call, OpFailure &failure);
 
 // NVIDIA (nvidia_ops.cpp).
 bool shfl(const WaveCall &call, OpFailure &failure);

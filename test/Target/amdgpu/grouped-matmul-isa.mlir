@@ -8,12 +8,14 @@
 // RUN: FileCheck %s --check-prefix=TABLE < %t.950.s
 // RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.942.s
 // RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.950.s
+// RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
+// RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
 
 // The AMDGCN of the grouped matmul template on CDNA3 and CDNA4 (not run on
 // hardware here; this is how the AMD path is checked): wave64 MFMA of the
 // chip's bf16 shape (32x32x8 on gfx942, 32x32x16 on gfx950), A and
 // K-contiguous B fragments as one LDS vector read per lane (8 bytes on
-// gfx942, 16 on gfx950), tiles staged by 16-byte global loads and 16-byte
+// gfx942, 16 on gfx950), tiles staged by 16-byte buffer loads and 16-byte
 // LDS writes (the N-contiguous B of the dgrad and both operands of the
 // wgrad transposed in registers on their way to LDS, so that they are read
 // the same way: the 16-bit reads they took before are gone), the group search
@@ -24,7 +26,7 @@
 
 // CHECK-LABEL: moe_gate:
 // CHECK-DAG:   ds_bpermute_b32
-// CHECK-DAG:   global_load_dwordx4
+// CHECK-DAG:   buffer_load_dwordx4
 // CHECK-DAG:   ds_write_b128
 // CHECK-DAG:   s_barrier
 // GFX942-DAG:  ds_read_b64
@@ -57,12 +59,13 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// From a pointer table, each block reads its group's 64-bit address first,
-// then the group's B by global loads: flat loads would also count against
-// the LDS wait counter, so every LDS wait would stall on the next B tile.
+// From a pointer table, each block reads its group's 64-bit address first
+// (a global load), then the group's B by buffer loads: flat loads would
+// also count against the LDS wait counter, so every LDS wait would stall on
+// the next B tile.
 // TABLE-LABEL: table_dgrad:
 // TABLE-NOT:   flat_load
-// TABLE:       global_load_dwordx4
+// TABLE:       buffer_load_dwordx4
 // TABLE-NOT:   flat_load
 // TABLE:       .end_amdhsa_kernel
 // CHECK-LABEL: table_dgrad:
@@ -100,6 +103,31 @@
 // TRANSPOSED-LABEL: wgrad_down:
 // TRANSPOSED-NOT:   ds_read_u16
 // TRANSPOSED:       .end_amdhsa_kernel
+
+// Every tile is read by buffer loads (TargetInfo::bufferResource): per
+// lane an offset that stays the same over the K loop, the K-tile's offset
+// in an SGPR (`soffset`; 0 where each K-tile has its own window, the
+// wgrad's), the window's end (the M-tile's or K-tile's rows of the group,
+// the group's B) giving zeros past it. No 64-bit address arithmetic or
+// in-bounds selects are left in the K loop (the loop report's EXPLAIN-ADDR
+// in loop-report.mlir), and no tile is read by a global load.
+// BUFFER-LABEL: moe_gate:
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], s{{[0-9]+}} offen
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER-LABEL: dgrad_down:
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], s{{[0-9]+}} offen
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER-LABEL: table_dgrad:
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], s{{[0-9]+}} offen
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER-LABEL: wgrad_down:
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen
+// BUFFER-NOT:   global_load_dwordx4
+// BUFFER:       .end_amdhsa_kernel
 
 // No spills or dynamic stack (checked over the whole file; scratch is the
 // private segment size checked per kernel above).

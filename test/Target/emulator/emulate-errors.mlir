@@ -110,3 +110,27 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    llvm.func @kern(%r: !llvm.ptr<8>, %o: i32) attributes {rocdl.kernel} {
+      // expected-error @+1 {{the GPU emulator models buffer loads of 4, 8, 12 or 16 bytes, not 'vector<3xi16>'}}
+      %v = rocdl.raw.ptr.buffer.load %r, %o, %o, %o : vector<3xi16>
+      llvm.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    llvm.func @kern(%x: i64) attributes {rocdl.kernel} {
+      // expected-error @+1 {{the GPU emulator models rocdl.readfirstlane of i32 only}}
+      %r = rocdl.readfirstlane %x : i64
+      llvm.return
+    }
+  }
+}
