@@ -16,7 +16,8 @@
 //
 // Tile loop. K and V tiles (N keys of the request, from its first key up to
 // the tile's last query with a causal mask) are staged in shared memory by
-// 16-byte copies (cp.async ring on sm80, registers on CDNA), zero-filled
+// 16-byte copies (cp.async ring on sm80, registers on CDNA: unpaged, by
+// buffer loads from a window that ends with the tile's keys), zero-filled
 // past the request. Each warp keeps its Q fragments in registers (up to
 // head dim 128), computes S = Q K^T for its rows, masks (only tiles that
 // reach the diagonal or the request's end pay for it), updates the online
@@ -176,6 +177,23 @@ void PrefillBuilder::forEachChunk(
       function_ref<SmallVector<SmallVector<Value>>(Value row, Value col)>;
   auto tileChunks = [&](Value shared, Value src, int64_t width, bool isK,
                         Scatter scatter = nullptr) {
+    // Unpaged, where the target has buffer loads: the tile's keys of the KV
+    // head as one window (rows Hkv x width apart) that ends with the last
+    // key the tile may read, so the keys past it read zeros with no select.
+    Value window;
+    int64_t rowElements = 0;
+    if (!pb.paged) {
+      auto shape = cast<MemRefType>(src.getType()).getShape();
+      rowElements = shape[1] * shape[2];
+      Value keys = minu(sub(arith::MaxSIOp::create(b, loc, keyEnd, tileStart),
+                            tileStart),
+                        idx(cfg.tileKeys));
+      Value elements = arith::MaxSIOp::create(
+          b, loc, sub(mul(keys, rowElements), idx(rowElements - width)), none);
+      window = bufferWindow(src, add(mul(tileStart, rowElements),
+                                     mul(kvHead, width)),
+                            elements, cfg.tileKeys * rowElements);
+    }
     forEachRowChunk(cfg.tileKeys, width, threads,
                     [&](int64_t, Value row, Value col) {
       Value token = add(tileStart, row);
@@ -194,6 +212,13 @@ void PrefillBuilder::forEachChunk(
                         src, srcIdx, select(valid, idx(kChunk), none)};
       if (scatter)
         chunk.scatter = scatter(row, col);
+      if (window) {
+        Type elem = cast<MemRefType>(src.getType()).getElementType();
+        chunk.window = window;
+        chunk.windowOffset =
+            windowOffset(add(mul(row, rowElements), col), elem);
+        chunk.tileOffset = windowOffset(none, elem);
+      }
       fn(chunk);
     });
   };

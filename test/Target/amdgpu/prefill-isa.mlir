@@ -10,10 +10,14 @@
 // RUN: FileCheck %s --check-prefix=NOU16 < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOCANON < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOCANON < %t.950.s
+// RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
+// RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here):
-// the chip's 16-row bf16 MFMA (16x16x16 / 16x16x32), K/V tiles by 16-byte
-// global loads, K by 16-byte LDS writes, Q/K/P fragments by LDS vector
+// the chip's 16-row bf16 MFMA (16x16x16 / 16x16x32), Q by 16-byte global
+// loads, K/V tiles by 16-byte buffer loads from a window per tile that ends
+// with its last key (checked below: a resource in SGPRs, the lane's offset in a
+// VGPR, soffset 0), K by 16-byte LDS writes, Q/K/P fragments by LDS vector
 // reads (P goes through a per-wave LDS slice: the MFMA C and A layouts
 // differ), V staged transposed (2-byte LDS writes, dim-major) so that its
 // fragments are vector reads too: no 16-bit LDS read anywhere (they were
@@ -44,6 +48,10 @@
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
+
+// BUFFER-LABEL: prefill:
+// BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen
+// BUFFER:       .end_amdhsa_kernel
 
 // NOU16-NOT:   ds_read_u16
 // NOCANON-NOT: v_max_f32_e32 v{{[0-9]+}}, [[X:v[0-9]+]], [[X]]{{$}}
