@@ -182,7 +182,7 @@ void PrefillBuilder::forEachChunk(
     // key the tile may read, so the keys past it read zeros with no select.
     Value window;
     int64_t rowElements = 0;
-    if (!pb.paged) {
+    if (!pb.paged && target.hasBufferLoads()) {
       auto shape = cast<MemRefType>(src.getType()).getShape();
       rowElements = shape[1] * shape[2];
       Value keys = minu(sub(arith::MaxSIOp::create(b, loc, keyEnd, tileStart),
