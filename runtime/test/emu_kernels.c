@@ -342,8 +342,8 @@ void buffer_load_entry(void **params, tessel_emu_lane *lane) {
   const uint32_t t = globalThread(lane);
   tessel_emu_buffer_resource resource = {data, (uint32_t)config[0],
                                          (uint32_t)config[1]};
-  tessel_emu_buffer_load_io load = {&resource, 4 * t, (uint32_t)config[3],
-                                    (uint32_t)config[2], {0, 0, 0, 0}};
+  tessel_emu_buffer_load_io load = {
+      &resource, 4 * t, (uint32_t)config[3], (uint32_t)config[2], {0, 0, 0, 0}};
   call(lane, TESSEL_EMU_BUFFER_LOAD, &load);
   memcpy(out + 4 * t, load.result, config[2] < 16 ? (uint32_t)config[2] : 16);
 }

@@ -763,13 +763,12 @@ TEST(EmulatedErrors, BufferLoads) {
                         {"buffer_load: buffer load through a resource of "
                          "stride 16: only raw buffers (stride 0) are "
                          "modelled"}));
-  EXPECT_TRUE(failsWith(runBufferLoad(512, 0, 6, 0, data, out),
-                        TESSEL_INTERNAL,
+  EXPECT_TRUE(failsWith(runBufferLoad(512, 0, 6, 0, data, out), TESSEL_INTERNAL,
                         {"buffer load of 6 bytes (4, 8, 12 or 16)"}));
   // Thread 61's word 1 is at 248 < 256, but 248 + 8 is not.
-  EXPECT_TRUE(failsWith(runBufferLoad(256, 0, 8, 8, data, out),
-                        TESSEL_INTERNAL,
-                        {"thread (61, 0, 0)", "buffer load at offset 248 + "
+  EXPECT_TRUE(failsWith(runBufferLoad(256, 0, 8, 8, data, out), TESSEL_INTERNAL,
+                        {"thread (61, 0, 0)",
+                         "buffer load at offset 248 + "
                          "soffset 8 of a 256-byte buffer is in bounds only "
                          "if soffset is not checked"}));
 }

@@ -382,8 +382,7 @@ GroupedMatmulBuilder::windows(Value k0) {
   if (gatheredRows.empty()) {
     // The M-tile's rows of the group.
     Value rows = minu(sub(end, start), idx(cfg.tileM));
-    wa.window =
-        bufferWindow(a, mul(start, k), mul(rows, k), cfg.tileM * k);
+    wa.window = bufferWindow(a, mul(start, k), mul(rows, k), cfg.tileM * k);
     wa.tileOffset = k0;
     wa.at = [this, k0, insideK](Value row, Value col) {
       return std::make_pair(add(mul(row, k), col), insideK(add(k0, col)));
@@ -407,9 +406,9 @@ GroupedMatmulBuilder::windows(Value k0) {
     wb.tileOffset = mul(k0, n);
     wb.at = [this, k0, insideK, below, both](Value row, Value col) {
       Value column = add(colStart, col);
-      return std::make_pair(add(mul(row, n), column),
-                            both(below(column, n, cfg.tileN),
-                                 insideK(add(k0, row))));
+      return std::make_pair(
+          add(mul(row, n), column),
+          both(below(column, n, cfg.tileN), insideK(add(k0, row))));
     };
   }
   return {wa, wb};

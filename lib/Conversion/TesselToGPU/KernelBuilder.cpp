@@ -592,11 +592,11 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
     // The destination (stage 0) is not used: store recomputes it.
     Type chunkType = VectorType::get({kChunk}, elem);
     forEachChunk(idx(0), tile, [&](const StagedChunk &c) {
-      loaded.push_back(
-          c.window ? target.bufferLoad(b, loc, chunkType, c.window,
-                                       c.windowOffset, c.tileOffset)
-                   : loadChunk(c.src, c.srcIndices, c.validElements,
-                               c.partial, c.zeroFill));
+      loaded.push_back(c.window
+                           ? target.bufferLoad(b, loc, chunkType, c.window,
+                                               c.windowOffset, c.tileOffset)
+                           : loadChunk(c.src, c.srcIndices, c.validElements,
+                                       c.partial, c.zeroFill));
     });
     return loaded;
   };

@@ -185,14 +185,14 @@ void PrefillBuilder::forEachChunk(
     if (!pb.paged && target.hasBufferLoads()) {
       auto shape = cast<MemRefType>(src.getType()).getShape();
       rowElements = shape[1] * shape[2];
-      Value keys = minu(sub(arith::MaxSIOp::create(b, loc, keyEnd, tileStart),
-                            tileStart),
-                        idx(cfg.tileKeys));
+      Value keys = minu(
+          sub(arith::MaxSIOp::create(b, loc, keyEnd, tileStart), tileStart),
+          idx(cfg.tileKeys));
       Value elements = arith::MaxSIOp::create(
           b, loc, sub(mul(keys, rowElements), idx(rowElements - width)), none);
-      window = bufferWindow(src, add(mul(tileStart, rowElements),
-                                     mul(kvHead, width)),
-                            elements, cfg.tileKeys * rowElements);
+      window = bufferWindow(
+          src, add(mul(tileStart, rowElements), mul(kvHead, width)), elements,
+          cfg.tileKeys * rowElements);
     }
     forEachRowChunk(cfg.tileKeys, width, threads,
                     [&](int64_t, Value row, Value col) {

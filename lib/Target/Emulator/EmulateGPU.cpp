@@ -382,8 +382,7 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     if (op->getOperand(0).getType() != i32)
       return op->emitError()
              << "the GPU emulator models rocdl.readfirstlane of i32 only";
-    return replace(
-        u32Op(TESSEL_EMU_READFIRSTLANE, op->getOperand(0), Value()));
+    return replace(u32Op(TESSEL_EMU_READFIRSTLANE, op->getOperand(0), Value()));
   }
   if (name == "rocdl.mbcnt.lo" || name == "rocdl.mbcnt.hi")
     return replace(

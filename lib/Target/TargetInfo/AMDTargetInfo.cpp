@@ -264,8 +264,8 @@ public:
     // Loaded as words (buffer_load_dwordx4 for 16 bytes), then viewed as
     // `type`; aux 0: default caching.
     auto vectorType = cast<VectorType>(type);
-    int64_t words = vectorType.getNumElements() *
-                    vectorType.getElementTypeBitWidth() / 32;
+    int64_t words =
+        vectorType.getNumElements() * vectorType.getElementTypeBitWidth() / 32;
     Type wordsType = words == 1 ? Type(b.getI32Type())
                                 : VectorType::get({words}, b.getI32Type());
     Value aux = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);

@@ -47,8 +47,7 @@ const OpInfo kOps[] = {
      cpAsyncWait},
     {"v_mov_b32_dpp", OpKind::Wave, Availability::Amd, true, updateDpp,
      nullptr},
-    {"buffer_load", OpKind::Lane, Availability::Amd, true, nullptr,
-     bufferLoad},
+    {"buffer_load", OpKind::Lane, Availability::Amd, true, nullptr, bufferLoad},
     {"v_readfirstlane", OpKind::Wave, Availability::Amd, true, readFirstLane,
      nullptr},
 };
