@@ -107,7 +107,7 @@ public:
   /// an immediate): the words at an offset past the resource's bytes read
   /// as zeros. Whether the chips count `tileOffset` in that check is not
   /// documented alike, so a caller must not depend on it (the emulator
-  /// traps where the two readings differ).
+  /// fails a launch where the two readings differ).
   virtual Value bufferLoad(OpBuilder &b, Location loc, Type type,
                            Value resource, Value offset,
                            Value tileOffset) const;
