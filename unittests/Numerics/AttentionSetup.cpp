@@ -3,6 +3,7 @@
 #include "AttentionSetup.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace tessel::numerics {
@@ -47,6 +48,25 @@ PagedKV::PagedKV(const PagedSpec &spec, const std::vector<int32_t> &contextLens,
           c < blocksOf[b] ? ids[next++]
                           : static_cast<int32_t>(rng.integer(0, numBlocks - 1));
   blockTable = Tensor::i32({requests, columns}, table);
+
+  // The slots past each request's last token are NaN, as stale memory in an
+  // engine's cache may be: a kernel must not let them reach its output
+  // (a probability of 0 times NaN is NaN).
+  const int64_t kvHeadsOfCache = spec.mla ? 1 : spec.kvHeads;
+  for (int64_t b = 0; b < requests; ++b) {
+    if (contextLens[b] % bs == 0)
+      continue;
+    int64_t block = table[b * columns + contextLens[b] / bs];
+    for (int64_t offset = contextLens[b] % bs; offset < bs; ++offset)
+      for (int64_t h = 0; h < kvHeadsOfCache; ++h) {
+        for (int64_t d = 0; d < spec.kDim; ++d)
+          kCache.set(spec.mla ? (block * bs + offset) * spec.kDim + d
+                              : geometry.kIndex(block, offset, h, d),
+                     std::nan(""));
+        for (int64_t d = 0; !spec.mla && d < spec.vDim; ++d)
+          vCache.set(geometry.vIndex(block, offset, h, d), std::nan(""));
+      }
+  }
   lens = Tensor::i32({requests}, contextLens);
 
   // Read back what each request's tokens are, through the documented

@@ -30,6 +30,8 @@ struct DecodeCase {
 // clang-format off
 const DecodeCase kDecodeF32Nhd{"decode_f32_nhd_h8kv2_d128_bs16",
     F32, F32, ref::Layout::NHD, 8, 2, 128, 16, 0.0883883476f, true};
+const DecodeCase kDecodeBf16NhdBlock16{"decode_bf16_nhd_h8kv2_d128_bs16",
+    BF16, BF16, ref::Layout::NHD, 8, 2, 128, 16, 0.0883883476f, true};
 const DecodeCase kDecodeF32Shuffled{"decode_f32_shuf_h4kv4_d64_bs32",
     F32, F32, ref::Layout::Shuffled, 4, 4, 64, 32, 0.125f, true};
 const DecodeCase kDecodeBf16Nhd{"decode_bf16_nhd_h8kv1_d256_bs32",
@@ -90,6 +92,11 @@ class Decode : public ::testing::TestWithParam<BundleVariant> {};
 
 TEST_P(Decode, F32NhdGqa4Dim128Block16) {
   checkDecode(kDecodeF32Nhd, {0, 18, 463, 1, 64, 250}, GetParam(), 401);
+}
+
+TEST_P(Decode, Bf16NhdGqa4Dim128Block16) {
+  checkDecode(kDecodeBf16NhdBlock16, {0, 18, 463, 1, 64, 250, 33}, GetParam(),
+              410);
 }
 
 TEST_P(Decode, F32ShuffledGqa1Dim64Block32) {

@@ -76,6 +76,12 @@ func.func @decode_f32_nhd_h8kv2_d128_bs16(%q: memref<?x8x128xf32>, %kc: memref<?
   tessel.decode_attention q(%q : memref<?x8x128xf32>) k_cache(%kc : memref<?x16x2x128xf32>) v_cache(%vc : memref<?x16x2x128xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xf32>) lse(%lse : memref<8x?xf32>) layout(nhd) scale(%scale)
   return
 }
+// The llama3 8B decode shape in bf16 (the f32 kernels cannot run on the
+// emulated CDNA chips): tiles of several cache blocks.
+func.func @decode_bf16_nhd_h8kv2_d128_bs16(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x2x128xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) layout(nhd) scale(%scale)
+  return
+}
 func.func @decode_f32_shuf_h4kv4_d64_bs32(%q: memref<?x4x64xf32>, %kc: memref<?x4x16x32x4xf32>, %vc: memref<?x4x8x64x4xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
   tessel.decode_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x4x16x32x4xf32>) v_cache(%vc : memref<?x4x8x64x4xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) layout(shuffled) scale(%scale)
   return

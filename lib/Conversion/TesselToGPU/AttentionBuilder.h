@@ -67,6 +67,48 @@ protected:
   SharedTile tileOf(Value memref, Value outer, int64_t width, bool kContig,
                     bool rowGroups = false);
 
+  // --- paged K/V tiles by buffer loads (PagedWindows.cpp) -----------------
+  /// A register-staged paged K/V tile: tokens [tileStart, tileStart +
+  /// tokens) of a request's context from the caches, tileStart on a block
+  /// boundary; `blocks` are the block-table entries (as loaded) of the
+  /// wave's blocks (the TilePipeline::lookahead of loadBlockIdsAhead), or
+  /// empty where only the shared-memory side of the chunks is used (the
+  /// pipeline's store). Tokens from `end` on read as zeros.
+  struct PagedTile {
+    Value kCache, vCache;
+    KVLayout layout;
+    int64_t blockSize, tokens, threads;
+    Value kvHead, tileStart, end, stage;
+    /// [stages, tokens, D] and [stages, tokens, Dv], or [stages, Dv,
+    /// tokens] (shuffled V, or `vTransposed`: token-major V rows stored
+    /// dim-major).
+    Value sharedK, sharedV;
+    bool vTransposed;
+    ValueRange blocks;
+  };
+  /// Whether forEachWindowedChunk reads the tiles of this shape: the
+  /// target stages tiles through registers and has buffer loads, tiles are
+  /// whole blocks, and each wave's chunks are whole blocks or a whole
+  /// share of one block, in whole steps of the wave.
+  bool pagedWindowsApply(int64_t blockSize, int64_t tokens, int64_t headDim,
+                         int64_t valueDim, int64_t threads) const;
+  /// Enumerates the tile's K then V chunks (ChunkEnumerator's contract),
+  /// each a buffer load from a window over its cache block.
+  void forEachWindowedChunk(const PagedTile &tile,
+                            function_ref<void(const StagedChunk &)> fn);
+  /// Makes `pipeline` load each tile's block-table entries of the wave's
+  /// blocks a tile ahead (TilePipeline::lookahead): tile t has `blocks`
+  /// blocks from logical block firstBlock + t * blocks of `request`'s row
+  /// (clamped into the row). A tile past the end has empty windows, so the
+  /// next tile is fetched unconditionally (fetchPastEnd).
+  void loadBlockIdsAhead(TilePipeline &pipeline, Value blockTable,
+                         Value request, Value firstBlock, int64_t blocks,
+                         int64_t threads);
+  /// The index in its tile of the wave's first block.
+  Value firstBlockOfWave(int64_t blocks, int64_t threads);
+  /// Block-table entry `id` as a block of `cache`, clamped into it.
+  Value clampBlockId(Value id, Value cache);
+
   /// One online-softmax step over the scores `s` (`atoms` atoms along N,
   /// masked, and scaled unless `multiplier` is given): m := max(m, tile
   /// max), l := l 2^(m_old - m) + sum 2^(s - m), the `outAtoms` O

@@ -134,7 +134,8 @@ private:
   /// ends where the tile's data does, so that its chunks past that read
   /// zeros with no select. `at` gives a chunk's element in the window and
   /// what else must hold for it to be read (null: nothing), `tileOffset`
-  /// the K-tile's offset in elements (uniform). No window: global loads.
+  /// the K-tile's offset in the window in elements (uniform; 0 where the
+  /// window is the K-tile's). No window: global loads.
   struct Windowed {
     Value window, tileOffset;
     std::function<std::pair<Value, Value>(Value row, Value col)> at;
@@ -224,11 +225,8 @@ void GroupedMatmulBuilder::forEachChunk(
                       Value col) {
     if (!w.window)
       return;
-    Type elem = cast<MemRefType>(chunk.src.getType()).getElementType();
     auto [element, valid] = w.at(row, col);
-    chunk.window = w.window;
-    chunk.windowOffset = windowOffset(element, elem, valid);
-    chunk.tileOffset = windowOffset(w.tileOffset, elem);
+    readFromWindow(chunk, w.window, element, valid, w.tileOffset);
   };
   auto copyTile = [&](Value shared, int64_t rows, int64_t width, Value src,
                       bool zeroFill, const Windowed &windowed, auto source) {
@@ -356,6 +354,9 @@ GroupedMatmulBuilder::windows(Value k0) {
   auto below = [&](Value index, int64_t limit, int64_t tile) {
     return limit % tile ? lt(index, idx(limit)) : Value();
   };
+  // Through uniform() although bufferResource takes the first lane's
+  // window anyway: without it the K loops lost 2-3 points of MFMA share on
+  // both chips (2026-12-03), the windows' arithmetic done per lane.
   Value start = uniform(rowStart), end = uniform(rowEnd);
   if (raggedK) {
     // The K-tile's rows of the group: `width` columns each, from `first`.
@@ -460,9 +461,10 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
   // zero-filled: the prologue may issue them.
   int64_t threads = cfg.warpsM * cfg.warpsN * warpSize;
   TilePipeline pipeline = chunkPipeline(
-      numK, cfg.stages,
-      (cfg.tileM + cfg.tileN) * cfg.tileK / kChunk / threads, atom.operandType,
-      [this](Value stage, Value kt, auto fn) { forEachChunk(stage, kt, fn); });
+      numK, cfg.stages, (cfg.tileM + cfg.tileN) * cfg.tileK / kChunk / threads,
+      atom.operandType, [this](Value stage, Value kt, ValueRange, auto fn) {
+        forEachChunk(stage, kt, fn);
+      });
   pipeline.compute = [this](Value stage, Value, SmallVector<Value> &carried) {
     return computeStage(stage, carried);
   };

@@ -320,10 +320,18 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     }
   } else if (stages == 2 && p.pairStages) {
     return runRegisterStagedPairs(p, state);
-  } else {
-    p.store(idx(0), p.fetch(idx(0)));
   }
-  auto loop = scf::ForOp::create(b, loc, idx(0), p.numTiles, idx(1), state);
+  // Register-staged: tile 0 stored, tile 1's lookahead values loaded; the
+  // loop carries the next tile's after its own state.
+  SmallVector<Value> init(state), ahead;
+  if (!async) {
+    if (p.lookahead)
+      ahead = p.lookahead(idx(0));
+    p.store(idx(0), idx(0), p.fetch(idx(0), ahead));
+    ahead = p.lookahead ? p.lookahead(idx(1)) : SmallVector<Value>{};
+    init.append(ahead);
+  }
+  auto loop = scf::ForOp::create(b, loc, idx(0), p.numTiles, idx(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
@@ -338,9 +346,14 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     if (failed(target.asyncCommit(b, loc)))
       return failure();
   } else {
-    fetched = fetchWhere(p, hasNext, next);
+    ValueRange nextAhead = loop.getRegionIterArgs().drop_front(state.size());
+    fetched = p.fetchPastEnd ? p.fetch(next, nextAhead)
+                             : fetchWhere(p, hasNext, next, nextAhead);
+    // Issued after tile t+1's loads, so the wait for those (before they
+    // are stored) covers these too.
+    ahead = p.lookahead ? p.lookahead(add(t, 2)) : SmallVector<Value>{};
   }
-  SmallVector<Value> carried(loop.getRegionIterArgs());
+  SmallVector<Value> carried(loop.getRegionIterArgs().take_front(state.size()));
   if (failed(p.compute(remu(t, stages), t, carried)))
     return failure();
   if (!async) {
@@ -348,20 +361,22 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     // it.
     if (stages == 1)
       gpu::BarrierOp::create(b, loc);
-    ifThen(hasNext, [&] { p.store(remu(next, stages), fetched); });
+    ifThen(hasNext, [&] { p.store(remu(next, stages), next, fetched); });
+    carried.append(ahead);
   }
   scf::YieldOp::create(b, loc, carried);
-  state.assign(loop.getResults().begin(), loop.getResults().end());
+  state.assign(loop.getResults().begin(),
+               loop.getResults().begin() + state.size());
   return success();
 }
 
 SmallVector<Value> KernelBuilder::fetchWhere(const TilePipeline &p, Value cond,
-                                             Value t) {
+                                             Value t, ValueRange ahead) {
   SmallVector<Type> types(p.chunks, p.chunkType);
   auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  scf::YieldOp::create(b, loc, p.fetch(t));
+  scf::YieldOp::create(b, loc, p.fetch(t, ahead));
   b.setInsertionPointToStart(ifOp.elseBlock());
   Value zeros = arith::ConstantOp::create(b, loc, p.chunkType,
                                           b.getZeroAttr(p.chunkType));
@@ -371,7 +386,8 @@ SmallVector<Value> KernelBuilder::fetchWhere(const TilePipeline &p, Value cond,
 
 LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
                                                     SmallVector<Value> &state) {
-  p.store(idx(0), p.fetch(idx(0)));
+  assert(!p.lookahead && "paired stages load nothing ahead");
+  p.store(idx(0), idx(0), p.fetch(idx(0), {}));
   // Tile t from `stage`: every warp is past tile t - 1 (whose stage the
   // step refills) and sees tile t stored; tile `next` (if any; where
   // `hasNext` holds, if given) is loaded before the MMAs and stored after.
@@ -380,10 +396,10 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fetched;
     if (next)
-      fetched = hasNext ? fetchWhere(p, hasNext, next) : p.fetch(next);
+      fetched = hasNext ? fetchWhere(p, hasNext, next, {}) : p.fetch(next, {});
     if (failed(p.compute(idx(stage), t, st)))
       return failure();
-    auto store = [&] { p.store(idx(1 - stage), fetched); };
+    auto store = [&] { p.store(idx(1 - stage), next, fetched); };
     if (hasNext)
       ifThen(hasNext, store);
     else if (next)
@@ -582,16 +598,16 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
   p.chunks = chunks;
   p.chunkType = VectorType::get({kChunk}, elem);
   p.issue = [this, forEachChunk](Value stage, Value tile) {
-    forEachChunk(stage, tile, [&](const StagedChunk &c) {
+    forEachChunk(stage, tile, {}, [&](const StagedChunk &c) {
       (void)target.asyncCopy(b, loc, c.shared, c.dst, c.src, c.srcIndices,
                              kChunk, c.validElements);
     });
   };
-  p.fetch = [this, forEachChunk, elem](Value tile) {
+  p.fetch = [this, forEachChunk, elem](Value tile, ValueRange ahead) {
     SmallVector<Value> loaded;
     // The destination (stage 0) is not used: store recomputes it.
     Type chunkType = VectorType::get({kChunk}, elem);
-    forEachChunk(idx(0), tile, [&](const StagedChunk &c) {
+    forEachChunk(idx(0), tile, ahead, [&](const StagedChunk &c) {
       loaded.push_back(c.window
                            ? target.bufferLoad(b, loc, chunkType, c.window,
                                                c.windowOffset, c.tileOffset)
@@ -600,11 +616,46 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
     });
     return loaded;
   };
-  p.store = [this, forEachChunk](Value stage, ValueRange loaded) {
+  p.store = [this, forEachChunk](Value stage, Value tile, ValueRange fetched) {
+    // Windowed partial chunks are masked here, all under one uniform
+    // branch where the tile may hold one.
+    SmallVector<Value> loaded(fetched);
+    SmallVector<size_t> partial;
+    SmallVector<Value> valid;
+    Value mayBePartial;
+    size_t n = 0;
+    forEachChunk(stage, tile, {}, [&](const StagedChunk &c) {
+      if (c.window && c.partial) {
+        partial.push_back(n);
+        valid.push_back(c.validElements);
+        mayBePartial = c.mayBePartial;
+      }
+      ++n;
+    });
+    if (!partial.empty()) {
+      SmallVector<Type> types;
+      for (size_t k : partial)
+        types.push_back(loaded[k].getType());
+      auto ifOp = scf::IfOp::create(b, loc, types, mayBePartial,
+                                    /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> masked;
+      for (auto [k, v] : llvm::zip(partial, valid))
+        masked.push_back(keepFirst(loaded[k], v));
+      scf::YieldOp::create(b, loc, masked);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      SmallVector<Value> whole;
+      for (size_t k : partial)
+        whole.push_back(loaded[k]);
+      scf::YieldOp::create(b, loc, whole);
+      for (auto [k, v] : llvm::zip(partial, ifOp.getResults()))
+        loaded[k] = v;
+    }
     // Same order as fetch; the source side is dead code here.
     size_t i = 0;
     int64_t storedWithPrevious = 0;
-    forEachChunk(stage, idx(0), [&](const StagedChunk &c) {
+    forEachChunk(stage, tile, {}, [&](const StagedChunk &c) {
       size_t first = i++;
       if (storedWithPrevious) {
         --storedWithPrevious;
@@ -660,13 +711,19 @@ Value KernelBuilder::bufferWindow(Value memref, Value first, Value elements,
   return target.bufferResource(b, loc, pointer, size);
 }
 
-Value KernelBuilder::windowOffset(Value element, Type elem, Value valid) {
-  Value offset = toI32(mul(element, elem.getIntOrFloatBitWidth() / 8));
-  if (!valid)
-    return offset;
-  return select(valid, offset,
-                arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                             TargetInfo::kMaxBufferBytes));
+void KernelBuilder::readFromWindow(StagedChunk &chunk, Value window,
+                                   Value element, Value valid,
+                                   Value tileElement) {
+  int64_t bytes =
+      cast<MemRefType>(chunk.src.getType()).getElementTypeBitWidth() / 8;
+  Value offset = toI32(mul(element, bytes));
+  if (valid)
+    offset = select(valid, offset,
+                    arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                 TargetInfo::kMaxBufferBytes));
+  chunk.window = window;
+  chunk.windowOffset = offset;
+  chunk.tileOffset = toI32(mul(tileElement ? tileElement : idx(0), bytes));
 }
 
 Value KernelBuilder::loadChunk(Value src, ValueRange indices,
@@ -689,6 +746,13 @@ Value KernelBuilder::loadChunk(Value src, ValueRange indices,
     return chunk;
   if (!partial)
     return select(any, chunk, zeros);
+  return keepFirst(chunk, validElements);
+}
+
+Value KernelBuilder::keepFirst(Value chunk, Value validElements) {
+  auto chunkType = cast<VectorType>(chunk.getType());
+  Value zeros =
+      arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
   // Element e is kept when e < validElements (vector.create_mask has no
   // lowering in the ROCDL conversion).
   auto laneType = VectorType::get({kChunk}, b.getI32Type());

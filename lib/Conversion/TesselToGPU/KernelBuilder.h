@@ -199,9 +199,23 @@ protected:
     /// Async targets: issue tile `t`'s copies into stage `s`.
     std::function<void(Value s, Value t)> issue;
     /// Register-staged targets: tile `t`'s chunks (`chunks` of `chunkType`)
-    /// into registers, and into stage `s`.
-    std::function<SmallVector<Value>(Value t)> fetch;
-    std::function<void(Value s, ValueRange chunks)> store;
+    /// into registers, and into stage `s`. `ahead` is what `lookahead(t)`
+    /// returned, a tile earlier.
+    std::function<SmallVector<Value>(Value t, ValueRange ahead)> fetch;
+    std::function<void(Value s, Value t, ValueRange chunks)> store;
+    /// Register-staged targets, optional: the values tile `t`'s fetch
+    /// reads its addresses from (a paged tile's block ids), loaded while
+    /// the tile before it is fetched and computed, so that the fetch's
+    /// loads do not wait for a round trip of their own (s_waitcnt
+    /// vmcnt(0) between a tile's loads). Called for any t, even past the
+    /// last tile.
+    std::function<SmallVector<Value>(Value t)> lookahead;
+    /// Register-staged targets: fetch(t) for a t past the last tile is
+    /// harmless and free (its loads read zeros from empty buffer windows),
+    /// so the next tile is fetched with no branch around it. The branch's
+    /// join made the AMD back end wait for the fetch's loads before the
+    /// compute they were meant to overlap.
+    bool fetchPastEnd = false;
     int64_t chunks = 0;
     Type chunkType;
     /// Tile `t` from stage `s`, updating the loop-carried `state`.
@@ -225,7 +239,8 @@ protected:
   LogicalResult runRegisterStagedPairs(const TilePipeline &p,
                                        SmallVector<Value> &state);
   /// Register-staged: tile `t`'s chunks where `cond` holds, else zeros.
-  SmallVector<Value> fetchWhere(const TilePipeline &p, Value cond, Value t);
+  SmallVector<Value> fetchWhere(const TilePipeline &p, Value cond, Value t,
+                                ValueRange ahead);
 
   /// One 16-byte chunk of a staged tile: the first `validElements` (index,
   /// 0..8) elements of src[srcIndices] go to shared[dst], the rest are
@@ -252,17 +267,24 @@ protected:
     /// chunks are stored with this one (their own dst and scatter unused).
     SmallVector<SmallVector<Value>> scatter = {};
     int64_t scatterRows = 1;
-    /// Register-staged targets with buffer loads: the chunk is read from
-    /// `window` (bufferWindow) at byte `windowOffset` (i32, windowOffset())
-    /// plus the tile's `tileOffset` (i32, uniform), zeros past the window,
-    /// rather than from src[srcIndices] (which then serve async copies
-    /// only). No selects keep such a load in bounds or zero it.
+    /// Register-staged targets with buffer loads (readFromWindow sets
+    /// them): the chunk is read from `window` (bufferWindow) at byte
+    /// `windowOffset` (i32) plus the tile's `tileOffset` (i32, uniform),
+    /// zeros past the window, rather than from src[srcIndices] (which then
+    /// serve async copies only). No selects keep such a load in bounds or zero
+    /// it; a `partial` one is masked where it is stored to shared memory (after
+    /// the compute that its load overlaps) if `mayBePartial` (i1, uniform,
+    /// the same for every chunk of the tile) holds.
     Value window = {}, windowOffset = {}, tileOffset = {};
+    Value mayBePartial = {};
   };
   /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
-  /// same chunks in the same order on every call.
-  using ChunkEnumerator = std::function<void(
-      Value stage, Value tile, function_ref<void(const StagedChunk &)> fn)>;
+  /// same chunks in the same order on every call. `ahead`: the tile's
+  /// TilePipeline::lookahead values when its chunks are fetched, else
+  /// empty (the enumerator then loads what it needs itself).
+  using ChunkEnumerator =
+      std::function<void(Value stage, Value tile, ValueRange ahead,
+                         function_ref<void(const StagedChunk &)> fn)>;
   /// The TilePipeline that moves the chunks `forEachChunk` enumerates:
   /// cp.async copies on async targets; else `chunks` 16-byte loads of
   /// `elem` into registers (loadChunk) and 16-byte shared-memory stores.
@@ -279,18 +301,25 @@ protected:
   /// holds.
   Value loadChunk(Value src, ValueRange indices, Value validElements,
                   bool partial, bool zeroFill = true);
+  /// The chunk with its elements from `validElements` (index, 0..8) on
+  /// zeroed.
+  Value keepFirst(Value chunk, Value validElements);
   /// A window for bounds-checked buffer loads (TargetInfo::bufferResource)
   /// over `elements` elements of `memref` from its (linear) element
   /// `first`, both uniform; null where the target has no buffer loads or
   /// `maxElements`, a bound on `elements`, could reach past
   /// kMaxBufferBytes. A window's end is where its chunks' reads turn to
   /// zeros: one that ends with its tile's data needs no select per chunk.
+  /// Chunks may read past the end by less than kMaxBufferBytes (a tile's
+  /// rows past N, a K tail): their byte offsets stay below 2^32, which the
+  /// 32-bit offset would wrap.
   Value bufferWindow(Value memref, Value first, Value elements,
                      int64_t maxElements);
-  /// The byte offset (i32) of element `element` (index) of a window of
-  /// `elem` where `valid` holds (or is null), else one past every window:
-  /// a chunk that reads zeros.
-  Value windowOffset(Value element, Type elem, Value valid = {});
+  /// Makes `chunk` a read of `window` at element `element` (index) where
+  /// `valid` holds (or is null), else past the window (zeros), plus the
+  /// uniform `tileElement` (index; none if null) as the load's tile offset.
+  void readFromWindow(StagedChunk &chunk, Value window, Value element,
+                      Value valid = {}, Value tileElement = {});
 
   // --- warp-specialised Hopper blocks -------------------------------------
   /// The parity (i32) the `use`-th wait on an mbarrier waits for, flipped

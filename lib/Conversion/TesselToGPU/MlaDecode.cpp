@@ -334,10 +334,12 @@ LogicalResult MlaDecodeBuilder::build() {
   state.append(nSlots, f32(0));
   state.append(warpCols() / atom.n * accCount(), f32(0));
 
-  TilePipeline pipeline = chunkPipeline(
-      numTiles, cfg.stages,
-      tokens * pb.headDim / kChunk / (cfg.warps * warpSize), elem,
-      [this](Value stage, Value t, auto fn) { forEachChunk(stage, t, fn); });
+  TilePipeline pipeline =
+      chunkPipeline(numTiles, cfg.stages,
+                    tokens * pb.headDim / kChunk / (cfg.warps * warpSize), elem,
+                    [this](Value stage, Value t, ValueRange, auto fn) {
+                      forEachChunk(stage, t, fn);
+                    });
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     return computeTile(stage, t, st);
   };

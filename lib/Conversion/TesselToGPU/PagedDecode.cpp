@@ -1,4 +1,4 @@
-//===- PagedDecode.cpp - Paged decode attention kernel template ------------===//
+//===- PagedDecode.cpp - Paged decode attention kernel template ----------===//
 //
 // One query token per request against a paged KV cache (decode_attention,
 // and the split-KV partials of paged_attention), on tensor cores.
@@ -17,10 +17,11 @@
 // accumulators). K and V tiles are staged in shared memory by 16-byte copies
 // (cp.async in a ring of `stages` on sm80, through registers into a double
 // buffer on CDNA), zero-filled past the window, and their rows are found
-// through the block table one 16-byte chunk at a time. Per tile each warp
-// computes S = Q K^T (Q staged once), masks tokens past the window, updates
-// m and l, writes P = exp2(S - m) as 16-bit to its own shared-memory slice
-// and accumulates O += P V. Scores are scaled by scale * log2(e) so the
+// through the block table one 16-byte chunk at a time (on CDNA, a wave's
+// whole cache blocks by buffer loads instead: PagedWindows.cpp). Per tile each
+// warp computes S = Q K^T (Q staged once), masks tokens past the window,
+// updates m and l, writes P = exp2(S - m) as 16-bit to its own shared-memory
+// slice and accumulates O += P V. Scores are scaled by scale * log2(e) so the
 // exponentials are exp2 (one instruction on both vendors).
 //
 // Cache layouts. NHD K and V tiles are token-major [tokens, D]; V feeds the
@@ -95,7 +96,14 @@ private:
   }
 
   void stageQuery();
-  void forEachChunk(Value stage, Value tile,
+  /// Whether tiles are read by forEachWindowedChunk (CDNA).
+  bool windowed() const {
+    return pagedWindowsApply(pb.blockSize, cfg.tileTokens(), pb.headDim,
+                             pb.valueDim, cfg.warps * warpSize);
+  }
+  /// `ahead`: the tile's block ids (TilePipeline::lookahead) where
+  /// windowed().
+  void forEachChunk(Value stage, Value tile, ValueRange ahead,
                     function_ref<void(const StagedChunk &)> fn);
   LogicalResult computeTile(Value stage, Value tile,
                             SmallVector<Value> &state);
@@ -125,11 +133,19 @@ void PagedDecodeBuilder::stageQuery() {
             });
 }
 
-void PagedDecodeBuilder::forEachChunk(Value stage, Value tile,
-                                      function_ref<void(const StagedChunk &)> fn) {
+void PagedDecodeBuilder::forEachChunk(
+    Value stage, Value tile, ValueRange ahead,
+    function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
   int64_t tokens = cfg.tileTokens();
   Value tileStart = add(start, mul(tile, tokens));
+  if (windowed()) {
+    forEachWindowedChunk({pb.kCache, pb.vCache, pb.layout, pb.blockSize, tokens,
+                          threads, kvHead, tileStart, end, stage, sharedK,
+                          sharedV, vTransposed(), ahead},
+                         fn);
+    return;
+  }
   Value none = idx(0);
   // The cache block of the tile's logical block `logical` (any: ids are
   // clamped, so every address is inside the cache even past the window).
@@ -437,9 +453,13 @@ LogicalResult PagedDecodeBuilder::build() {
   TilePipeline pipeline = chunkPipeline(
       numTiles, cfg.stages,
       tokens * (pb.headDim + pb.valueDim) / kChunk / (cfg.warps * warpSize),
-      elem, [this](Value stage, Value tile, auto fn) {
-        forEachChunk(stage, tile, fn);
+      elem, [this](Value stage, Value tile, ValueRange ahead, auto fn) {
+        forEachChunk(stage, tile, ahead, fn);
       });
+  if (windowed())
+    loadBlockIdsAhead(pipeline, pb.blockTable, request,
+                      divu(start, pb.blockSize), tokens / pb.blockSize,
+                      cfg.warps * warpSize);
   pipeline.compute = [&](Value stage, Value tile, SmallVector<Value> &st) {
     return computeTile(stage, tile, st);
   };

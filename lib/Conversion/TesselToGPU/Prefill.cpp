@@ -127,7 +127,14 @@ private:
   LogicalResult pagedTile(Value first, Value last, Value request,
                           Value queryEnd);
   void stageQuery(Value rowStart, Value rowEnd);
-  void forEachChunk(Value stage, Value kvTile,
+  /// Whether paged tiles are read by forEachWindowedChunk (CDNA).
+  bool windowed() const {
+    return pb.paged && pagedWindowsApply(pb.blockSize, cfg.tileKeys, pb.headDim,
+                                         pb.valueDim, cfg.warps * warpSize);
+  }
+  /// `ahead`: the tile's block ids (TilePipeline::lookahead) where
+  /// windowed().
+  void forEachChunk(Value stage, Value kvTile, ValueRange ahead,
                     function_ref<void(const StagedChunk &)> fn);
   LogicalResult computeTile(Value stage, Value kvTile,
                             SmallVector<Value> &state);
@@ -158,10 +165,17 @@ void PrefillBuilder::stageQuery(Value first, Value last) {
             });
 }
 
-void PrefillBuilder::forEachChunk(
-    Value stage, Value kvTile, function_ref<void(const StagedChunk &)> fn) {
+void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
+                                  function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+  if (windowed()) {
+    forEachWindowedChunk({pb.k, pb.v, pb.layout, pb.blockSize, cfg.tileKeys,
+                          threads, kvHead, tileStart, keyEnd, stage, sharedK,
+                          sharedV, vTransposed(), ahead},
+                         fn);
+    return;
+  }
   Value none = idx(0);
   // The cache block and offset of context token `token` (ids clamped into
   // the cache: every address is valid even past the window).
@@ -212,13 +226,8 @@ void PrefillBuilder::forEachChunk(
                         src, srcIdx, select(valid, idx(kChunk), none)};
       if (scatter)
         chunk.scatter = scatter(row, col);
-      if (window) {
-        Type elem = cast<MemRefType>(src.getType()).getElementType();
-        chunk.window = window;
-        chunk.windowOffset =
-            windowOffset(add(mul(row, rowElements), col), elem);
-        chunk.tileOffset = windowOffset(none, elem);
-      }
+      if (window)
+        readFromWindow(chunk, window, add(mul(row, rowElements), col));
       fn(chunk);
     });
   };
@@ -459,7 +468,13 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
       numTiles, cfg.stages,
       cfg.tileKeys * (pb.headDim + pb.valueDim) / kChunk /
           (cfg.warps * warpSize),
-      elem, [this](Value stage, Value t, auto fn) { forEachChunk(stage, t, fn); });
+      elem, [this](Value stage, Value t, ValueRange ahead, auto fn) {
+        forEachChunk(stage, t, ahead, fn);
+      });
+  if (windowed())
+    loadBlockIdsAhead(pipeline, pb.blockTable, request,
+                      divu(keyStart, pb.blockSize), cfg.tileKeys / pb.blockSize,
+                      cfg.warps * warpSize);
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     return computeTile(stage, t, st);
   };

@@ -8,10 +8,15 @@
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOU16 < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOU16 < %t.950.s
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
+// RUN:   --tessel-opt tessel-opt --chips gfx942 --explain decode_nhd \
+// RUN:   | FileCheck %s --check-prefix=LOOP
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
+// RUN:   --tessel-opt tessel-opt --chips gfx950 | FileCheck %s --check-prefix=LOOP
 
 // The AMDGCN of paged decode on CDNA3/CDNA4 (not run on hardware here): the
 // GQA heads are the rows of the chip's 16-row bf16 MFMA (16x16x16 on gfx942,
-// 16x16x32 on gfx950), K/V tiles by 16-byte global loads into an LDS double
+// 16x16x32 on gfx950), K/V tiles by 16-byte loads into an LDS double
 // buffer (K by 16-byte LDS writes; NHD V transposed into a [D, tokens]
 // tile by 2-byte writes), fragments by LDS vector reads (K-contiguous;
 // 8 bytes per lane on gfx942, 16 on gfx950; no 16-bit reads, which NHD V
@@ -20,9 +25,19 @@
 // row reductions by cross-lane moves, out written with
 // 16-byte stores, and no scratch. The shuffled V layout ([.., BS/8, D, 8])
 // is read by 16-byte loads straight into its [D, tokens] tile.
+//
+// The tiles come by buffer loads from one window per cache block, whose
+// block ids were loaded a tile ahead (PagedWindows.cpp): the main loop
+// has no serialized s_waitcnt vmcnt(0) (the last column: 2 an iteration
+// before, the block-table round trip and the selects that zeroed the
+// chunks past the context). What vmcnt(0) is left waits, before a tile's
+// first load, for the block ids loaded during the tile before.
+// LOOP:        | decode_nhd | {{.*}} | 0 |{{$}}
+// LOOP:        | decode_shuffled | {{.*}} | 0 |{{$}}
+// LOOP-NOT:    global_load_dwordx4
 
 // CHECK-LABEL: decode_nhd:
-// CHECK-DAG:   global_load_dwordx4
+// CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
 // CHECK-DAG:   ds_write_b128
 // GFX942-DAG:  ds_read_b64
 // GFX950-DAG:  ds_read_b128
@@ -40,6 +55,7 @@
 // CHECK:       .wavefront_size: 64
 
 // CHECK-LABEL: decode_shuffled:
+// CHECK:       buffer_load_dwordx4 {{.*}} offen
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .private_segment_fixed_size: 0
 
