@@ -91,12 +91,15 @@ THRESHOLDS = {
     "tessel.paged_attention": dict(share=0.11, waves=0.5, vmcnt0=3,
                                    serial=0, lgkmcnt0=20, flat=0, lds16=72),
     "tessel.decode_attention": dict(share=0.11, waves=0.5, vmcnt0=3,
-                                    serial=0, lgkmcnt0=5, flat=0, lds16=72),
+                                    serial=0, lgkmcnt0=7, flat=0, lds16=72),
     # MLA decode at 4 waves a block and 1 a SIMD, no MFMA repeated
-    # (2026-12-02: 2 waves scored the same tokens before, 0.5 a SIMD).
-    "tessel.mla_decode": dict(share=0.15, waves=1, vmcnt0=2, serial=2,
-                              lgkmcnt0=31,
-                              flat=0, lds16=132),
+    # (2026-12-02: 2 waves scored the same tokens before, 0.5 a SIMD);
+    # since 2026-12-03 01:50 its tiles by buffer loads like the paged
+    # ones (21% -> 26% gfx942, 15% -> 20% gfx950; 2 serialized vmcnt(0)
+    # before, 28-31 lgkmcnt(0) then; gfx950's split form waits on LDS 36
+    # times, its other form 12).
+    "tessel.mla_decode": dict(share=0.19, waves=1, vmcnt0=1, serial=0,
+                              lgkmcnt0=36, flat=0, lds16=132),
     # The K loop itself (before 2026-12-01 18:55 the report took a branch
     # back to the exit block for a loop and measured most of the kernel);
     # the K = 512 kernels unroll it whole (gfx950's, and since gfx942 took

@@ -173,6 +173,8 @@ struct MlaCase {
 // clang-format off
 const MlaCase kMlaBf16{"mla_bf16_h16_d576_l512_bs16",
     BF16, 16, 576, 512, 16, 0.0416666679f, true};
+const MlaCase kMlaBf16Block64{"mla_bf16_h16_d576_l512_bs64",
+    BF16, 16, 576, 512, 64, 0.0416666679f, true};
 const MlaCase kMlaF32{"mla_f32_h4_d576_l512_bs32",
     F32, 4, 576, 512, 32, 0.0416666679f, true};
 const MlaCase kMlaF32Small{"mla_f32_h8_d96_l64_bs16",
@@ -210,6 +212,10 @@ class MlaDecode : public ::testing::TestWithParam<BundleVariant> {};
 
 TEST_P(MlaDecode, Bf16Heads16Dim576Latent512) {
   checkMla(kMlaBf16, {18, 463, 0}, GetParam(), 501);
+}
+
+TEST_P(MlaDecode, Bf16Heads16Dim576Latent512Block64) {
+  checkMla(kMlaBf16Block64, {18, 463, 0, 64, 200}, GetParam(), 507);
 }
 
 TEST_P(MlaDecode, F32Heads4Dim576Latent512Block32) {

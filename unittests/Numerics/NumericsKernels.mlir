@@ -193,6 +193,12 @@ func.func @mla_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x1
   tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x512xbf16>) lse(%lse : memref<16x?xf32>) scale(%scale)
   return
 }
+// DeepSeek's MLA decode shape in bf16 (blocks of 64: a tile is one block or
+// part of one).
+func.func @mla_bf16_h16_d576_l512_bs64(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x64x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x512xbf16>) lse(%lse : memref<16x?xf32>) scale(%scale)
+  return
+}
 func.func @mla_f32_h4_d576_l512_bs32(%q: memref<?x4x576xf32>, %c: memref<?x32x576xf32>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x4x512xf32>, %lse: memref<4x?xf32>, %scale: f32) {
   tessel.mla_decode q(%q : memref<?x4x576xf32>) kv_cache(%c : memref<?x32x576xf32>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x4x512xf32>) lse(%lse : memref<4x?xf32>) scale(%scale)
   return

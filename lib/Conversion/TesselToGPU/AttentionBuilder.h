@@ -69,11 +69,13 @@ protected:
 
   // --- paged K/V tiles by buffer loads (PagedWindows.cpp) -----------------
   /// A register-staged paged K/V tile: tokens [tileStart, tileStart +
-  /// tokens) of a request's context from the caches, tileStart on a block
-  /// boundary; `blocks` are the block-table entries (as loaded) of the
-  /// wave's blocks (the TilePipeline::lookahead of loadBlockIdsAhead), or
+  /// tokens) of a request's context from the caches, tileStart a multiple
+  /// of min(tokens, blockSize); `blocks` are the block-table entries (as
+  /// loaded) of the wave's pieces, its cache blocks or the part of one
+  /// block it is (the TilePipeline::lookahead of loadBlockIdsAhead), or
   /// empty where only the shared-memory side of the chunks is used (the
-  /// pipeline's store). Tokens from `end` on read as zeros.
+  /// pipeline's store). Tokens from `end` on read as zeros. MLA's latent
+  /// cache ([blocks, BS, D]) has no vCache and no kvHead.
   struct PagedTile {
     Value kCache, vCache;
     KVLayout layout;
@@ -88,24 +90,26 @@ protected:
   };
   /// Whether forEachWindowedChunk reads the tiles of this shape: the
   /// target stages tiles through registers and has buffer loads, tiles are
-  /// whole blocks, and each wave's chunks are whole blocks or a whole
-  /// share of one block, in whole steps of the wave.
-  bool pagedWindowsApply(int64_t blockSize, int64_t tokens, int64_t headDim,
-                         int64_t valueDim, int64_t threads) const;
+  /// whole blocks or (not shuffled) whole parts of one, and each wave's
+  /// chunks are whole pieces or a whole share of one, in whole steps of
+  /// the wave. valueDim 0: no V tile.
+  bool pagedWindowsApply(KVLayout layout, int64_t blockSize, int64_t tokens,
+                         int64_t headDim, int64_t valueDim,
+                         int64_t threads) const;
   /// Enumerates the tile's K then V chunks (ChunkEnumerator's contract),
   /// each a buffer load from a window over its cache block.
   void forEachWindowedChunk(const PagedTile &tile,
                             function_ref<void(const StagedChunk &)> fn);
   /// Makes `pipeline` load each tile's block-table entries of the wave's
-  /// blocks a tile ahead (TilePipeline::lookahead): tile t has `blocks`
-  /// blocks from logical block firstBlock + t * blocks of `request`'s row
-  /// (clamped into the row). A tile past the end has empty windows, so the
-  /// next tile is fetched unconditionally (fetchPastEnd).
+  /// pieces a tile ahead (TilePipeline::lookahead): tile t is tokens
+  /// [start + t tokens, start + (t + 1) tokens) of `request`'s context
+  /// (logical blocks clamped into its row). A tile past the end has empty
+  /// windows, so the next tile is fetched unconditionally (fetchPastEnd).
   void loadBlockIdsAhead(TilePipeline &pipeline, Value blockTable,
-                         Value request, Value firstBlock, int64_t blocks,
-                         int64_t threads);
-  /// The index in its tile of the wave's first block.
-  Value firstBlockOfWave(int64_t blocks, int64_t threads);
+                         Value request, Value start, int64_t tokens,
+                         int64_t blockSize, int64_t threads);
+  /// The index in its tile of the wave's first piece.
+  Value firstPieceOfWave(int64_t pieces, int64_t threads);
   /// Block-table entry `id` as a block of `cache`, clamped into it.
   Value clampBlockId(Value id, Value cache);
 

@@ -74,7 +74,14 @@ private:
   int64_t warpCols() const { return pb.latentDim / cfg.warps; }
 
   void stageQuery();
-  void forEachChunk(Value stage, Value tile,
+  /// Whether tiles are read by forEachWindowedChunk (CDNA).
+  bool windowed() const {
+    return pagedWindowsApply(KVLayout::NHD, pb.blockSize, cfg.tileTokens(),
+                             pb.headDim, 0, cfg.warps * warpSize);
+  }
+  /// `ahead`: the tile's block ids (TilePipeline::lookahead) where
+  /// windowed().
+  void forEachChunk(Value stage, Value tile, ValueRange ahead,
                     function_ref<void(const StagedChunk &)> fn);
   LogicalResult computeTile(Value stage, Value tile, SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
@@ -100,9 +107,17 @@ void MlaDecodeBuilder::stageQuery() {
 }
 
 void MlaDecodeBuilder::forEachChunk(
-    Value stage, Value tile, function_ref<void(const StagedChunk &)> fn) {
+    Value stage, Value tile, ValueRange ahead,
+    function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(start, mul(tile, cfg.tileTokens()));
+  if (windowed()) {
+    forEachWindowedChunk({pb.cache, Value(), KVLayout::NHD, pb.blockSize,
+                          cfg.tileTokens(), threads, Value(), tileStart, end,
+                          stage, sharedKV, Value(), false, ahead},
+                         fn);
+    return;
+  }
   forEachRowChunk(cfg.tileTokens(), pb.headDim, threads,
                   [&](int64_t, Value row, Value col) {
     Value token = add(tileStart, row);
@@ -337,9 +352,12 @@ LogicalResult MlaDecodeBuilder::build() {
   TilePipeline pipeline =
       chunkPipeline(numTiles, cfg.stages,
                     tokens * pb.headDim / kChunk / (cfg.warps * warpSize), elem,
-                    [this](Value stage, Value t, ValueRange, auto fn) {
-                      forEachChunk(stage, t, fn);
+                    [this](Value stage, Value t, ValueRange ahead, auto fn) {
+                      forEachChunk(stage, t, ahead, fn);
                     });
+  if (windowed())
+    loadBlockIdsAhead(pipeline, pb.blockTable, request, start, tokens,
+                      pb.blockSize, cfg.warps * warpSize);
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     return computeTile(stage, t, st);
   };

@@ -98,8 +98,8 @@ private:
   void stageQuery();
   /// Whether tiles are read by forEachWindowedChunk (CDNA).
   bool windowed() const {
-    return pagedWindowsApply(pb.blockSize, cfg.tileTokens(), pb.headDim,
-                             pb.valueDim, cfg.warps * warpSize);
+    return pagedWindowsApply(pb.layout, pb.blockSize, cfg.tileTokens(),
+                             pb.headDim, pb.valueDim, cfg.warps * warpSize);
   }
   /// `ahead`: the tile's block ids (TilePipeline::lookahead) where
   /// windowed().
@@ -457,9 +457,8 @@ LogicalResult PagedDecodeBuilder::build() {
         forEachChunk(stage, tile, ahead, fn);
       });
   if (windowed())
-    loadBlockIdsAhead(pipeline, pb.blockTable, request,
-                      divu(start, pb.blockSize), tokens / pb.blockSize,
-                      cfg.warps * warpSize);
+    loadBlockIdsAhead(pipeline, pb.blockTable, request, start, tokens,
+                      pb.blockSize, cfg.warps * warpSize);
   pipeline.compute = [&](Value stage, Value tile, SmallVector<Value> &st) {
     return computeTile(stage, tile, st);
   };

@@ -1,10 +1,10 @@
 //===- PagedWindows.cpp - Paged K/V tiles by buffer loads ----------------===//
 //
-// The register-staged (CDNA) paged tiles of decode and of the paged prefill
-// (extend's context, the unified kernel) read their chunks by buffer loads,
-// one window per cache block of the tile over its KV head's part of the
-// block. A tile starts on a block boundary and covers whole blocks, and each
-// step of the threads' chunks lies in one block, so:
+// The register-staged (CDNA) paged tiles of decode, MLA decode and the
+// paged prefill (extend's context, the unified kernel) read their chunks by
+// buffer loads, one window per piece of the tile (a cache block, or the
+// tile where it is a part of one block) over its KV head's part of the
+// block. Each wave reads its own pieces (or its share of one), so:
 // - a chunk's offset in its window is fixed over the loop (only the windows
 //   change from tile to tile);
 // - tokens past the context read zeros: an NHD window ends with its last
@@ -24,50 +24,66 @@
 using namespace mlir;
 using namespace mlir::tessel;
 
-/// Blocks a tile of `blocks` blocks has per wave of `waves` (a wave's share
-/// of one block where there are more waves).
-static int64_t blocksPerWave(int64_t blocks, int64_t waves) {
-  return std::max<int64_t>(1, blocks / waves);
+/// A tile's pieces: its cache blocks, or where a tile is shorter than a
+/// block, the tile itself (a whole part of one block).
+static int64_t pieceTokens(int64_t blockSize, int64_t tokens) {
+  return std::min(blockSize, tokens);
 }
 
-bool AttentionBuilder::pagedWindowsApply(int64_t blockSize, int64_t tokens,
-                                         int64_t headDim, int64_t valueDim,
+/// Pieces a wave reads of a tile of `pieces` (a wave's share of one piece
+/// where there are more waves).
+static int64_t piecesPerWave(int64_t pieces, int64_t waves) {
+  return std::max<int64_t>(1, pieces / waves);
+}
+
+bool AttentionBuilder::pagedWindowsApply(KVLayout layout, int64_t blockSize,
+                                         int64_t tokens, int64_t headDim,
+                                         int64_t valueDim,
                                          int64_t threads) const {
   if (target.getAsyncCopyBytes() != 0 || !target.hasBufferLoads() ||
-      tokens % blockSize || threads % warpSize)
+      threads % warpSize)
     return false;
-  int64_t blocks = tokens / blockSize, waves = threads / warpSize;
-  if (blocks % waves && waves % blocks)
+  // A shuffled block's rows are not contiguous: tiles of whole blocks.
+  if (tokens % blockSize &&
+      (blockSize % tokens || layout == KVLayout::Shuffled))
+    return false;
+  int64_t span = pieceTokens(blockSize, tokens);
+  int64_t pieces = tokens / span, waves = threads / warpSize;
+  if (pieces % waves && waves % pieces)
     return false;
   // Every wave's share of the tile's chunks is whole steps of the wave.
   for (int64_t width : {headDim, valueDim})
-    if ((blocks * blockSize * width / kChunk / waves) % warpSize)
+    if ((tokens * width / kChunk / waves) % warpSize)
       return false;
   return true;
 }
 
-Value AttentionBuilder::firstBlockOfWave(int64_t blocks, int64_t threads) {
+Value AttentionBuilder::firstPieceOfWave(int64_t pieces, int64_t threads) {
   int64_t waves = threads / warpSize;
   Value wave = divu(threadId(), warpSize);
-  return blocks >= waves ? mul(wave, blocks / waves)
-                         : divu(wave, waves / blocks);
+  return pieces >= waves ? mul(wave, pieces / waves)
+                         : divu(wave, waves / pieces);
 }
 
 void AttentionBuilder::loadBlockIdsAhead(TilePipeline &pipeline,
                                          Value blockTable, Value request,
-                                         Value firstBlock, int64_t blocks,
-                                         int64_t threads) {
-  pipeline.lookahead = [=, this](Value tile) {
+                                         Value start, int64_t tokens,
+                                         int64_t blockSize, int64_t threads) {
+  int64_t span = pieceTokens(blockSize, tokens), pieces = tokens / span;
+  pipeline.lookahead = [this, blockTable, request, start, tokens, blockSize,
+                        threads, span, pieces](Value tile) {
     Value last = sub(memref::DimOp::create(b, loc, blockTable, 1), idx(1));
     // The address stays per lane: from one the back end sees is uniform,
     // it moved each id to a scalar register right after its load, waiting
     // for it there.
-    Value first = add(add(firstBlock, mul(tile, blocks)),
-                      firstBlockOfWave(blocks, threads));
+    Value first = add(add(start, mul(tile, tokens)),
+                      mul(firstPieceOfWave(pieces, threads), span));
     SmallVector<Value> ids;
-    for (int64_t k = 0; k < blocksPerWave(blocks, threads / warpSize); ++k)
+    for (int64_t k = 0; k < piecesPerWave(pieces, threads / warpSize); ++k) {
+      Value logical = divu(add(first, k * span), blockSize);
       ids.push_back(memref::LoadOp::create(
-          b, loc, blockTable, ValueRange{request, minu(add(first, k), last)}));
+          b, loc, blockTable, ValueRange{request, minu(logical, last)}));
+    }
     return ids;
   };
   pipeline.fetchPastEnd = true;
@@ -82,18 +98,18 @@ Value AttentionBuilder::clampBlockId(Value id, Value cache) {
 
 void AttentionBuilder::forEachWindowedChunk(
     const PagedTile &t, function_ref<void(const StagedChunk &)> fn) {
-  int64_t bs = t.blockSize;
+  int64_t bs = t.blockSize, span = pieceTokens(bs, t.tokens);
   Value none = idx(0);
   Value tid = threadId();
-  int64_t blocks = t.tokens / bs, waves = t.threads / warpSize;
+  int64_t pieces = t.tokens / span, waves = t.threads / warpSize;
   // The store's enumeration: windows on block 0, dead code.
   SmallVector<Value> ids(t.blocks);
   if (ids.empty())
-    ids.assign(blocksPerWave(blocks, waves), i32(0));
+    ids.assign(piecesPerWave(pieces, waves), i32(0));
   Value wave = divu(tid, warpSize), lane = remu(tid, warpSize);
-  // The tile row of the first token of the wave's k-th block.
-  Value firstBlock = firstBlockOfWave(blocks, t.threads);
-  auto blockRow = [&](int64_t k) { return mul(add(firstBlock, k), bs); };
+  // The tile row of the first token of the wave's k-th piece.
+  Value firstPiece = firstPieceOfWave(pieces, t.threads);
+  auto pieceRow = [&](int64_t k) { return mul(add(firstPiece, k), span); };
   auto shapeOf = [](Value cache) {
     return cast<MemRefType>(cache.getType()).getShape();
   };
@@ -104,43 +120,49 @@ void AttentionBuilder::forEachWindowedChunk(
     return n;
   };
   // The window over `elements` elements of `cache` from element `first` of
-  // the wave's block k.
+  // the block of the wave's piece k.
   auto blockWindow = [&](Value cache, int64_t k, Value first, Value elements) {
     int64_t blockElements = product(shapeOf(cache).drop_front());
     return bufferWindow(
         cache, add(mul(clampBlockId(ids[k], cache), blockElements), first),
         elements, blockElements);
   };
-  // NHD ([blocks, BS, Hkv, width]): the KV head's rows of block k, up to
-  // its last valid token's.
+  // Token-major ([blocks, BS, Hkv, width], or MLA's [blocks, BS, width]):
+  // the KV head's rows of piece k, up to its last valid token's.
+  auto rowElementsOf = [&](Value cache) {
+    auto shape = shapeOf(cache);
+    return shape.size() == 4 ? shape[2] * shape[3] : shape[2];
+  };
   auto nhdWindow = [&](Value cache, int64_t k) {
-    int64_t width = shapeOf(cache)[3];
-    int64_t rowElements = shapeOf(cache)[2] * width;
-    Value valid =
-        minu(arith::MaxSIOp::create(
-                 b, loc, sub(t.end, add(t.tileStart, blockRow(k))), none),
-             idx(bs));
+    int64_t width = shapeOf(cache).back(), rowElements = rowElementsOf(cache);
+    Value first = add(t.tileStart, pieceRow(k));
+    Value valid = minu(arith::MaxSIOp::create(b, loc, sub(t.end, first), none),
+                       idx(span));
     Value elements = arith::MaxSIOp::create(
         b, loc, sub(mul(valid, rowElements), idx(rowElements - width)), none);
-    return blockWindow(cache, k, mul(t.kvHead, width), elements);
+    Value head = t.kvHead ? mul(t.kvHead, width) : none;
+    // A piece shorter than a block starts inside it.
+    Value rowInBlock = span == bs ? none : remu(first, bs);
+    return blockWindow(cache, k, add(mul(rowInBlock, rowElements), head),
+                       elements);
   };
   // Shuffled ([blocks, Hkv, ...]): the KV head's slab of block k.
   auto slabWindow = [&](Value cache, int64_t k) {
     int64_t slab = product(shapeOf(cache).drop_front(2));
     return blockWindow(cache, k, mul(t.kvHead, slab), idx(slab));
   };
-  // The wave's chunks of a tensor of `perBlock` chunks a block, a wave's
-  // worth a step: step(k, the lane's index in the wave's block k's
-  // chunks). A wave reads its own blocks (or its share of one), so that it
-  // builds one window per block for K and one for V, and loads only those
-  // blocks' ids.
-  auto steps = [&](int64_t perBlock, function_ref<void(int64_t, Value)> step) {
-    int64_t perWave = blocks * perBlock / waves;
-    Value base = blocks >= waves
+  // The wave's chunks of a tensor of `perPiece` chunks a piece, a wave's
+  // worth a step: step(k, the lane's index in the wave's piece k's
+  // chunks). A wave reads its own pieces (or its share of one), so that it
+  // builds one window per piece for K and one for V, and loads only those
+  // pieces' block ids.
+  auto steps = [&](int64_t perPiece, function_ref<void(int64_t, Value)> step) {
+    int64_t perWave = pieces * perPiece / waves;
+    Value base = pieces >= waves
                      ? lane
-                     : add(mul(remu(wave, waves / blocks), perWave), lane);
+                     : add(mul(remu(wave, waves / pieces), perWave), lane);
     for (int64_t s = 0; s * warpSize < perWave; ++s)
-      step(s * warpSize / perBlock, add(base, s * warpSize % perBlock));
+      step(s * warpSize / perPiece, add(base, s * warpSize % perPiece));
   };
   bool shuffled = t.layout == KVLayout::Shuffled;
   // Token-major rows ([tokens, width] in shared memory): one chunk per
@@ -148,10 +170,10 @@ void AttentionBuilder::forEachWindowedChunk(
   auto tokenRows = [&](Value cache, Value shared, int64_t width, bool isK) {
     int64_t rowChunks = width / kChunk;
     llvm::DenseMap<int64_t, Value> windows;
-    steps(bs * rowChunks, [&](int64_t j, Value id) {
+    steps(span * rowChunks, [&](int64_t j, Value id) {
       Value offset = divu(id, rowChunks);
       Value col = mul(remu(id, rowChunks), kChunk);
-      Value row = add(offset, blockRow(j));
+      Value row = add(offset, pieceRow(j));
       Value valid = lt(add(t.tileStart, row), t.end);
       StagedChunk chunk{shared,
                         swizzledIndices({t.stage}, row, col, width),
@@ -170,7 +192,7 @@ void AttentionBuilder::forEachWindowedChunk(
         if (!window)
           window = nhdWindow(cache, j);
         readFromWindow(chunk, window,
-                       add(mul(offset, shapeOf(cache)[2] * width), col));
+                       add(mul(offset, rowElementsOf(cache)), col));
       }
       // V staged dim-major from token-major rows: each chunk's 8 dims go to
       // 8 rows.
@@ -182,8 +204,10 @@ void AttentionBuilder::forEachWindowedChunk(
     });
   };
   int64_t headDim = shuffled ? shapeOf(t.kCache)[2] * shapeOf(t.kCache)[4]
-                             : shapeOf(t.kCache)[3];
+                             : shapeOf(t.kCache).back();
   tokenRows(t.kCache, t.sharedK, headDim, /*isK=*/true);
+  if (!t.vCache)
+    return;
   if (!shuffled) {
     tokenRows(t.vCache, t.sharedV, shapeOf(t.vCache)[3], /*isK=*/false);
     return;
@@ -198,7 +222,7 @@ void AttentionBuilder::forEachWindowedChunk(
   steps(blockTokenChunks * valueDim, [&](int64_t j, Value id) {
     Value d = divu(id, blockTokenChunks);
     Value chunkInBlock = remu(id, blockTokenChunks);
-    Value col = add(mul(chunkInBlock, kChunk), blockRow(j));
+    Value col = add(mul(chunkInBlock, kChunk), pieceRow(j));
     Value left =
         arith::MaxSIOp::create(b, loc, sub(t.end, add(t.tileStart, col)), none);
     Value valid = minu(left, idx(kChunk));

@@ -129,8 +129,9 @@ private:
   void stageQuery(Value rowStart, Value rowEnd);
   /// Whether paged tiles are read by forEachWindowedChunk (CDNA).
   bool windowed() const {
-    return pb.paged && pagedWindowsApply(pb.blockSize, cfg.tileKeys, pb.headDim,
-                                         pb.valueDim, cfg.warps * warpSize);
+    return pb.paged &&
+           pagedWindowsApply(pb.layout, pb.blockSize, cfg.tileKeys, pb.headDim,
+                             pb.valueDim, cfg.warps * warpSize);
   }
   /// `ahead`: the tile's block ids (TilePipeline::lookahead) where
   /// windowed().
@@ -472,9 +473,8 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
         forEachChunk(stage, t, ahead, fn);
       });
   if (windowed())
-    loadBlockIdsAhead(pipeline, pb.blockTable, request,
-                      divu(keyStart, pb.blockSize), cfg.tileKeys / pb.blockSize,
-                      cfg.warps * warpSize);
+    loadBlockIdsAhead(pipeline, pb.blockTable, request, keyStart, cfg.tileKeys,
+                      pb.blockSize, cfg.warps * warpSize);
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     return computeTile(stage, t, st);
   };

@@ -8,10 +8,13 @@
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
 // RUN: FileCheck %s --check-prefix=MFMA < %t.942.s
 // RUN: FileCheck %s --check-prefix=MFMA < %t.950.s
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
+// RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
 
 // The AMDGCN of absorbed MLA decode on CDNA3/CDNA4 (not run on hardware
-// here): the chip's 16-row bf16 MFMA, 576-wide rows by 16-byte global loads
-// into LDS, v_exp_f32/v_log_f32, four waves a block (one a SIMD), no MFMA
+// here): the chip's 16-row bf16 MFMA, 576-wide rows by 16-byte buffer loads
+// into LDS (the tile's part of its cache block as one window, its block id
+// loaded a tile ahead: no serialized vmcnt(0) in the loop, 2 before), v_exp_f32/v_log_f32, four waves a block (one a SIMD), no MFMA
 // repeated, no scratch and no spills: 34 MFMAs a wave and tile on both
 // chips. gfx950 stages 64 tokens once (94 KB of LDS): each wave scores 16
 // of them over all 576 dims (18 16x16x32 MFMAs) and takes 128 of O's
@@ -22,7 +25,7 @@
 // all 576 dims: 52 MFMAs a wave, 36 of them repeated by the other.)
 
 // CHECK-LABEL: mla:
-// CHECK-DAG:   global_load_dwordx4
+// CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
 // CHECK-DAG:   ds_write_b128
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
@@ -35,6 +38,11 @@
 // MFMA-COUNT-34: v_mfma_f32_16x16x
 // MFMA-NOT:      v_mfma
 // MFMA:          .end_amdhsa_kernel
+
+// LOOP:        ### gfx942
+// LOOP:        | mla | {{.*}} | 0 |{{$}}
+// LOOP:        ### gfx950
+// LOOP:        | mla | {{.*}} | 0 |{{$}}
 
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
