@@ -6,10 +6,22 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
+// RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
 
 // The unified mode's kernel (paged_attention causal with cu_seqlens) on
 // CDNA3/CDNA4 from the sm80 template, both KV layouts: the chip's bf16
-// MFMA, no scratch (not run on hardware here).
+// MFMA, no scratch (not run on hardware here). The context's K/V tiles
+// come by buffer loads, their block ids loaded a tile ahead: the main loop
+// has no serialized s_waitcnt vmcnt(0) (the report's last column), for
+// either layout on either chip.
+
+// LOOP:        ### gfx942
+// LOOP:        | unified | {{.*}} | 0 |{{$}}
+// LOOP:        | unified_shuffled | {{.*}} | 0 |{{$}}
+// LOOP:        ### gfx950
+// LOOP:        | unified | {{.*}} | 0 |{{$}}
+// LOOP:        | unified_shuffled | {{.*}} | 0 |{{$}}
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_16x16x16_bf16
