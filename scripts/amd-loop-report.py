@@ -82,8 +82,8 @@ THRESHOLDS = {
                                      serial=0, lgkmcnt0=17, flat=0, lds16=48),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead
-    # (decode 15% -> 19% gfx942, 9% -> 12% gfx950; shuffled 13% -> 23%,
-    # 9% -> 18%; extend and unified 27-28% -> 29%, 19% -> 22%). No
+    # (decode 15% -> 19% gfx942, 9% -> 11% gfx950; shuffled 13% -> 23%,
+    # 9% -> 17%; extend and unified 27-28% -> 29%, 19% -> 22%). No
     # vmcnt(0) of theirs is serialized (2-3 were: the block-table round
     # trip, and the selects that zeroed chunks waiting for every load
     # before the compute); the ones left end a tile's stores or wait, at

@@ -1,4 +1,4 @@
-//===- PagedDecode.cpp - Paged decode attention kernel template ----------===//
+//===- PagedDecode.cpp - Paged decode attention kernel template ------------===//
 //
 // One query token per request against a paged KV cache (decode_attention,
 // and the split-KV partials of paged_attention), on tensor cores.
