@@ -190,8 +190,8 @@ LABEL = re.compile(r"^(\.LBB\w+):")
 
 def main_loop(lines):
     """The lines of the loop (a backward branch's target to the last
-    branch back to it) with the most MFMAs, the smallest such; else the
-    largest loop. A backward branch over an `s_endpgm` is no loop: it
+    branch back to it) with the most MFMAs, the smallest such, of those
+    around no other loop with MFMAs; else the largest loop. A backward branch over an `s_endpgm` is no loop: it
     leaves the kernel (LLVM places the exit block early and jumps back to
     it when exec goes empty). A loop may branch back from several places:
     the attention loops' out-of-line block that stores the next tile ends
@@ -217,8 +217,15 @@ def main_loop(lines):
         return lines
     if not loops:
         return []
-    best = max(loops, key=lambda l: (mfmas(l), -(l[1] - l[0])
-                                     if mfmas(l) else l[1] - l[0]))
+    # A loop around loops with MFMAs (a prefill's query tiles around its
+    # K/V loops: one for the tiles that need no mask, one for those that
+    # do) is not a main loop.
+    def holds_mfma_loop(loop):
+        return any(inner != loop and loop[0] <= inner[0] and
+                   inner[1] <= loop[1] and mfmas(inner) for inner in loops)
+    candidates = [l for l in loops if not holds_mfma_loop(l)] or loops
+    best = max(candidates, key=lambda l: (mfmas(l), -(l[1] - l[0])
+                                          if mfmas(l) else l[1] - l[0]))
     return lines[best[0]:best[1] + 1]
 
 

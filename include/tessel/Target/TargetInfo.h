@@ -115,6 +115,14 @@ public:
   /// tileOffset below it is out of bounds (a chunk that must read zeros).
   static constexpr int64_t kMaxBufferBytes = int64_t(1) << 31;
 
+  /// Waits until this lane's global loads so far have returned: CDNA's
+  /// s_waitcnt vmcnt(0), for values loaded once before a loop (Q
+  /// fragments): the back end may move such loads below the loop's
+  /// prologue, and then waits for them (and every load issued after them,
+  /// the loads of the next tile among them) inside the loop. Nothing on
+  /// targets whose loads are waited for by their use.
+  virtual void waitForGlobalLoads(OpBuilder &b, Location loc) const {}
+
   /// The MMA atoms for `operandType` x `operandType` -> `accType`, the
   /// preferred one first; empty if the target has none.
   virtual SmallVector<MmaAtom> getMmaAtoms(Type operandType,
@@ -161,6 +169,28 @@ public:
   virtual bool hasAccumulatorsAsOperandA(const MmaAtom &atom) const {
     return false;
   }
+
+  /// Transposed scores (flash attention on CDNA, whose C fragments give a
+  /// lane one column): S^T = K Q^T holds one query per column, so P^T feeds
+  /// O^T = V^T P^T as the B operand straight from the accumulators. The B
+  /// fragment of k-step `step` (0 .. m / k - 1) of one C atom (m x n, the
+  /// next MMA's k along its m): `acc` is that atom's accumulators, already
+  /// converted to atom.operandType. Its k values are the C rows that
+  /// operandKOfAccumulatorRow maps onto that step, so the atom's rows must
+  /// be computed in that order (the A tile of S^T read through it). Only
+  /// where hasAccumulatorsAsOperandB(atom).
+  virtual Fragment accumulatorsAsOperandB(OpBuilder &b, Location loc,
+                                          const MmaAtom &atom,
+                                          ArrayRef<Value> acc,
+                                          int64_t step) const;
+  virtual bool hasAccumulatorsAsOperandB(const MmaAtom &atom) const {
+    return false;
+  }
+  /// The k index (in the next MMA's k order, from 0 at the atom's first k
+  /// step) that C row `row` (index; rows of atoms stacked along m continue
+  /// the count) stands for in accumulatorsAsOperandB.
+  virtual Value operandKOfAccumulatorRow(OpBuilder &b, Location loc,
+                                         const MmaAtom &atom, Value row) const;
 
   /// acc + a . b, element-wise on a lane's accumulator registers.
   virtual FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,

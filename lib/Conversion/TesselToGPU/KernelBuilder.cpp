@@ -331,7 +331,25 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     ahead = p.lookahead ? p.lookahead(idx(1)) : SmallVector<Value>{};
     init.append(ahead);
   }
-  auto loop = scf::ForOp::create(b, loc, idx(0), p.numTiles, idx(1), init);
+  assert((!p.tailFrom || (!async && stages == 2)) &&
+         "a tail loop needs register-staged tiles in two stages");
+  SmallVector<Value> carried(init);
+  if (failed(runTileLoop(p, idx(0), p.tailFrom ? p.tailFrom : p.numTiles,
+                         p.compute, state.size(), carried)) ||
+      (p.tailFrom && failed(runTileLoop(p, p.tailFrom, p.numTiles,
+                                        p.tailCompute, state.size(), carried))))
+    return failure();
+  state.assign(carried.begin(), carried.begin() + state.size());
+  return success();
+}
+
+LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
+                                         Value to, const TileCompute &compute,
+                                         size_t stateSize,
+                                         SmallVector<Value> &carriedIn) {
+  bool async = target.getAsyncCopyBytes() > 0;
+  int64_t stages = async ? p.stages : std::min<int64_t>(p.stages, 2);
+  auto loop = scf::ForOp::create(b, loc, from, to, idx(1), carriedIn);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
@@ -340,33 +358,35 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   gpu::BarrierOp::create(b, loc);
   Value next = add(t, async ? stages - 1 : 1);
   Value hasNext = lt(next, p.numTiles);
-  SmallVector<Value> fetched;
+  SmallVector<Value> fetched, ahead;
   if (async) {
     ifThen(hasNext, [&] { p.issue(remu(next, stages), next); });
     if (failed(target.asyncCommit(b, loc)))
       return failure();
   } else {
-    ValueRange nextAhead = loop.getRegionIterArgs().drop_front(state.size());
+    ValueRange nextAhead = loop.getRegionIterArgs().drop_front(stateSize);
     fetched = p.fetchPastEnd ? p.fetch(next, nextAhead)
                              : fetchWhere(p, hasNext, next, nextAhead);
     // Issued after tile t+1's loads, so the wait for those (before they
     // are stored) covers these too.
     ahead = p.lookahead ? p.lookahead(add(t, 2)) : SmallVector<Value>{};
   }
-  SmallVector<Value> carried(loop.getRegionIterArgs().take_front(state.size()));
-  if (failed(p.compute(remu(t, stages), t, carried)))
+  SmallVector<Value> carried(loop.getRegionIterArgs().take_front(stateSize));
+  if (failed(compute(remu(t, stages), t, carried)))
     return failure();
   if (!async) {
     // One stage: every warp is done with tile t before tile t+1 replaces
     // it.
     if (stages == 1)
       gpu::BarrierOp::create(b, loc);
-    ifThen(hasNext, [&] { p.store(remu(next, stages), next, fetched); });
+    if (p.storePastEnd)
+      p.store(remu(next, stages), next, fetched);
+    else
+      ifThen(hasNext, [&] { p.store(remu(next, stages), next, fetched); });
     carried.append(ahead);
   }
   scf::YieldOp::create(b, loc, carried);
-  state.assign(loop.getResults().begin(),
-               loop.getResults().begin() + state.size());
+  carriedIn.assign(loop.getResults().begin(), loop.getResults().end());
   return success();
 }
 

@@ -193,6 +193,8 @@ protected:
   /// t+1's global loads go to registers before tile t is computed and to the
   /// other stage after it (or, with one stage, to the same stage once every
   /// warp is done with tile t: a second barrier a tile).
+  using TileCompute =
+      std::function<LogicalResult(Value s, Value t, SmallVector<Value> &state)>;
   struct TilePipeline {
     Value numTiles;
     int64_t stages;
@@ -216,11 +218,22 @@ protected:
     /// join made the AMD back end wait for the fetch's loads before the
     /// compute they were meant to overlap.
     bool fetchPastEnd = false;
+    /// With fetchPastEnd: tile t+1 is stored with no branch either (a tile
+    /// past the last goes to the stage nothing reads again). The back end
+    /// sank the loads into a branch around the store, where it waited for
+    /// them at once (the unpaged prefill on CDNA).
+    bool storePastEnd = false;
     int64_t chunks = 0;
     Type chunkType;
     /// Tile `t` from stage `s`, updating the loop-carried `state`.
-    std::function<LogicalResult(Value s, Value t, SmallVector<Value> &state)>
-        compute;
+    TileCompute compute;
+    /// Register-staged, optional: the tiles from `tailFrom` (index, at most
+    /// numTiles) on run `tailCompute` instead, in a second loop that goes on
+    /// where the first stops (no second prologue: each iteration stores the
+    /// next tile). For the tiles that need a mask: neither loop branches on
+    /// it.
+    Value tailFrom;
+    TileCompute tailCompute;
     /// Register-staged with two stages: run the tiles in pairs
     /// (runRegisterStagedPairs). For small tile bodies: it emits the body
     /// three times, and the attention kernels' went to their register
@@ -230,6 +243,12 @@ protected:
   };
   LogicalResult runTilePipeline(const TilePipeline &p,
                                 SmallVector<Value> &state);
+  /// One loop of runTilePipeline over the tiles [from, to), `compute` on
+  /// each: `carried` is the state (its first `stateSize` values) and what
+  /// the loop carries after it, in and out.
+  LogicalResult runTileLoop(const TilePipeline &p, Value from, Value to,
+                            const TileCompute &compute, size_t stateSize,
+                            SmallVector<Value> &carried);
   /// runTilePipeline's register-staged loop with two stages: tiles in
   /// pairs, the first from stage 0 and the second from stage 1, then an odd
   /// last tile from stage 0. With the stage a constant, every shared-memory

@@ -86,6 +86,14 @@ struct PrefillConfig {
   int64_t stages = 2;
   /// Q fragments stay in registers across the key loop.
   bool qInRegisters = true;
+  /// Transposed scores (CDNA, 32x32 atoms, unpaged): each warp computes
+  /// S^T = K Q^T for atom.n queries, one per accumulator column, and O^T
+  /// += V^T P^T with P^T straight from the S^T accumulators
+  /// (TargetInfo::accumulatorsAsOperandB): no P through shared memory, a
+  /// lane's scores all of one query (its row maximum and sum are its own
+  /// but for one exchange with the lane 32 away), Q's B fragments loaded
+  /// from global memory into registers once a tile.
+  bool transposedScores = false;
 };
 
 /// Grid slack past ceil(T / tile): room for the partial tiles of that many
@@ -140,6 +148,28 @@ private:
   LogicalResult computeTile(Value stage, Value kvTile,
                             SmallVector<Value> &state);
   void epilogue(ArrayRef<Value> state);
+  /// Indices in the K or V stage `stage` of element (row, col) of its
+  /// [rows, width] tile: swizzled rows (swizzledIndices), or with
+  /// transposed scores chunk-major, [width / 8, rows, 8], where a lane's
+  /// fragments of successive k steps are a constant stride apart (one
+  /// address a lane and immediate offsets, where the swizzle's XOR took
+  /// two instructions a fragment) and a fragment read is 1 KB in a row.
+  SmallVector<Value> stagedIndices(Value stage, Value row, Value col,
+                                   int64_t width, bool rowGroups = false);
+  SharedTile stagedTile(Value shared, Value stage, int64_t width,
+                        bool rowGroups = false);
+  // Transposed scores (PrefillConfig::transposedScores).
+  /// This warp's Q^T B fragments, from global memory.
+  LogicalResult loadQueryFragments();
+  /// State: [m, l, O^T (Dv / m atoms x accCount)], of this lane's query.
+  /// `masked`: keys past the request and (causal) past the lane's query
+  /// are masked, the scores scaled first; else the scale goes into exp2's
+  /// argument (one FMA a score), which needs a positive scale.
+  LogicalResult computeTransposedTile(Value stage, Value kvTile,
+                                      SmallVector<Value> &state, bool masked);
+  /// The first K/V tile that may need the mask (none before it does).
+  Value firstMaskedTile(Value numTiles);
+  void transposedEpilogue(ArrayRef<Value> state);
 
   PrefillConfig cfg;
   PrefillProblem pb;
@@ -164,6 +194,24 @@ void PrefillBuilder::stageQuery(Value first, Value last) {
               return std::make_pair(lt(token, last),
                                     SmallVector<Value>{token, rowHead(row)});
             });
+}
+
+SmallVector<Value> PrefillBuilder::stagedIndices(Value stage, Value row,
+                                                 Value col, int64_t width,
+                                                 bool rowGroups) {
+  if (!cfg.transposedScores)
+    return swizzledIndices({stage}, row, col, width, rowGroups);
+  return {stage, divu(col, kChunk), row, remu(col, kChunk)};
+}
+
+SharedTile PrefillBuilder::stagedTile(Value shared, Value stage, int64_t width,
+                                      bool rowGroups) {
+  return SharedTile{shared,
+                    [this, stage, width, rowGroups](OpBuilder &, Location,
+                                                    Value row, Value col) {
+                      return stagedIndices(stage, row, col, width, rowGroups);
+                    },
+                    /*kContiguous=*/true};
 }
 
 void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
@@ -191,7 +239,7 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
   using Scatter =
       function_ref<SmallVector<SmallVector<Value>>(Value row, Value col)>;
   auto tileChunks = [&](Value shared, Value src, int64_t width, bool isK,
-                        Scatter scatter = nullptr) {
+                        Scatter scatter = nullptr, int64_t maxGroup = 1) {
     // Unpaged, where the target has buffer loads: the tile's keys of the KV
     // head as one window (rows Hkv x width apart) that ends with the last
     // key the tile may read, so the keys past it read zeros with no select.
@@ -209,8 +257,7 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
           src, add(mul(tileStart, rowElements), mul(kvHead, width)), elements,
           cfg.tileKeys * rowElements);
     }
-    forEachRowChunk(cfg.tileKeys, width, threads,
-                    [&](int64_t, Value row, Value col) {
+    auto each = [&](Value row, Value col, int64_t groupRows) {
       Value token = add(tileStart, row);
       Value valid = lt(token, keyEnd);
       // Zero-filled copies still need an in-bounds source address.
@@ -223,14 +270,23 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
                                           offset, none}
                      : SmallVector<Value>{block, offset, kvHead, col};
       }
-      StagedChunk chunk{shared, swizzledIndices({stage}, row, col, width),
-                        src, srcIdx, select(valid, idx(kChunk), none)};
-      if (scatter)
+      StagedChunk chunk{shared, stagedIndices(stage, row, col, width), src,
+                        srcIdx, select(valid, idx(kChunk), none)};
+      if (scatter && groupRows)
         chunk.scatter = scatter(row, col);
+      chunk.scatterRows = std::max<int64_t>(groupRows, 1);
       if (window)
         readFromWindow(chunk, window, add(mul(row, rowElements), col));
       fn(chunk);
-    });
+    };
+    if (maxGroup > 1) {
+      forEachRowGroupChunk(cfg.tileKeys, width, threads, maxGroup,
+                           [&](int64_t, Value row, Value col,
+                               int64_t groupRows) { each(row, col, groupRows); });
+      return;
+    }
+    forEachRowChunk(cfg.tileKeys, width, threads,
+                    [&](int64_t, Value row, Value col) { each(row, col, 1); });
   };
   tileChunks(sharedK, pb.k, pb.headDim, /*isK=*/true);
   if (vTransposed()) {
@@ -238,16 +294,19 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
     // each chunk's 8 dims go to 8 rows, so that P.V reads a lane's
     // consecutive keys as one vector (one element at a time otherwise).
     // The lanes of one such store write rows 8 apart, which the row-group
-    // swizzle spreads over the banks.
+    // swizzle spreads over the banks. With transposed scores a thread's
+    // chunks are runs of consecutive keys (up to a fragment's k run) whose
+    // values of one dim go out as one vector.
     tileChunks(sharedV, pb.v, pb.valueDim, /*isK=*/false,
                [&](Value row, Value col) {
                  SmallVector<SmallVector<Value>> scatter;
                  for (int64_t e = 0; e < kChunk; ++e)
-                   scatter.push_back(swizzledIndices(
-                       {stage}, add(col, e), row, cfg.tileKeys,
-                       /*rowGroups=*/true));
+                   scatter.push_back(stagedIndices(stage, add(col, e), row,
+                                                   cfg.tileKeys,
+                                                   /*rowGroups=*/true));
                  return scatter;
-               });
+               },
+               cfg.transposedScores ? atom.n * atom.k / warpSize : 1);
     return;
   }
   if (!(pb.paged && shuffled)) {
@@ -275,6 +334,7 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
 /// State: [m (slots), l (slots), O (Dv / n atoms x accCount)].
 LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
                                           SmallVector<Value> &state) {
+  assert(!cfg.transposedScores && "tiles of transposed scores are split");
   int64_t nSlots = slots(), acc = accCount(), r = run();
   int64_t scoreAtoms = cfg.tileKeys / atom.n;
   int64_t outAtoms = pb.valueDim / atom.n;
@@ -384,6 +444,8 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
 }
 
 void PrefillBuilder::epilogue(ArrayRef<Value> state) {
+  if (cfg.transposedScores)
+    return transposedEpilogue(state);
   int64_t nSlots = slots(), acc = accCount(), r = run();
   int64_t outAtoms = pb.valueDim / atom.n;
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
@@ -428,6 +490,209 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
   }
 }
 
+LogicalResult PrefillBuilder::loadQueryFragments() {
+  // Q read as a B tile straight from global memory: tile row r is query
+  // row r (rows past the tile's tokens read its first token's, which no
+  // output keeps).
+  SharedTile queries{pb.q,
+                     [this](OpBuilder &, Location, Value row, Value col) {
+                       Value token = rowToken(row);
+                       token = select(lt(token, rowEnd), token, rowStart);
+                       return SmallVector<Value>{token, rowHead(row), col};
+                     },
+                     /*kContiguous=*/true};
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, queries,
+                                   mul(warp, atom.n), idx(ks * atom.k), lane,
+                                   1);
+    if (failed(fb))
+      return failure();
+    qFrags.push_back((*fb)[0]);
+  }
+  target.waitForGlobalLoads(b, loc);
+  return success();
+}
+
+Value PrefillBuilder::firstMaskedTile(Value numTiles) {
+  // Tile t reaches past the keys at t * N + N > keyEnd - keyStart, and
+  // (causal) past the block's first query (its least position p) at t * N
+  // + N - 1 > p - keyStart.
+  Value keys = sub(keyEnd, keyStart);
+  if (pb.causal)
+    keys = arith::MinSIOp::create(
+        b, loc, keys,
+        add(sub(add(rowToken(idx(0)), queryOffset), keyStart), idx(1)));
+  Value first = arith::DivSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, keys, idx(0)),
+      idx(cfg.tileKeys));
+  // A scale that is not positive takes the masked path everywhere.
+  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                         pb.scaleLog2, f32(0));
+  return select(positive, minu(first, numTiles), idx(0));
+}
+
+LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
+                                                    SmallVector<Value> &state,
+                                                    bool masked) {
+  int64_t acc = accCount();
+  int64_t scoreAtoms = cfg.tileKeys / atom.m, outAtoms = pb.valueDim / atom.m;
+  auto mmaInto = [&](MutableArrayRef<Value> c, const Fragment &a,
+                     const Fragment &bFrag) -> LogicalResult {
+    auto d = target.mma(b, loc, atom, a, bFrag, c);
+    if (failed(d))
+      return failure();
+    llvm::copy(*d, c.begin());
+    return success();
+  };
+
+  // S^T = K Q^T, K's rows read in the order that makes P^T's accumulators
+  // the B fragments of P.V.
+  SharedTile kTile = stagedTile(sharedK, stage, pb.headDim);
+  auto keyRow = kTile.indices;
+  kTile.indices = [this, keyRow](OpBuilder &ob, Location l, Value row,
+                                 Value col) {
+    return keyRow(ob, l, target.operandKOfAccumulatorRow(ob, l, atom, row),
+                  col);
+  };
+  SmallVector<Value> s(scoreAtoms * acc, f32(0));
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
+                                   idx(ks * atom.k), lane, scoreAtoms);
+    if (failed(fa))
+      return failure();
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      if (failed(mmaInto(MutableArrayRef<Value>(s).slice(j * acc, acc),
+                         (*fa)[j], qFrags[ks])))
+        return failure();
+  }
+
+  Value multiplier = pb.scaleLog2;
+  if (masked) {
+    Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+    // The lane's last key, relative to the tile, in 32 bits.
+    Value last = sub(keyEnd, idx(1));
+    if (pb.causal)
+      last = arith::MinSIOp::create(
+          b, loc, last,
+          add(rowToken(add(mul(warp, atom.n), remu(lane, atom.n))),
+              queryOffset));
+    last = toI32(sub(last, tileStart));
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = 0; e < acc; ++e) {
+        Value row = target.getAccumulatorPosition(b, loc, atom, lane, e).first;
+        Value key = toI32(add(
+            target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
+        Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                         key, last);
+        Value &v = s[j * acc + e];
+        v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
+      }
+    multiplier = f32(1);
+  }
+
+  // Online softmax of the lane's query: its scores are the lane's and the
+  // lane's 32 away.
+  auto reduceAll = [&](ArrayRef<Value> values, bool isMax) {
+    SmallVector<Value> v(values);
+    while (v.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < v.size(); i += 2)
+        next.push_back(isMax ? fmax(v[i], v[i + 1]) : fadd(v[i], v[i + 1]));
+      if (v.size() % 2)
+        next.push_back(v.back());
+      v = std::move(next);
+    }
+    return v.front();
+  };
+  Value localMax = reduceAll(s, /*isMax=*/true);
+  Value tileMax = fmax(localMax, target.reductionPartner(b, loc, localMax,
+                                                         warpSize / 2));
+  Value mOld = state[0];
+  Value mNew = fmax(mOld, fmul(tileMax, multiplier));
+  Value mSafe = finiteOrZero(mNew);
+  Value alpha = exp2(fsub(mOld, mSafe));
+  Value negM = arith::NegFOp::create(b, loc, mSafe);
+  for (Value &v : s)
+    v = exp2(LLVM::FMAOp::create(b, loc, v, multiplier, negM));
+  state[0] = mNew;
+  state[1] = fadd(fmul(state[1], alpha), reduceAll(s, /*isMax=*/false));
+  for (Value &o : MutableArrayRef<Value>(state).drop_front(2))
+    o = fmul(o, alpha);
+
+  // O^T += V^T P^T.
+  SmallVector<Value> p16;
+  for (Value v : s)
+    p16.push_back(target.truncateProbability(b, loc, elem, v));
+  SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
+  int64_t stepsPerAtom = atom.m / atom.k;
+  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
+    Fragment pFrag = target.accumulatorsAsOperandB(
+        b, loc, atom,
+        ArrayRef<Value>(p16).slice(ks / stepsPerAtom * acc, acc),
+        ks % stepsPerAtom);
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
+                                   idx(ks * atom.k), lane, outAtoms);
+    if (failed(fa))
+      return failure();
+    for (int64_t j = 0; j < outAtoms; ++j)
+      if (failed(mmaInto(
+              MutableArrayRef<Value>(state).drop_front(2).slice(j * acc, acc),
+              (*fa)[j], pFrag)))
+        return failure();
+  }
+  return success();
+}
+
+void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
+  int64_t acc = accCount(), outAtoms = pb.valueDim / atom.m;
+  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
+  Value total =
+      fadd(state[1], target.reductionPartner(b, loc, state[1], warpSize / 2));
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total,
+                                      f32(0));
+  Value inv =
+      select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
+  Value query = add(mul(warp, atom.n), remu(lane, atom.n));
+  Value token = rowToken(query), tokenHead = rowHead(query);
+  // Runs of 4 accumulator elements are 4 consecutive dims (rows of O^T).
+  constexpr int64_t run = 4;
+  auto runType = VectorType::get({run}, outElem);
+  ifThen(lt(token, rowEnd), [&] {
+    for (int64_t j = 0; j < outAtoms; ++j)
+      for (int64_t e = 0; e < acc; e += run) {
+        Value dim = add(
+            target.getAccumulatorPosition(b, loc, atom, lane, e).first,
+            j * atom.m);
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < run; ++v) {
+          Value o = fmul(state[2 + j * acc + e + v], inv);
+          if (outElem != o.getType())
+            o = arith::TruncFOp::create(b, loc, outElem, o);
+          values.push_back(o);
+        }
+        SmallVector<Value> outIdx = {token, tokenHead, dim};
+        if (pb.split)
+          outIdx.insert(outIdx.begin(), split);
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+            pb.out, outIdx, false,
+            llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
+      }
+    if (!pb.lse)
+      return;
+    // One lane of the two that hold the query stores its LSE.
+    ifThen(lt(lane, idx(atom.n)), [&] {
+      Value l = fmul(fadd(finiteOrZero(state[0]), target.log2(b, loc, total)),
+                     f32(M_LN2));
+      SmallVector<Value> lseIdx = {tokenHead, token};
+      if (pb.split)
+        lseIdx.insert(lseIdx.begin(), split);
+      memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), l), pb.lse,
+                              lseIdx);
+    });
+  });
+}
+
 LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
                                    Value end, Value offset) {
   rowStart = first;
@@ -440,15 +705,26 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   if (pb.causal)
     keyEnd = arith::MaxSIOp::create(
         b, loc, arith::MinSIOp::create(b, loc, end, add(last, offset)), start);
+  // Bounds the back end sees are uniform (they are: the scan that found
+  // them ran in every lane alike): scalar loop control and a uniform mask
+  // branch rather than exec masks a tile.
+  if (cfg.transposedScores)
+    for (Value *bound : {&rowStart, &rowEnd, &keyStart, &keyEnd, &queryOffset})
+      *bound = uniform(*bound);
   Value numTiles = arith::CeilDivUIOp::create(b, loc, sub(keyEnd, keyStart),
                                               idx(cfg.tileKeys));
 
   // Every warp is done with the previous tile's Q and rings.
   gpu::BarrierOp::create(b, loc);
-  stageQuery(first, last);
-  gpu::BarrierOp::create(b, loc);
   qFrags.clear();
-  if (cfg.qInRegisters) {
+  if (cfg.transposedScores) {
+    if (failed(loadQueryFragments()))
+      return failure();
+  } else {
+    stageQuery(first, last);
+    gpu::BarrierOp::create(b, loc);
+  }
+  if (cfg.qInRegisters && !cfg.transposedScores) {
     SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
     for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
       auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
@@ -460,7 +736,7 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
     }
   }
 
-  int64_t nSlots = slots();
+  int64_t nSlots = cfg.transposedScores ? 1 : slots();
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
   state.append(pb.valueDim / atom.n * accCount(), f32(0));
@@ -475,9 +751,23 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   if (windowed())
     loadBlockIdsAhead(pipeline, pb.blockTable, request, keyStart, cfg.tileKeys,
                       pb.blockSize, cfg.warps * warpSize);
+  // The unpaged tiles' buffer windows end with the keys: a tile past the
+  // last reads zeros.
+  if (cfg.transposedScores)
+    pipeline.fetchPastEnd = pipeline.storePastEnd = true;
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
+    if (cfg.transposedScores)
+      return computeTransposedTile(stage, t, st, /*masked=*/false);
     return computeTile(stage, t, st);
   };
+  if (cfg.transposedScores) {
+    // The tiles that need the mask run in a loop of their own.
+    pipeline.tailFrom = firstMaskedTile(numTiles);
+    pipeline.tailCompute = [&](Value stage, Value t,
+                               SmallVector<Value> &st) {
+      return computeTransposedTile(stage, t, st, /*masked=*/true);
+    };
+  }
   if (failed(runTilePipeline(pipeline, state)))
     return failure();
   epilogue(state);
@@ -523,9 +813,17 @@ LogicalResult PrefillBuilder::build() {
     offset += n;
     return view;
   };
-  sharedQ = carve({tileRows(), pb.headDim});
-  sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
-  if (vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled))
+  if (!cfg.transposedScores)
+    sharedQ = carve({tileRows(), pb.headDim});
+  if (cfg.transposedScores) {
+    sharedK = carve({cfg.stages, pb.headDim / kChunk, cfg.tileKeys, kChunk});
+    sharedV = carve({cfg.stages, cfg.tileKeys / kChunk, pb.valueDim, kChunk});
+  } else {
+    sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
+  }
+  if (cfg.transposedScores)
+    ;
+  else if (vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled))
     sharedV = carve({cfg.stages, pb.valueDim, cfg.tileKeys});
   else
     sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});
@@ -534,7 +832,7 @@ LogicalResult PrefillBuilder::build() {
     numBlocks = memref::DimOp::create(b, loc, pb.k, 0);
     maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
   }
-  if (!target.hasAccumulatorsAsOperandA(atom))
+  if (!target.hasAccumulatorsAsOperandA(atom) && !cfg.transposedScores)
     sharedP = carve({cfg.warps, atom.m, cfg.tileKeys});
 
   // The tiles of every request, walked with the grid's stride. Entry 0 of
@@ -607,6 +905,14 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   if (failed(chosen))
     return failure();
   MmaAtom atom = *chosen;
+  // CDNA, unpaged: transposed scores on the 32x32 atom.
+  PrefillConfig cfg;
+  if (!pb.paged)
+    for (const MmaAtom &a : target.getMmaAtoms(elem, b.getF32Type()))
+      if (target.hasAccumulatorsAsOperandB(a)) {
+        atom = a;
+        cfg.transposedScores = true;
+      }
   if (pb.headDim % 64 || pb.valueDim % 64)
     return op->emitOpError()
            << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
@@ -622,11 +928,12 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
            << "GPU template: stages must be "
            << (async ? "at least 2" : "2 (tiles go through registers)")
            << ", got " << ctx.stages;
-  PrefillConfig cfg;
   cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
-  cfg.qInRegisters = pb.headDim <= 128;
+  cfg.qInRegisters = pb.headDim <= 128 || cfg.transposedScores;
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
-  bool pInShared = !target.hasAccumulatorsAsOperandA(atom);
+  bool pInShared =
+      !target.hasAccumulatorsAsOperandA(atom) && !cfg.transposedScores;
+  int64_t qRows = cfg.transposedScores ? 0 : 1;
   int64_t sharedBytes = 0;
   bool fits = false;
   for (auto [warps, keys] : {std::pair<int64_t, int64_t>{4, 64}, {4, 32},
@@ -641,7 +948,7 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
     int64_t threads = cfg.warps * target.getWarpSize();
     if ((keys * kChunk) % threads)
       continue;
-    sharedBytes = (rows * pb.headDim +
+    sharedBytes = (qRows * rows * pb.headDim +
                    cfg.stages * keys * (pb.headDim + pb.valueDim) +
                    (pInShared ? rows * keys : 0)) *
                   bytes;

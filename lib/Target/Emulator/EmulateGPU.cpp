@@ -357,6 +357,11 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   }
 
   // --- AMD ----------------------------------------------------------------
+  // A lane's loads have returned when they return: a wait is nothing.
+  if (name == "rocdl.s.waitcnt") {
+    op->erase();
+    return success();
+  }
   if (name == "rocdl.ds_swizzle")
     return replace(
         u32Op(TESSEL_EMU_DS_SWIZZLE, op->getOperand(0), op->getOperand(1)));

@@ -207,6 +207,43 @@ public:
     return frags;
   }
 
+  // A 32x32 C atom holds in lane l column l % 32 and rows 8 (i / 4) + 4 h
+  // + i % 4 (h = l / 32) in element i; a B fragment of a 32 x 32 x K MFMA
+  // gives lane l column l % 32 and k values [K / 2 h, K / 2 (h + 1)) of its
+  // step. So element i is k value K / 2 h + i % (K / 2) of step i / (K / 2):
+  // B fragments are runs of consecutive elements, and row r stands for
+  // k = K (i / (K / 2)) + K / 2 h + i % (K / 2), i = 4 (r / 8) + r % 4. For
+  // K = 8 (gfx942) that is r itself; for K = 16 (gfx950) rows 4-7 and 8-11
+  // of each 16 trade places (bits 2 and 3 of r swap).
+  bool hasAccumulatorsAsOperandB(const MmaAtom &atom) const override {
+    return atom.m == 32 && atom.n == 32;
+  }
+  Fragment accumulatorsAsOperandB(OpBuilder &b, Location loc,
+                                  const MmaAtom &atom, ArrayRef<Value> acc,
+                                  int64_t step) const override {
+    int64_t perLane = atom.n * atom.k / getWarpSize();
+    auto type = VectorType::get({perLane}, atom.operandType);
+    return {vector::FromElementsOp::create(
+        b, loc, type, acc.slice(step * perLane, perLane))};
+  }
+  Value operandKOfAccumulatorRow(OpBuilder &b, Location loc,
+                                 const MmaAtom &atom,
+                                 Value row) const override {
+    if (atom.k == 8)
+      return row;
+    assert(atom.k == 16 && "32x32 MFMAs of bf16/f16 have K 8 or 16");
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    // Swap bits 2 and 3: row ^ (d | d << 1) << 2, d = bit 2 ^ bit 3.
+    Value bits = arith::ShRUIOp::create(b, loc, row, c(2));
+    Value d = arith::AndIOp::create(
+        b, loc,
+        arith::XOrIOp::create(b, loc, bits,
+                              arith::ShRUIOp::create(b, loc, bits, c(1))),
+        c(1));
+    return arith::XOrIOp::create(b, loc, row,
+                                 arith::MulIOp::create(b, loc, d, c(12)));
+  }
+
   FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,
                                     const MmaAtom &atom, const Fragment &a,
                                     const Fragment &bFrag,
@@ -220,6 +257,13 @@ public:
     for (int64_t i = 0, e = acc.size(); i < e; ++i)
       out.push_back(vector::ExtractOp::create(b, loc, d, i));
     return out;
+  }
+
+  // gfx9 s_waitcnt fields: vmcnt [3:0] and [15:14], expcnt [6:4], lgkmcnt
+  // [11:8]; vmcnt 0 and the others at their maximum (no wait).
+  void waitForGlobalLoads(OpBuilder &b, Location loc) const override {
+    constexpr int32_t kVmcntZero = 0x0f70;
+    ROCDL::SWaitcntOp::create(b, loc, kVmcntZero);
   }
 
   // A raw buffer (stride 0): the resource's word 3 as MLIR's

@@ -31,6 +31,17 @@ Value TargetInfo::bufferLoad(OpBuilder &, Location, Type, Value, Value,
   llvm_unreachable("bufferLoad on a target without buffer loads");
 }
 
+Fragment TargetInfo::accumulatorsAsOperandB(OpBuilder &, Location,
+                                            const MmaAtom &, ArrayRef<Value>,
+                                            int64_t) const {
+  llvm_unreachable("accumulatorsAsOperandB on a target without it");
+}
+
+Value TargetInfo::operandKOfAccumulatorRow(OpBuilder &, Location,
+                                           const MmaAtom &, Value) const {
+  llvm_unreachable("operandKOfAccumulatorRow on a target without it");
+}
+
 FailureOr<std::unique_ptr<TargetInfo>>
 TargetInfo::get(StringRef chip,
                 llvm::function_ref<InFlightDiagnostic()> emitError) {
