@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -12,6 +13,8 @@ TargetInfo::~TargetInfo() = default;
 
 Value TargetInfo::truncateProbability(OpBuilder &b, Location loc, Type elem,
                                       Value p) const {
+  if (auto vec = dyn_cast<VectorType>(p.getType()))
+    elem = vec.clone(elem);
   return arith::TruncFOp::create(b, loc, elem, p);
 }
 

@@ -1,19 +1,27 @@
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --chips gfx942 \
 // RUN:   --explain prefill --tessel-opt tessel-opt | FileCheck %s
 
-// The prefill's K/V loop branches back to its head from two places: after
-// the MMAs when there is no next tile, and from the out-of-line block that
-// stores the next tile into LDS. The report's loop ends at the last branch
-// back, so those stores count: K's 16-byte writes and V's 2-byte
-// transposed ones (before 2026-12-02 15:55 the loop ended at the first
-// branch and showed only P's 2-byte writes, 8 ds_write_b16_d16_hi).
+// The prefill's K/V loops (transposed scores): one for the tiles that
+// need no mask, then one for those that do, inside the loop over query
+// tiles. The report's main loop is the first (the query-tile loop holds
+// loops with MFMAs; of the two, equal in MFMAs, the smaller): no mask
+// compare or select in it. Each iteration stores the next tile with no
+// branch around the store (a branch made the back end sink the tile's
+// loads into it and wait for them there): K's 16-byte writes and V's
+// 8-byte transposed ones (3 ds_write2_b64 and 2 ds_write_b64: 8 a lane),
+// none of 2 bytes (before: 8 ds_write_b16 and 16 ds_write_b16_d16_hi a
+// tile, V's and P's). One exchange a tile finds a query's maximum.
 
 // CHECK:     gfx942 prefill: main-loop instructions by mnemonic
-// CHECK-DAG: {{^ +}}32 v_mfma_f32_16x16x16_bf16
-// CHECK-DAG: {{^ +}}2 ds_write_b128
-// CHECK-DAG: {{^ +}}8 ds_write_b16{{$}}
-// CHECK-DAG: {{^ +}}16 ds_write_b16_d16_hi
-
+// CHECK-DAG: {{^ +}}64 v_mfma_f32_32x32x8_bf16
+// CHECK-DAG: {{^ +}}8 buffer_load_dwordx4
+// CHECK-DAG: {{^ +}}4 ds_write_b128
+// CHECK-DAG: {{^ +}}3 ds_write2_b64
+// CHECK-DAG: {{^ +}}2 ds_write_b64
+// CHECK-DAG: {{^ +}}1 ds_bpermute_b32
+// CHECK-NOT: ds_write_b16
+// CHECK-NOT: v_cmp_le_i32
+// CHECK:     thresholds
 func.func @prefill(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>,
                    %v: memref<?x8x128xbf16>, %cu: memref<?xi32>,
                    %out: memref<?x32x128xbf16>, %scale: f32) {

@@ -13,38 +13,43 @@
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
 
-// The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here):
-// the chip's 16-row bf16 MFMA (16x16x16 / 16x16x32), Q by 16-byte global
-// loads, K/V tiles by 16-byte buffer loads from a window per tile that ends
-// with its last key (checked below: a resource in SGPRs, the lane's offset in a
-// VGPR, soffset 0), K by 16-byte LDS writes, Q/K/P fragments by LDS vector
-// reads (P goes through a per-wave LDS slice: the MFMA C and A layouts
-// differ), V staged transposed (2-byte LDS writes, dim-major) so that its
-// fragments are vector reads too: no 16-bit LDS read anywhere (they were
-// ds_read_u16 of token-major tiles), v_exp_f32 / v_log_f32 (no ocml calls;
-// the grid-stride loop computes its stride from T rather than asking for
-// the grid size, which would need the ROCm device library), no scratch.
-// The softmax's row maxima and sums run within rows of 16 lanes by DPP,
-// folded into the max and add but for the last step, whose max is a
-// v_max3 with the running maximum (no ds_swizzle round trips through the
-// LDS unit); with the IEEE mode bit off, no `v_max_f32 d, x, x` quiets a
-// score or a DPP result before the max.
+// The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here),
+// on transposed scores: each wave computes S^T = K Q^T for 32 queries with
+// the chip's 32x32 bf16 MFMA (32x32x8 / 32x32x16) and O^T += V^T P^T with
+// P^T straight from the S^T accumulators (no P through LDS, no 2-byte LDS
+// write or read). Q's B fragments come by 8- / 16-byte global loads once a
+// query tile, K/V tiles by 16-byte buffer loads from a window per tile that
+// ends with its last key (a resource in SGPRs, the lane's offset in a
+// VGPR, soffset 0); K goes to LDS by 16-byte writes and V transposed by
+// 8-byte writes of 4 keys (register-transposed by v_perm), both chunk-major
+// so that fragments are vector reads at immediate offsets. A lane's scores
+// are all of its query: the row maximum is the lane's own but for one
+// exchange with the lane 32 away (ds_bpermute on gfx942,
+// v_permlane32_swap on gfx950), no DPP row reduction in the K/V loops (the
+// four DPP moves are the request scan's). Scores go through packed FMAs
+// into v_exp_f32; gfx950 packs P by v_cvt_pk_bf16_f32; O leaves as 8-byte
+// runs of 4 dims. v_log_f32 (no ocml calls; the grid-stride loop computes
+// its stride from T rather than asking for the grid size, which would need
+// the ROCm device library), no scratch.
 
 // CHECK-LABEL: prefill:
-// CHECK-DAG:   global_load_dwordx4
+// CHECK-DAG:   buffer_load_dwordx4
 // CHECK-DAG:   ds_write_b128
-// CHECK-DAG:   ds_write_b16
+// CHECK-DAG:   ds_write2_b64
+// CHECK-DAG:   v_perm_b32
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
-// CHECK-DAG:   v_max_f32_dpp {{.*}} quad_perm:[1,0,3,2]
-// CHECK-DAG:   v_max_f32_dpp {{.*}} quad_perm:[2,3,0,1]
-// CHECK-DAG:   v_max_f32_dpp {{.*}} row_half_mirror
-// CHECK-DAG:   v_add_f32_dpp {{.*}} row_half_mirror
-// CHECK-DAG:   v_mov_b32_dpp {{.*}} row_mirror
-// GFX942-DAG:  ds_read_b64
-// GFX942-DAG:  v_mfma_f32_16x16x16_bf16
+// CHECK-DAG:   v_pk_fma_f32
+// CHECK-DAG:   global_store_dwordx2
+// GFX942-DAG:  global_load_dwordx2
+// GFX942-DAG:  ds_read2st64_b64
+// GFX942-DAG:  ds_bpermute_b32
+// GFX942-DAG:  v_mfma_f32_32x32x8_bf16
+// GFX950-DAG:  global_load_dwordx4
 // GFX950-DAG:  ds_read_b128
-// GFX950-DAG:  v_mfma_f32_16x16x32_bf16
+// GFX950-DAG:  v_permlane32_swap_b32
+// GFX950-DAG:  v_cvt_pk_bf16_f32
+// GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
@@ -54,6 +59,8 @@
 // BUFFER:       .end_amdhsa_kernel
 
 // NOU16-NOT:   ds_read_u16
+// NOU16-NOT:   ds_write_b16
+// NOU16-NOT:   v_mfma_f32_16x16
 // NOCANON-NOT: v_max_f32_e32 v{{[0-9]+}}, [[X:v[0-9]+]], [[X]]{{$}}
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
