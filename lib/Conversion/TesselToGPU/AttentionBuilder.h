@@ -87,6 +87,14 @@ protected:
     Value sharedK, sharedV;
     bool vTransposed;
     ValueRange blocks;
+    /// Stages laid out chunk-major, [width / 8, rows, 8] (the prefill's
+    /// transposed scores), rather than in swizzled rows.
+    bool chunkMajor = false;
+    /// Token-major V stored transposed: a thread's chunks in runs of this
+    /// many consecutive tokens at the same dims, each dim's run stored as
+    /// one vector (where the wave's share allows; else one element at a
+    /// time).
+    int64_t vRun = 1;
   };
   /// Whether forEachWindowedChunk reads the tiles of this shape: the
   /// target stages tiles through registers and has buffer loads, tiles are

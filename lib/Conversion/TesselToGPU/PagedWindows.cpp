@@ -165,6 +165,13 @@ void AttentionBuilder::forEachWindowedChunk(
       step(s * warpSize / perPiece, add(base, s * warpSize % perPiece));
   };
   bool shuffled = t.layout == KVLayout::Shuffled;
+  // Element (row, col) of a stage of [rows, width].
+  auto staged = [&](Value row, Value col, int64_t width,
+                    bool rowGroups = false) -> SmallVector<Value> {
+    if (t.chunkMajor)
+      return {t.stage, divu(col, kChunk), row, remu(col, kChunk)};
+    return swizzledIndices({t.stage}, row, col, width, rowGroups);
+  };
   // Token-major rows ([tokens, width] in shared memory): one chunk per
   // (token, 8 columns), valid or not as a whole.
   auto tokenRows = [&](Value cache, Value shared, int64_t width, bool isK) {
@@ -176,7 +183,7 @@ void AttentionBuilder::forEachWindowedChunk(
       Value row = add(offset, pieceRow(j));
       Value valid = lt(add(t.tileStart, row), t.end);
       StagedChunk chunk{shared,
-                        swizzledIndices({t.stage}, row, col, width),
+                        staged(row, col, width),
                         cache,
                         {},
                         select(valid, idx(kChunk), none)};
@@ -198,10 +205,46 @@ void AttentionBuilder::forEachWindowedChunk(
       // 8 rows.
       if (!isK && t.vTransposed)
         for (int64_t e = 0; e < kChunk; ++e)
-          chunk.scatter.push_back(swizzledIndices(
-              {t.stage}, add(col, e), row, t.tokens, /*rowGroups=*/true));
+          chunk.scatter.push_back(
+              staged(add(col, e), row, t.tokens, /*rowGroups=*/true));
       fn(chunk);
     });
+  };
+  // Token-major V stored transposed in runs of `run` tokens: lane l's unit
+  // u = l + 64 s (a step of the wave) is `run` tokens (u / rowChunks) run
+  // .. + run of the wave's share at the 8 dims u % rowChunks; a step's
+  // tokens lie in one piece.
+  auto tokenRuns = [&](Value cache, Value shared, int64_t width,
+                       int64_t run) {
+    int64_t rowChunks = width / kChunk;
+    int64_t shareTokens = pieces * span / waves;
+    int64_t stepTokens = warpSize / rowChunks * run;
+    Value shareStart =
+        pieces >= waves ? none : mul(remu(wave, waves / pieces), shareTokens);
+    llvm::DenseMap<int64_t, Value> windows;
+    for (int64_t first = 0; first < shareTokens; first += stepTokens) {
+      int64_t j = first / span;
+      Value col = mul(remu(lane, rowChunks), kChunk);
+      Value firstOffset = add(add(shareStart, first - j * span),
+                              mul(divu(lane, rowChunks), run));
+      for (int64_t r = 0; r < run; ++r) {
+        Value offset = add(firstOffset, r);
+        Value row = add(offset, pieceRow(j));
+        Value valid = lt(add(t.tileStart, row), t.end);
+        StagedChunk chunk{shared, {}, cache, {},
+                          select(valid, idx(kChunk), none)};
+        Value &window = windows[j];
+        if (!window)
+          window = nhdWindow(cache, j);
+        readFromWindow(chunk, window,
+                       add(mul(offset, rowElementsOf(cache)), col));
+        for (int64_t e = 0; r == 0 && e < kChunk; ++e)
+          chunk.scatter.push_back(
+              staged(add(col, e), row, t.tokens, /*rowGroups=*/true));
+        chunk.scatterRows = r == 0 ? run : 1;
+        fn(chunk);
+      }
+    }
   };
   int64_t headDim = shuffled ? shapeOf(t.kCache)[2] * shapeOf(t.kCache)[4]
                              : shapeOf(t.kCache).back();
@@ -209,7 +252,18 @@ void AttentionBuilder::forEachWindowedChunk(
   if (!t.vCache)
     return;
   if (!shuffled) {
-    tokenRows(t.vCache, t.sharedV, shapeOf(t.vCache)[3], /*isK=*/false);
+    int64_t valueDim = shapeOf(t.vCache)[3], rowChunks = valueDim / kChunk;
+    int64_t shareTokens = pieces * span / waves;
+    // The longest run up to vRun whose steps fit the pieces.
+    for (int64_t run = t.vRun; t.vTransposed && run > 1; run /= 2) {
+      int64_t stepTokens = warpSize / rowChunks * run;
+      if (warpSize % rowChunks == 0 && span % stepTokens == 0 &&
+          shareTokens % stepTokens == 0) {
+        tokenRuns(t.vCache, t.sharedV, valueDim, run);
+        return;
+      }
+    }
+    tokenRows(t.vCache, t.sharedV, valueDim, /*isK=*/false);
     return;
   }
   // Shuffled V ([.., BS / 8, Dv, 8]), staged [Dv, tokens]: one chunk per
@@ -227,7 +281,7 @@ void AttentionBuilder::forEachWindowedChunk(
         arith::MaxSIOp::create(b, loc, sub(t.end, add(t.tileStart, col)), none);
     Value valid = minu(left, idx(kChunk));
     StagedChunk chunk{t.sharedV,
-                      swizzledIndices({t.stage}, d, col, t.tokens),
+                      staged(d, col, t.tokens),
                       t.vCache,
                       {},
                       valid,

@@ -86,7 +86,7 @@ struct PrefillConfig {
   int64_t stages = 2;
   /// Q fragments stay in registers across the key loop.
   bool qInRegisters = true;
-  /// Transposed scores (CDNA, 32x32 atoms, unpaged): each warp computes
+  /// Transposed scores (CDNA, 32x32 atoms): each warp computes
   /// S^T = K Q^T for atom.n queries, one per accumulator column, and O^T
   /// += V^T P^T with P^T straight from the S^T accumulators
   /// (TargetInfo::accumulatorsAsOperandB): no P through shared memory, a
@@ -221,7 +221,10 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
   if (windowed()) {
     forEachWindowedChunk({pb.k, pb.v, pb.layout, pb.blockSize, cfg.tileKeys,
                           threads, kvHead, tileStart, keyEnd, stage, sharedK,
-                          sharedV, vTransposed(), ahead},
+                          sharedV, vTransposed(), ahead,
+                          cfg.transposedScores,
+                          cfg.transposedScores ? atom.n * atom.k / warpSize
+                                               : 1},
                          fn);
     return;
   }
@@ -325,7 +328,7 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
     // is in bounds; nothing is read past validElements).
     Value block = locate(minu(token, sub(keyEnd, idx(1)))).first;
     Value offset = remu(token, pb.blockSize);
-    fn({sharedV, swizzledIndices({stage}, d, col, cfg.tileKeys), pb.v,
+    fn({sharedV, stagedIndices(stage, d, col, cfg.tileKeys), pb.v,
         {block, kvHead, divu(offset, kChunk), d, none},
         minu(left, idx(kChunk)), /*partial=*/true});
   }
@@ -634,8 +637,13 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   }
   state[0] = mNew;
   state[1] = fadd(fmul(state[1], alpha), reduceAll(s, /*isMax=*/false));
-  for (Value &o : MutableArrayRef<Value>(state).drop_front(2))
-    o = fmul(o, alpha);
+  // O^T rescaled in pairs too (v_pk_mul_f32).
+  Value alphaPair = splat(alpha);
+  for (size_t i = 2; i < state.size(); i += 2) {
+    Value o = fmul(pairOf(state[i], state[i + 1]), alphaPair);
+    state[i] = half(o, 0);
+    state[i + 1] = half(o, 1);
+  }
 
   // O^T += V^T P^T.
   SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
@@ -766,9 +774,9 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   if (windowed())
     loadBlockIdsAhead(pipeline, pb.blockTable, request, keyStart, cfg.tileKeys,
                       pb.blockSize, cfg.warps * warpSize);
-  // The unpaged tiles' buffer windows end with the keys: a tile past the
-  // last reads zeros.
-  if (cfg.transposedScores)
+  // The unpaged tiles' buffer windows end with the keys (and the paged
+  // ones', loadBlockIdsAhead): a tile past the last reads zeros.
+  if (cfg.transposedScores && (!pb.paged || windowed()))
     pipeline.fetchPastEnd = pipeline.storePastEnd = true;
   pipeline.compute = [&](Value stage, Value t, SmallVector<Value> &st) {
     if (cfg.transposedScores)
@@ -835,13 +843,11 @@ LogicalResult PrefillBuilder::build() {
     sharedV = carve({cfg.stages, cfg.tileKeys / kChunk, pb.valueDim, kChunk});
   } else {
     sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
+    if (vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled))
+      sharedV = carve({cfg.stages, pb.valueDim, cfg.tileKeys});
+    else
+      sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});
   }
-  if (cfg.transposedScores)
-    ;
-  else if (vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled))
-    sharedV = carve({cfg.stages, pb.valueDim, cfg.tileKeys});
-  else
-    sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});
   if (pb.paged) {
     split = blockId(gpu::Dimension::z);
     numBlocks = memref::DimOp::create(b, loc, pb.k, 0);
@@ -920,10 +926,9 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   if (failed(chosen))
     return failure();
   MmaAtom atom = *chosen;
-  // CDNA, unpaged: transposed scores on the 32x32 atom.
+  // CDNA: transposed scores on the 32x32 atom.
   PrefillConfig cfg;
-  if (!pb.paged)
-    for (const MmaAtom &a : target.getMmaAtoms(elem, b.getF32Type()))
+  for (const MmaAtom &a : target.getMmaAtoms(elem, b.getF32Type()))
       if (target.hasAccumulatorsAsOperandB(a)) {
         atom = a;
         cfg.transposedScores = true;
