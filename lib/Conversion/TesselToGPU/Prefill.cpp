@@ -22,9 +22,11 @@
 // head dim 128), computes S = Q K^T for its rows, masks (only tiles that
 // reach the diagonal or the request's end pay for it), updates the online
 // softmax (row max m, partial row sums l), and accumulates O += P V with P
-// taken straight from the S accumulators where the target's C and A layouts
-// agree (sm80), else through a per-warp shared-memory slice. Scores are
-// scaled by scale * log2(e) so that exponentials are exp2 instructions.
+// taken straight from the S accumulators, whose layout is the A operand's
+// (sm80). CDNA, whose C layout is not, computes the transposed scores
+// instead (PrefillTransposed.cpp: S^T = K Q^T, O^T += V^T P^T, P^T the B
+// operand as it stands). Scores are scaled by scale * log2(e) so that
+// exponentials are exp2 instructions.
 //
 // Epilogue: O / l per row, stored as runs of the accumulator layout; the
 // LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
@@ -44,7 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionBuilder.h"
+#include "PrefillBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -55,46 +57,9 @@
 using namespace mlir;
 using namespace mlir::tessel;
 
+using namespace mlir::tessel::flash;
+
 namespace {
-
-struct PrefillProblem {
-  Value q, k, v, cuSeqlens, out, lse;
-  int64_t qHeads, kvHeads, headDim, valueDim;
-  /// The softmax scale argument times log2(e) (scores are base 2).
-  Value scaleLog2;
-  bool causal;
-  /// The keys are a request's cached context in a paged cache (k, v are
-  /// the caches; paged_attention with cu_seqlens) rather than its new
-  /// tokens.
-  bool paged = false;
-  Value blockTable, contextLens;
-  KVLayout layout = KVLayout::NHD;
-  int64_t blockSize = 0;
-  /// out [P, T, Hq, Dv] and lse [P, Hq, T]: partial p is the context
-  /// window [p W, (p + 1) W), W = ceil(MB / P) * BS.
-  bool split = false;
-  /// Query heads per tile row group (the paged form): a block takes the
-  /// `packed` heads of one KV head, tile row r being token r / packed, head
-  /// r % packed; 1: a block takes one query head.
-  int64_t packed = 1;
-};
-
-struct PrefillConfig {
-  int64_t warps = 4;
-  /// Keys per K/V tile.
-  int64_t tileKeys = 64;
-  int64_t stages = 2;
-  /// Q fragments stay in registers across the key loop.
-  bool qInRegisters = true;
-  /// Transposed scores (CDNA, 32x32 atoms): each warp computes
-  /// S^T = K Q^T for atom.n queries, one per accumulator column, and O^T
-  /// += V^T P^T with P^T straight from the S^T accumulators
-  /// (TargetInfo::accumulatorsAsOperandB): no P through shared memory, a
-  /// lane's scores all of one query (its row maximum and sum are its own
-  /// but for one exchange with the lane 32 away), Q's B fragments loaded
-  /// from global memory into registers once a tile.
-  bool transposedScores = false;
-};
 
 /// Grid slack past ceil(T / tile): room for the partial tiles of that many
 /// requests before blocks take a second tile. The unified kernel (paged,
@@ -103,89 +68,8 @@ int64_t slackTiles(const PrefillProblem &pb) {
   return pb.paged && pb.causal ? 64 : 16;
 }
 
-class PrefillBuilder : public AttentionBuilder {
-public:
-  PrefillBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
-                 const MmaAtom &atom, const PrefillConfig &cfg,
-                 const PrefillProblem &pb)
-      : AttentionBuilder(b, loc, target, atom), cfg(cfg), pb(pb) {}
+} // namespace
 
-  LogicalResult build();
-
-private:
-  int64_t tileRows() const { return cfg.warps * atom.m; }
-  int64_t tileTokens() const { return tileRows() / pb.packed; }
-  /// Whether V is staged transposed, [Dv, keys]: where tiles go through
-  /// registers (no async copy), and V is not already dim-major in memory
-  /// (the shuffled cache layout).
-  bool vTransposed() const {
-    return target.getAsyncCopyBytes() == 0 &&
-           !(pb.paged && pb.layout == KVLayout::Shuffled);
-  }
-  /// The token of tile row `row` (rows from `rowStart`) and its query head.
-  Value rowToken(Value row) { return add(rowStart, divu(row, pb.packed)); }
-  Value rowHead(Value row) { return add(head, remu(row, pb.packed)); }
-
-  /// One tile: query tokens [first, last) over the keys [start, end); with
-  /// causal, token t's keys end at t + offset.
-  LogicalResult tile(Value first, Value last, Value start, Value end,
-                     Value offset);
-  /// The paged form's tile: tokens [first, last) of request `request`,
-  /// whose query tokens end at `queryEnd`.
-  LogicalResult pagedTile(Value first, Value last, Value request,
-                          Value queryEnd);
-  void stageQuery(Value rowStart, Value rowEnd);
-  /// Whether paged tiles are read by forEachWindowedChunk (CDNA).
-  bool windowed() const {
-    return pb.paged &&
-           pagedWindowsApply(pb.layout, pb.blockSize, cfg.tileKeys, pb.headDim,
-                             pb.valueDim, cfg.warps * warpSize);
-  }
-  /// `ahead`: the tile's block ids (TilePipeline::lookahead) where
-  /// windowed().
-  void forEachChunk(Value stage, Value kvTile, ValueRange ahead,
-                    function_ref<void(const StagedChunk &)> fn);
-  LogicalResult computeTile(Value stage, Value kvTile,
-                            SmallVector<Value> &state);
-  void epilogue(ArrayRef<Value> state);
-  /// Indices in the K or V stage `stage` of element (row, col) of its
-  /// [rows, width] tile: swizzled rows (swizzledIndices), or with
-  /// transposed scores chunk-major, [width / 8, rows, 8], where a lane's
-  /// fragments of successive k steps are a constant stride apart (one
-  /// address a lane and immediate offsets, where the swizzle's XOR took
-  /// two instructions a fragment) and a fragment read is 1 KB in a row.
-  SmallVector<Value> stagedIndices(Value stage, Value row, Value col,
-                                   int64_t width, bool rowGroups = false);
-  SharedTile stagedTile(Value shared, Value stage, int64_t width,
-                        bool rowGroups = false);
-  // Transposed scores (PrefillConfig::transposedScores).
-  /// This warp's Q^T B fragments, from global memory.
-  LogicalResult loadQueryFragments();
-  /// State: [m, l, O^T (Dv / m atoms x accCount)], of this lane's query.
-  /// `masked`: keys past the request and (causal) past the lane's query
-  /// are masked, the scores scaled first; else the scale goes into exp2's
-  /// argument (one FMA a score), which needs a positive scale.
-  LogicalResult computeTransposedTile(Value stage, Value kvTile,
-                                      SmallVector<Value> &state, bool masked);
-  /// The first K/V tile that may need the mask (none before it does).
-  Value firstMaskedTile(Value numTiles);
-  void transposedEpilogue(ArrayRef<Value> state);
-
-  PrefillConfig cfg;
-  PrefillProblem pb;
-
-  Type elem;
-  Value sharedQ, sharedK, sharedV, sharedP;
-  Value tid, lane, warp, head, kvHead;
-  /// Paged form: the request, its split (0 unless split) and the cache's
-  /// block count and block-table width.
-  Value request, split, numBlocks, maxBlocks;
-  // Per tile: the query tokens [rowStart, rowEnd), the keys [keyStart,
-  // keyEnd) they may see, with causal the position of token t minus t (its
-  // keys end at t + queryOffset), and the Q fragments kept in registers.
-  Value rowStart, rowEnd, keyStart, keyEnd, queryOffset;
-  SmallVector<Fragment> qFrags;
-};
 
 void PrefillBuilder::stageQuery(Value first, Value last) {
   stageRows(sharedQ, pb.q, tileRows(), pb.headDim, cfg.warps * warpSize,
@@ -338,7 +222,7 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
 LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
                                           SmallVector<Value> &state) {
   assert(!cfg.transposedScores && "tiles of transposed scores are split");
-  int64_t nSlots = slots(), acc = accCount(), r = run();
+  int64_t nSlots = slots(), acc = accCount();
   int64_t scoreAtoms = cfg.tileKeys / atom.n;
   int64_t outAtoms = pb.valueDim / atom.n;
   Value warpRow = mul(warp, atom.m);
@@ -398,42 +282,18 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
     return rowReduce(localMax, /*isMax=*/true);
   });
 
-  // P (16-bit) as the A operand of O += P V: from registers where the
-  // layouts agree, else through this warp's shared-memory slice.
+  // P (16-bit) as the A operand of O += P V, from registers (the C and A
+  // layouts agree; targets whose do not take transposed scores).
   SmallVector<Value> p16;
   for (Value v : s)
     p16.push_back(target.truncateProbability(b, loc, elem, v));
   int64_t atomsPerStep = atom.k / atom.n;
   SmallVector<Fragment> pFrags;
-  if (target.hasAccumulatorsAsOperandA(atom)) {
-    for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks)
-      pFrags.push_back(*target.accumulatorsAsOperandA(
-          b, loc, atom,
-          ArrayRef<Value>(p16).slice(ks * atomsPerStep * acc,
-                                     atomsPerStep * acc)));
-  } else {
-    SharedTile pTile = tileOf(sharedP, warp, cfg.tileKeys, true);
-    auto runType = VectorType::get({r}, elem);
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = 0; e < acc; e += r) {
-        auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
-        Value vec = vector::FromElementsOp::create(
-            b, loc, runType,
-            ArrayRef<Value>(p16).slice(j * acc + e, r));
-        vector::StoreOp::create(
-            b, loc, vec, sharedP,
-            swizzledIndices({warp}, row, add(col, j * atom.n), cfg.tileKeys));
-      }
-    // The slice is this warp's own, but lanes read what others wrote.
-    gpu::BarrierOp::create(b, loc);
-    for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-      auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, pTile,
-                                     idx(0), idx(ks * atom.k), lane, 1);
-      if (failed(fa))
-        return failure();
-      pFrags.push_back((*fa)[0]);
-    }
-  }
+  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks)
+    pFrags.push_back(*target.accumulatorsAsOperandA(
+        b, loc, atom,
+        ArrayRef<Value>(p16).slice(ks * atomsPerStep * acc,
+                                   atomsPerStep * acc)));
   bool vDimMajor =
       vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled);
   SharedTile vTile =
@@ -491,229 +351,6 @@ void PrefillBuilder::epilogue(ArrayRef<Value> state) {
                });
     });
   }
-}
-
-LogicalResult PrefillBuilder::loadQueryFragments() {
-  // Q read as a B tile straight from global memory: tile row r is query
-  // row r (rows past the tile's tokens read its first token's, which no
-  // output keeps).
-  SharedTile queries{pb.q,
-                     [this](OpBuilder &, Location, Value row, Value col) {
-                       Value token = rowToken(row);
-                       token = select(lt(token, rowEnd), token, rowStart);
-                       return SmallVector<Value>{token, rowHead(row), col};
-                     },
-                     /*kContiguous=*/true};
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, queries,
-                                   mul(warp, atom.n), idx(ks * atom.k), lane,
-                                   1);
-    if (failed(fb))
-      return failure();
-    qFrags.push_back((*fb)[0]);
-  }
-  target.waitForGlobalLoads(b, loc);
-  return success();
-}
-
-Value PrefillBuilder::firstMaskedTile(Value numTiles) {
-  // Tile t reaches past the keys at t * N + N > keyEnd - keyStart, and
-  // (causal) past the block's first query (its least position p) at t * N
-  // + N - 1 > p - keyStart.
-  Value keys = sub(keyEnd, keyStart);
-  if (pb.causal)
-    keys = arith::MinSIOp::create(
-        b, loc, keys,
-        add(sub(add(rowToken(idx(0)), queryOffset), keyStart), idx(1)));
-  Value first = arith::DivSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, keys, idx(0)),
-      idx(cfg.tileKeys));
-  // A scale that is not positive takes the masked path everywhere.
-  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                         pb.scaleLog2, f32(0));
-  return select(positive, minu(first, numTiles), idx(0));
-}
-
-LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
-                                                    SmallVector<Value> &state,
-                                                    bool masked) {
-  int64_t acc = accCount();
-  int64_t scoreAtoms = cfg.tileKeys / atom.m, outAtoms = pb.valueDim / atom.m;
-  auto mmaInto = [&](MutableArrayRef<Value> c, const Fragment &a,
-                     const Fragment &bFrag) -> LogicalResult {
-    auto d = target.mma(b, loc, atom, a, bFrag, c);
-    if (failed(d))
-      return failure();
-    llvm::copy(*d, c.begin());
-    return success();
-  };
-
-  // S^T = K Q^T, K's rows read in the order that makes P^T's accumulators
-  // the B fragments of P.V.
-  SharedTile kTile = stagedTile(sharedK, stage, pb.headDim);
-  auto keyRow = kTile.indices;
-  kTile.indices = [this, keyRow](OpBuilder &ob, Location l, Value row,
-                                 Value col) {
-    return keyRow(ob, l, target.operandKOfAccumulatorRow(ob, l, atom, row),
-                  col);
-  };
-  SmallVector<Value> s(scoreAtoms * acc, f32(0));
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
-                                   idx(ks * atom.k), lane, scoreAtoms);
-    if (failed(fa))
-      return failure();
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      if (failed(mmaInto(MutableArrayRef<Value>(s).slice(j * acc, acc),
-                         (*fa)[j], qFrags[ks])))
-        return failure();
-  }
-
-  Value multiplier = pb.scaleLog2;
-  if (masked) {
-    Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
-    // The lane's last key, relative to the tile, in 32 bits.
-    Value last = sub(keyEnd, idx(1));
-    if (pb.causal)
-      last = arith::MinSIOp::create(
-          b, loc, last,
-          add(rowToken(add(mul(warp, atom.n), remu(lane, atom.n))),
-              queryOffset));
-    last = toI32(sub(last, tileStart));
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = 0; e < acc; ++e) {
-        Value row = target.getAccumulatorPosition(b, loc, atom, lane, e).first;
-        Value key = toI32(add(
-            target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
-        Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                         key, last);
-        Value &v = s[j * acc + e];
-        v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
-      }
-    multiplier = f32(1);
-  }
-
-  // Online softmax of the lane's query: its scores are the lane's and the
-  // lane's 32 away.
-  auto reduceAll = [&](ArrayRef<Value> values, bool isMax) {
-    SmallVector<Value> v(values);
-    while (v.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < v.size(); i += 2)
-        next.push_back(isMax ? fmax(v[i], v[i + 1]) : fadd(v[i], v[i + 1]));
-      if (v.size() % 2)
-        next.push_back(v.back());
-      v = std::move(next);
-    }
-    return v.front();
-  };
-  Value localMax = reduceAll(s, /*isMax=*/true);
-  Value tileMax = fmax(localMax, target.reductionPartner(b, loc, localMax,
-                                                         warpSize / 2));
-  Value mOld = state[0];
-  Value mNew = fmax(mOld, fmul(tileMax, multiplier));
-  Value mSafe = finiteOrZero(mNew);
-  Value alpha = exp2(fsub(mOld, mSafe));
-  Value negM = arith::NegFOp::create(b, loc, mSafe);
-  // Scores in pairs: packed FMAs (v_pk_fma_f32) and conversions.
-  auto pairType = VectorType::get({2}, b.getF32Type());
-  auto pairOf = [&](Value x, Value y) -> Value {
-    return vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y});
-  };
-  auto splat = [&](Value x) -> Value {
-    return vector::BroadcastOp::create(b, loc, pairType, x);
-  };
-  auto half = [&](Value pair, int64_t i) -> Value {
-    return vector::ExtractOp::create(b, loc, pair, i);
-  };
-  SmallVector<Value> p16;
-  for (size_t i = 0; i < s.size(); i += 2) {
-    Value arg = LLVM::FMAOp::create(b, loc, pairOf(s[i], s[i + 1]),
-                                    splat(multiplier), splat(negM));
-    s[i] = exp2(half(arg, 0));
-    s[i + 1] = exp2(half(arg, 1));
-    Value p = target.truncateProbability(b, loc, elem, pairOf(s[i], s[i + 1]));
-    p16.append({half(p, 0), half(p, 1)});
-  }
-  state[0] = mNew;
-  state[1] = fadd(fmul(state[1], alpha), reduceAll(s, /*isMax=*/false));
-  // O^T rescaled in pairs too (v_pk_mul_f32).
-  Value alphaPair = splat(alpha);
-  for (size_t i = 2; i < state.size(); i += 2) {
-    Value o = fmul(pairOf(state[i], state[i + 1]), alphaPair);
-    state[i] = half(o, 0);
-    state[i + 1] = half(o, 1);
-  }
-
-  // O^T += V^T P^T.
-  SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
-  int64_t stepsPerAtom = atom.m / atom.k;
-  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-    Fragment pFrag = target.accumulatorsAsOperandB(
-        b, loc, atom,
-        ArrayRef<Value>(p16).slice(ks / stepsPerAtom * acc, acc),
-        ks % stepsPerAtom);
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
-                                   idx(ks * atom.k), lane, outAtoms);
-    if (failed(fa))
-      return failure();
-    for (int64_t j = 0; j < outAtoms; ++j)
-      if (failed(mmaInto(
-              MutableArrayRef<Value>(state).drop_front(2).slice(j * acc, acc),
-              (*fa)[j], pFrag)))
-        return failure();
-  }
-  return success();
-}
-
-void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
-  int64_t acc = accCount(), outAtoms = pb.valueDim / atom.m;
-  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
-  Value total =
-      fadd(state[1], target.reductionPartner(b, loc, state[1], warpSize / 2));
-  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total,
-                                      f32(0));
-  Value inv =
-      select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
-  Value query = add(mul(warp, atom.n), remu(lane, atom.n));
-  Value token = rowToken(query), tokenHead = rowHead(query);
-  // Runs of 4 accumulator elements are 4 consecutive dims (rows of O^T).
-  constexpr int64_t run = 4;
-  auto runType = VectorType::get({run}, outElem);
-  ifThen(lt(token, rowEnd), [&] {
-    for (int64_t j = 0; j < outAtoms; ++j)
-      for (int64_t e = 0; e < acc; e += run) {
-        Value dim = add(
-            target.getAccumulatorPosition(b, loc, atom, lane, e).first,
-            j * atom.m);
-        SmallVector<Value> values;
-        for (int64_t v = 0; v < run; ++v) {
-          Value o = fmul(state[2 + j * acc + e + v], inv);
-          if (outElem != o.getType())
-            o = arith::TruncFOp::create(b, loc, outElem, o);
-          values.push_back(o);
-        }
-        SmallVector<Value> outIdx = {token, tokenHead, dim};
-        if (pb.split)
-          outIdx.insert(outIdx.begin(), split);
-        vector::StoreOp::create(
-            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
-            pb.out, outIdx, false,
-            llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
-      }
-    if (!pb.lse)
-      return;
-    // One lane of the two that hold the query stores its LSE.
-    ifThen(lt(lane, idx(atom.n)), [&] {
-      Value l = fmul(fadd(finiteOrZero(state[0]), target.log2(b, loc, total)),
-                     f32(M_LN2));
-      SmallVector<Value> lseIdx = {tokenHead, token};
-      if (pb.split)
-        lseIdx.insert(lseIdx.begin(), split);
-      memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), l), pb.lse,
-                              lseIdx);
-    });
-  });
 }
 
 LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
@@ -853,8 +490,6 @@ LogicalResult PrefillBuilder::build() {
     numBlocks = memref::DimOp::create(b, loc, pb.k, 0);
     maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
   }
-  if (!target.hasAccumulatorsAsOperandA(atom) && !cfg.transposedScores)
-    sharedP = carve({cfg.warps, atom.m, cfg.tileKeys});
 
   // The tiles of every request, walked with the grid's stride. Entry 0 of
   // cu_seqlens ends the rows before the first request (normally none):
@@ -914,6 +549,8 @@ LogicalResult PrefillBuilder::build() {
   return result;
 }
 
+namespace {
+
 /// The tile configuration, the kernel body and the launch geometry of a
 /// flash-attention problem; `tokens` is q's token dimension, `splits` the
 /// split dimension of a split-form output.
@@ -951,8 +588,8 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
   cfg.qInRegisters = pb.headDim <= 128 || cfg.transposedScores;
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
-  bool pInShared =
-      !target.hasAccumulatorsAsOperandA(atom) && !cfg.transposedScores;
+  assert((cfg.transposedScores || target.hasAccumulatorsAsOperandA(atom)) &&
+         "P reaches P.V from registers");
   int64_t qRows = cfg.transposedScores ? 0 : 1;
   int64_t sharedBytes = 0;
   bool fits = false;
@@ -971,8 +608,7 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
     if ((keys * kChunk) % threads)
       continue;
     sharedBytes = (qRows * rows * pb.headDim +
-                   cfg.stages * keys * (pb.headDim + pb.valueDim) +
-                   (pInShared ? rows * keys : 0)) *
+                   cfg.stages * keys * (pb.headDim + pb.valueDim)) *
                   bytes;
     if (sharedBytes <= target.getSharedMemoryBytes()) {
       fits = true;

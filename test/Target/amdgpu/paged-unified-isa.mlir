@@ -10,25 +10,27 @@
 // RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
 
 // The unified mode's kernel (paged_attention causal with cu_seqlens) on
-// CDNA3/CDNA4 from the sm80 template, both KV layouts: the chip's bf16
-// MFMA, no scratch (not run on hardware here). The context's K/V tiles
-// come by buffer loads, their block ids loaded a tile ahead: the main loop
-// has no serialized s_waitcnt vmcnt(0) (the report's last column), for
-// either layout on either chip.
+// CDNA3/CDNA4, both KV layouts: transposed scores on the chip's 32x32 bf16
+// MFMA (as the unpaged prefill), no scratch (not run on hardware here). The
+// context's K/V tiles come by buffer loads, their block ids loaded a tile
+// ahead: the main loop has no serialized s_waitcnt vmcnt(0) (the report's
+// last column) and no 2-byte LDS access (the column before: NHD V goes
+// to LDS transposed in runs of 4 tokens, 8-byte writes; before, 32 2-byte
+// writes a tile), for either layout on either chip.
 
 // LOOP:        ### gfx942
-// LOOP:        | unified | {{.*}} | 0 |{{$}}
-// LOOP:        | unified_shuffled | {{.*}} | 0 |{{$}}
+// LOOP:        | unified | {{.*}} | 0 | 0 |{{$}}
+// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | unified | {{.*}} | 0 |{{$}}
-// LOOP:        | unified_shuffled | {{.*}} | 0 |{{$}}
+// LOOP:        | unified | {{.*}} | 0 | 0 |{{$}}
+// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 |{{$}}
 
 // CHECK-LABEL: unified:
-// GFX942:      v_mfma_f32_16x16x16_bf16
-// GFX950:      v_mfma_f32_16x16x32_bf16
+// GFX942:      v_mfma_f32_32x32x8_bf16
+// GFX950:      v_mfma_f32_32x32x16_bf16
 // CHECK-LABEL: unified_shuffled:
-// GFX942:      v_mfma_f32_16x16x16_bf16
-// GFX950:      v_mfma_f32_16x16x32_bf16
+// GFX942:      v_mfma_f32_32x32x8_bf16
+// GFX950:      v_mfma_f32_32x32x16_bf16
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
 // NOSPILL-NOT: private_segment_fixed_size: [1-9]

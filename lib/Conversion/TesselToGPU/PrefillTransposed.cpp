@@ -1,0 +1,257 @@
+//===- PrefillTransposed.cpp - Flash attention on transposed scores -------===//
+//
+// CDNA's main loop of the flash-attention template (PrefillConfig::
+// transposedScores): MFMA C fragments give each lane one column, so each
+// wave computes S^T = K Q^T for 32 queries, one per column, with the 32x32
+// atom. Then
+// - P^T is the B operand of O^T += V^T P^T as it stands in the
+//   accumulators (TargetInfo::accumulatorsAsOperandB), with K's rows read
+//   in the order that makes it so (operandKOfAccumulatorRow): no P through
+//   LDS, no barrier for it;
+// - a lane's scores are all of one query: its maximum is its own but for
+//   one exchange with the lane 32 away, its row sum its own until the
+//   epilogue, and O^T's rescale one factor a lane;
+// - Q^T's B fragments come from global memory once a query tile (no Q in
+//   LDS: gfx942's 64 KB holds two 64-key K/V stages instead);
+// - scores go in pairs through packed FMAs into exp2 and to bf16;
+// - the tiles that need a mask run in a loop of their own
+//   (TilePipeline::tailFrom), so the main loop has no compare or select.
+// The K/V stages are chunk-major (PrefillBuilder::stagedIndices): a lane's
+// fragments at successive k steps are a fixed stride apart, immediate
+// offsets from one address.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PrefillBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tessel;
+using namespace mlir::tessel::flash;
+
+LogicalResult PrefillBuilder::loadQueryFragments() {
+  // Q read as a B tile straight from global memory: tile row r is query
+  // row r (rows past the tile's tokens read its first token's, which no
+  // output keeps).
+  SharedTile queries{pb.q,
+                     [this](OpBuilder &, Location, Value row, Value col) {
+                       Value token = rowToken(row);
+                       token = select(lt(token, rowEnd), token, rowStart);
+                       return SmallVector<Value>{token, rowHead(row), col};
+                     },
+                     /*kContiguous=*/true};
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, queries,
+                                   mul(warp, atom.n), idx(ks * atom.k), lane,
+                                   1);
+    if (failed(fb))
+      return failure();
+    qFrags.push_back((*fb)[0]);
+  }
+  target.waitForGlobalLoads(b, loc);
+  return success();
+}
+
+Value PrefillBuilder::firstMaskedTile(Value numTiles) {
+  // Tile t reaches past the keys at t * N + N > keyEnd - keyStart, and
+  // (causal) past the block's first query (its least position p) at t * N
+  // + N - 1 > p - keyStart.
+  Value keys = sub(keyEnd, keyStart);
+  if (pb.causal)
+    keys = arith::MinSIOp::create(
+        b, loc, keys,
+        add(sub(add(rowToken(idx(0)), queryOffset), keyStart), idx(1)));
+  Value first = arith::DivSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, keys, idx(0)),
+      idx(cfg.tileKeys));
+  // A scale that is not positive takes the masked path everywhere.
+  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                         pb.scaleLog2, f32(0));
+  return select(positive, minu(first, numTiles), idx(0));
+}
+
+LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
+                                                    SmallVector<Value> &state,
+                                                    bool masked) {
+  int64_t acc = accCount();
+  int64_t scoreAtoms = cfg.tileKeys / atom.m, outAtoms = pb.valueDim / atom.m;
+  auto mmaInto = [&](MutableArrayRef<Value> c, const Fragment &a,
+                     const Fragment &bFrag) -> LogicalResult {
+    auto d = target.mma(b, loc, atom, a, bFrag, c);
+    if (failed(d))
+      return failure();
+    llvm::copy(*d, c.begin());
+    return success();
+  };
+
+  // S^T = K Q^T, K's rows read in the order that makes P^T's accumulators
+  // the B fragments of P.V.
+  SharedTile kTile = stagedTile(sharedK, stage, pb.headDim);
+  auto keyRow = kTile.indices;
+  kTile.indices = [this, keyRow](OpBuilder &ob, Location l, Value row,
+                                 Value col) {
+    return keyRow(ob, l, target.operandKOfAccumulatorRow(ob, l, atom, row),
+                  col);
+  };
+  SmallVector<Value> s(scoreAtoms * acc, f32(0));
+  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
+                                   idx(ks * atom.k), lane, scoreAtoms);
+    if (failed(fa))
+      return failure();
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      if (failed(mmaInto(MutableArrayRef<Value>(s).slice(j * acc, acc),
+                         (*fa)[j], qFrags[ks])))
+        return failure();
+  }
+
+  Value multiplier = pb.scaleLog2;
+  if (masked) {
+    Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+    // The lane's last key, relative to the tile, in 32 bits.
+    Value last = sub(keyEnd, idx(1));
+    if (pb.causal)
+      last = arith::MinSIOp::create(
+          b, loc, last,
+          add(rowToken(add(mul(warp, atom.n), remu(lane, atom.n))),
+              queryOffset));
+    last = toI32(sub(last, tileStart));
+    for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t e = 0; e < acc; ++e) {
+        Value row = target.getAccumulatorPosition(b, loc, atom, lane, e).first;
+        Value key = toI32(add(
+            target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
+        Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                         key, last);
+        Value &v = s[j * acc + e];
+        v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
+      }
+    multiplier = f32(1);
+  }
+
+  // Online softmax of the lane's query: its scores are the lane's and the
+  // lane's 32 away.
+  auto reduceAll = [&](ArrayRef<Value> values, bool isMax) {
+    SmallVector<Value> v(values);
+    while (v.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < v.size(); i += 2)
+        next.push_back(isMax ? fmax(v[i], v[i + 1]) : fadd(v[i], v[i + 1]));
+      if (v.size() % 2)
+        next.push_back(v.back());
+      v = std::move(next);
+    }
+    return v.front();
+  };
+  Value localMax = reduceAll(s, /*isMax=*/true);
+  Value tileMax = fmax(localMax, target.reductionPartner(b, loc, localMax,
+                                                         warpSize / 2));
+  Value mOld = state[0];
+  Value mNew = fmax(mOld, fmul(tileMax, multiplier));
+  Value mSafe = finiteOrZero(mNew);
+  Value alpha = exp2(fsub(mOld, mSafe));
+  Value negM = arith::NegFOp::create(b, loc, mSafe);
+  // Scores in pairs: packed FMAs (v_pk_fma_f32) and conversions.
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  auto pairOf = [&](Value x, Value y) -> Value {
+    return vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y});
+  };
+  auto splat = [&](Value x) -> Value {
+    return vector::BroadcastOp::create(b, loc, pairType, x);
+  };
+  auto half = [&](Value pair, int64_t i) -> Value {
+    return vector::ExtractOp::create(b, loc, pair, i);
+  };
+  SmallVector<Value> p16;
+  for (size_t i = 0; i < s.size(); i += 2) {
+    Value arg = LLVM::FMAOp::create(b, loc, pairOf(s[i], s[i + 1]),
+                                    splat(multiplier), splat(negM));
+    s[i] = exp2(half(arg, 0));
+    s[i + 1] = exp2(half(arg, 1));
+    Value p = target.truncateProbability(b, loc, elem, pairOf(s[i], s[i + 1]));
+    p16.append({half(p, 0), half(p, 1)});
+  }
+  state[0] = mNew;
+  state[1] = fadd(fmul(state[1], alpha), reduceAll(s, /*isMax=*/false));
+  // O^T rescaled in pairs too (v_pk_mul_f32).
+  Value alphaPair = splat(alpha);
+  for (size_t i = 2; i < state.size(); i += 2) {
+    Value o = fmul(pairOf(state[i], state[i + 1]), alphaPair);
+    state[i] = half(o, 0);
+    state[i + 1] = half(o, 1);
+  }
+
+  // O^T += V^T P^T.
+  SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
+  int64_t stepsPerAtom = atom.m / atom.k;
+  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
+    Fragment pFrag = target.accumulatorsAsOperandB(
+        b, loc, atom,
+        ArrayRef<Value>(p16).slice(ks / stepsPerAtom * acc, acc),
+        ks % stepsPerAtom);
+    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
+                                   idx(ks * atom.k), lane, outAtoms);
+    if (failed(fa))
+      return failure();
+    for (int64_t j = 0; j < outAtoms; ++j)
+      if (failed(mmaInto(
+              MutableArrayRef<Value>(state).drop_front(2).slice(j * acc, acc),
+              (*fa)[j], pFrag)))
+        return failure();
+  }
+  return success();
+}
+
+void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
+  int64_t acc = accCount(), outAtoms = pb.valueDim / atom.m;
+  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
+  Value total =
+      fadd(state[1], target.reductionPartner(b, loc, state[1], warpSize / 2));
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total,
+                                      f32(0));
+  Value inv =
+      select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
+  Value query = add(mul(warp, atom.n), remu(lane, atom.n));
+  Value token = rowToken(query), tokenHead = rowHead(query);
+  // Runs of 4 accumulator elements are 4 consecutive dims (rows of O^T).
+  constexpr int64_t run = 4;
+  auto runType = VectorType::get({run}, outElem);
+  ifThen(lt(token, rowEnd), [&] {
+    for (int64_t j = 0; j < outAtoms; ++j)
+      for (int64_t e = 0; e < acc; e += run) {
+        Value dim = add(
+            target.getAccumulatorPosition(b, loc, atom, lane, e).first,
+            j * atom.m);
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < run; ++v) {
+          Value o = fmul(state[2 + j * acc + e + v], inv);
+          if (outElem != o.getType())
+            o = arith::TruncFOp::create(b, loc, outElem, o);
+          values.push_back(o);
+        }
+        SmallVector<Value> outIdx = {token, tokenHead, dim};
+        if (pb.split)
+          outIdx.insert(outIdx.begin(), split);
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+            pb.out, outIdx, false,
+            llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
+      }
+    if (!pb.lse)
+      return;
+    // One lane of the two that hold the query stores its LSE.
+    ifThen(lt(lane, idx(atom.n)), [&] {
+      Value l = fmul(fadd(finiteOrZero(state[0]), target.log2(b, loc, total)),
+                     f32(M_LN2));
+      SmallVector<Value> lseIdx = {tokenHead, token};
+      if (pb.split)
+        lseIdx.insert(lseIdx.begin(), split);
+      memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), l), pb.lse,
+                              lseIdx);
+    });
+  });
+}
