@@ -78,8 +78,19 @@ THRESHOLDS = {
     # 18:30 the prefill's K/V tiles come by buffer loads (gfx950 19% ->
     # 20%, MLA 24% -> 27% / 19% -> 22%), the gfx942 MLA prefill waiting on
     # LDS twice more an iteration (17 lgkmcnt(0)).
-    "tessel.prefill_attention": dict(share=0.20, waves=0.5, vmcnt0=2,
-                                     serial=0, lgkmcnt0=17, flat=0, lds16=48),
+    # Since 2026-12-03 07:00 on transposed scores (S^T = K Q^T on 32x32
+    # MFMAs, P^T from the accumulators, the masked tiles in a loop of their
+    # own; PrefillTransposed.cpp): 28% -> 61% gfx942, 20% -> 45% gfx950
+    # (MLA's 192/128 heads 58% / 49%), no 2-byte LDS access (24 / 48
+    # before). An iteration does twice the MFMAs (64 keys, 32 rows a
+    # wave): 25 lgkmcnt(0) on gfx942 where 16-row, 32-key tiles had 7.
+    "tessel.prefill_attention": dict(share=0.45, waves=1, vmcnt0=1,
+                                     serial=0, lgkmcnt0=25, flat=0, lds16=0),
+    # The same template's paged form, the same way (NHD V transposed to
+    # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950.
+    "tessel.paged_attention cu_seqlens": dict(share=0.43, waves=1, vmcnt0=1,
+                                              serial=0, lgkmcnt0=25, flat=0,
+                                              lds16=0),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead
     # (decode 15% -> 19% gfx942, 9% -> 11% gfx950; shuffled 13% -> 23%,
@@ -88,8 +99,9 @@ THRESHOLDS = {
     # trip, and the selects that zeroed chunks waiting for every load
     # before the compute); the ones left end a tile's stores or wait, at
     # a tile's first load, for the ids loaded during the tile before.
-    "tessel.paged_attention": dict(share=0.11, waves=0.5, vmcnt0=3,
-                                   serial=0, lgkmcnt0=20, flat=0, lds16=72),
+    # (Decode's form: paged_attention without cu_seqlens.)
+    "tessel.paged_attention": dict(share=0.11, waves=0.5, vmcnt0=2,
+                                   serial=0, lgkmcnt0=3, flat=0, lds16=72),
     "tessel.decode_attention": dict(share=0.11, waves=0.5, vmcnt0=3,
                                     serial=0, lgkmcnt0=7, flat=0, lds16=72),
     # MLA decode at 4 waves a block and 1 a SIMD, no MFMA repeated
@@ -145,6 +157,10 @@ def kernels_of(spec_text):
         if op in HOST_ONLY:
             kept.append(tail)
             continue
+        # paged_attention with cu_seqlens is the flash template's paged
+        # form (extend's context, the unified kernel), without it decode's.
+        if op == "tessel.paged_attention" and "cu_seqlens(" in body:
+            op += " cu_seqlens"
         ops[name] = op
         kept.append(f)
     return ops, "".join(kept)
