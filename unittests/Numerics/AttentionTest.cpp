@@ -65,6 +65,8 @@ const PrefillCase kPrefillBf16Gqa1{"prefill_bf16_h4kv4_d64",
     BF16, BF16, 4, 4, 64, 64, kScale64, true, true};
 const PrefillCase kPrefillBf16NonCausal{"prefill_bf16_h8kv2_d128_noncausal",
     BF16, BF16, 8, 2, 128, 128, kScale128, false, true};
+const PrefillCase kPrefillBf16NegativeScale{"prefill_bf16_h8kv2_d128_noncausal",
+    BF16, BF16, 8, 2, 128, 128, -kScale128, false, true};
 // clang-format on
 
 /// Random q/k/v of a ragged batch and the kernel's cu_seqlens.
@@ -161,6 +163,13 @@ TEST(Prefill, Bf16Gqa1Dim64) {
 
 TEST(Prefill, Bf16Gqa4Dim128NonCausal) {
   checkPrefill(kPrefillBf16NonCausal, {300, 0, 17, 1, 64}, 111);
+}
+
+// A scale that is not positive (the op allows any) takes the path that
+// scales before the row maximum: the others fold the scale into exp2's
+// argument after it, which needs it positive (CDNA's and sm_90a's loops).
+TEST(Prefill, Bf16NegativeScale) {
+  checkPrefill(kPrefillBf16NegativeScale, {300, 17, 64}, 113);
 }
 
 TEST(Prefill, Bf16OnlyEmptyRequests) {
