@@ -12,6 +12,8 @@
 // RUN: FileCheck %s --check-prefix=NOCANON < %t.950.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
+// RUN: FileCheck %s --check-prefix=QWAIT942 < %t.942.s
+// RUN: FileCheck %s --check-prefix=QWAIT950 < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here),
 // on transposed scores: each wave computes S^T = K Q^T for 32 queries with
@@ -57,6 +59,19 @@
 // BUFFER-LABEL: prefill:
 // BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen
 // BUFFER:       .end_amdhsa_kernel
+
+// The Q fragments' loads (one per k step) are waited for before the
+// first tile's: without that wait the back end moved them below the loop's
+// prologue and waited for them inside the loop, each wait (vmcnt(15) ...
+// vmcnt(2)) holding up the next tile's loads too.
+// QWAIT942:      global_load_dwordx2 {{.*}} offset:240
+// QWAIT942-NOT:  buffer_load
+// QWAIT942:      s_waitcnt vmcnt(0)
+// QWAIT942-NEXT: buffer_load_dwordx4
+// QWAIT950:      global_load_dwordx4 {{.*}} offset:224
+// QWAIT950-NOT:  buffer_load
+// QWAIT950:      s_waitcnt vmcnt(0)
+// QWAIT950-NEXT: buffer_load_dwordx4
 
 // NOU16-NOT:   ds_read_u16
 // NOU16-NOT:   ds_write_b16
