@@ -244,11 +244,11 @@ protected:
   LogicalResult runTilePipeline(const TilePipeline &p,
                                 SmallVector<Value> &state);
   /// One loop of runTilePipeline over the tiles [from, to), `compute` on
-  /// each: `carried` is the state (its first `stateSize` values) and what
+  /// each: `carriedIn` is the state (its first `stateSize` values) and what
   /// the loop carries after it, in and out.
   LogicalResult runTileLoop(const TilePipeline &p, Value from, Value to,
                             const TileCompute &compute, size_t stateSize,
-                            SmallVector<Value> &carried);
+                            SmallVector<Value> &carriedIn);
   /// runTilePipeline's register-staged loop with two stages: tiles in
   /// pairs, the first from stage 0 and the second from stage 1, then an odd
   /// last tile from stage 0. With the stage a constant, every shared-memory

@@ -210,10 +210,10 @@ void AttentionBuilder::forEachWindowedChunk(
       fn(chunk);
     });
   };
-  // Token-major V stored transposed in runs of `run` tokens: lane l's unit
-  // u = l + 64 s (a step of the wave) is `run` tokens (u / rowChunks) run
-  // .. + run of the wave's share at the 8 dims u % rowChunks; a step's
-  // tokens lie in one piece.
+  // Token-major V stored transposed in runs of `run` tokens: at each step
+  // the wave takes the next 64 / rowChunks * run tokens of its share (all
+  // in one piece), lane l the `run` of them from (l / rowChunks) run at
+  // dims 8 (l % rowChunks) .. + 8, stored as one vector a dim.
   auto tokenRuns = [&](Value cache, Value shared, int64_t width,
                        int64_t run) {
     int64_t rowChunks = width / kChunk;
