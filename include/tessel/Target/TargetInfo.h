@@ -215,8 +215,8 @@ public:
   /// `p` (f32 or a vector of f32, not NaN: softmax probabilities) as
   /// `elem` (bf16 or f16; a vector of them), rounded to nearest:
   /// arith.truncf (ties to even), unless the target has a cheaper form for
-  /// values that are not NaN (gfx942: ties up). (A NaN probability comes from a NaN
-  /// score, whose row sum makes the output NaN however P is rounded.)
+  /// values that are not NaN (gfx942: ties up). (A NaN probability comes from a
+  /// NaN score, whose row sum makes the output NaN however P is rounded.)
   virtual Value truncateProbability(OpBuilder &b, Location loc, Type elem,
                                     Value p) const;
 

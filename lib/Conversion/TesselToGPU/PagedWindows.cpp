@@ -214,8 +214,7 @@ void AttentionBuilder::forEachWindowedChunk(
   // the wave takes the next 64 / rowChunks * run tokens of its share (all
   // in one piece), lane l the `run` of them from (l / rowChunks) run at
   // dims 8 (l % rowChunks) .. + 8, stored as one vector a dim.
-  auto tokenRuns = [&](Value cache, Value shared, int64_t width,
-                       int64_t run) {
+  auto tokenRuns = [&](Value cache, Value shared, int64_t width, int64_t run) {
     int64_t rowChunks = width / kChunk;
     int64_t shareTokens = pieces * span / waves;
     int64_t stepTokens = warpSize / rowChunks * run;
@@ -231,8 +230,8 @@ void AttentionBuilder::forEachWindowedChunk(
         Value offset = add(firstOffset, r);
         Value row = add(offset, pieceRow(j));
         Value valid = lt(add(t.tileStart, row), t.end);
-        StagedChunk chunk{shared, {}, cache, {},
-                          select(valid, idx(kChunk), none)};
+        StagedChunk chunk{
+            shared, {}, cache, {}, select(valid, idx(kChunk), none)};
         Value &window = windows[j];
         if (!window)
           window = nhdWindow(cache, j);
@@ -280,12 +279,8 @@ void AttentionBuilder::forEachWindowedChunk(
     Value left =
         arith::MaxSIOp::create(b, loc, sub(t.end, add(t.tileStart, col)), none);
     Value valid = minu(left, idx(kChunk));
-    StagedChunk chunk{t.sharedV,
-                      staged(d, col, t.tokens),
-                      t.vCache,
-                      {},
-                      valid,
-                      /*partial=*/true};
+    SmallVector<Value> dst = staged(d, col, t.tokens);
+    StagedChunk chunk{t.sharedV, dst, t.vCache, {}, valid, /*partial=*/true};
     Value &window = windows[j];
     if (!window)
       window = slabWindow(t.vCache, j);

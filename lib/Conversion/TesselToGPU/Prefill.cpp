@@ -70,7 +70,6 @@ int64_t slackTiles(const PrefillProblem &pb) {
 
 } // namespace
 
-
 void PrefillBuilder::stageQuery(Value first, Value last) {
   stageRows(sharedQ, pb.q, tileRows(), pb.headDim, cfg.warps * warpSize,
             [&](Value row) {
@@ -103,13 +102,12 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   if (windowed()) {
-    forEachWindowedChunk({pb.k, pb.v, pb.layout, pb.blockSize, cfg.tileKeys,
-                          threads, kvHead, tileStart, keyEnd, stage, sharedK,
-                          sharedV, vTransposed(), ahead,
-                          cfg.transposedScores,
-                          cfg.transposedScores ? atom.n * atom.k / warpSize
-                                               : 1},
-                         fn);
+    forEachWindowedChunk(
+        {pb.k, pb.v, pb.layout, pb.blockSize, cfg.tileKeys, threads, kvHead,
+         tileStart, keyEnd, stage, sharedK, sharedV, vTransposed(), ahead,
+         cfg.transposedScores,
+         cfg.transposedScores ? atom.n * atom.k / warpSize : 1},
+        fn);
     return;
   }
   Value none = idx(0);
@@ -167,9 +165,11 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
       fn(chunk);
     };
     if (maxGroup > 1) {
-      forEachRowGroupChunk(cfg.tileKeys, width, threads, maxGroup,
-                           [&](int64_t, Value row, Value col,
-                               int64_t groupRows) { each(row, col, groupRows); });
+      forEachRowGroupChunk(
+          cfg.tileKeys, width, threads, maxGroup,
+          [&](int64_t, Value row, Value col, int64_t groupRows) {
+            each(row, col, groupRows);
+          });
       return;
     }
     forEachRowChunk(cfg.tileKeys, width, threads,
@@ -184,16 +184,17 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
     // swizzle spreads over the banks. With transposed scores a thread's
     // chunks are runs of consecutive keys (up to a fragment's k run) whose
     // values of one dim go out as one vector.
-    tileChunks(sharedV, pb.v, pb.valueDim, /*isK=*/false,
-               [&](Value row, Value col) {
-                 SmallVector<SmallVector<Value>> scatter;
-                 for (int64_t e = 0; e < kChunk; ++e)
-                   scatter.push_back(stagedIndices(stage, add(col, e), row,
-                                                   cfg.tileKeys,
-                                                   /*rowGroups=*/true));
-                 return scatter;
-               },
-               cfg.transposedScores ? atom.n * atom.k / warpSize : 1);
+    tileChunks(
+        sharedV, pb.v, pb.valueDim, /*isK=*/false,
+        [&](Value row, Value col) {
+          SmallVector<SmallVector<Value>> scatter;
+          for (int64_t e = 0; e < kChunk; ++e)
+            scatter.push_back(stagedIndices(stage, add(col, e), row,
+                                            cfg.tileKeys,
+                                            /*rowGroups=*/true));
+          return scatter;
+        },
+        cfg.transposedScores ? atom.n * atom.k / warpSize : 1);
     return;
   }
   if (!(pb.paged && shuffled)) {
@@ -212,9 +213,12 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
     // is in bounds; nothing is read past validElements).
     Value block = locate(minu(token, sub(keyEnd, idx(1)))).first;
     Value offset = remu(token, pb.blockSize);
-    fn({sharedV, stagedIndices(stage, d, col, cfg.tileKeys), pb.v,
+    fn({sharedV,
+        stagedIndices(stage, d, col, cfg.tileKeys),
+        pb.v,
         {block, kvHead, divu(offset, kChunk), d, none},
-        minu(left, idx(kChunk)), /*partial=*/true});
+        minu(left, idx(kChunk)),
+        /*partial=*/true});
   }
 }
 
@@ -423,8 +427,7 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   if (cfg.transposedScores) {
     // The tiles that need the mask run in a loop of their own.
     pipeline.tailFrom = firstMaskedTile(numTiles);
-    pipeline.tailCompute = [&](Value stage, Value t,
-                               SmallVector<Value> &st) {
+    pipeline.tailCompute = [&](Value stage, Value t, SmallVector<Value> &st) {
       return computeTransposedTile(stage, t, st, /*masked=*/true);
     };
   }
@@ -566,10 +569,10 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // CDNA: transposed scores on the 32x32 atom.
   PrefillConfig cfg;
   for (const MmaAtom &a : target.getMmaAtoms(elem, b.getF32Type()))
-      if (target.hasAccumulatorsAsOperandB(a)) {
-        atom = a;
-        cfg.transposedScores = true;
-      }
+    if (target.hasAccumulatorsAsOperandB(a)) {
+      atom = a;
+      cfg.transposedScores = true;
+    }
   if (pb.headDim % 64 || pb.valueDim % 64)
     return op->emitOpError()
            << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim

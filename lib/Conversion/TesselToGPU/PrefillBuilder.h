@@ -1,4 +1,4 @@
-//===- PrefillBuilder.h - The flash-attention template's builder -*- C++ -*-===//
+//===- PrefillBuilder.h - The flash template's builder ----------*- C++ -*-===//
 //
 // What Prefill.cpp (the template, the FlashAttention-2 main loop) and
 // PrefillTransposed.cpp (CDNA's transposed-score main loop) share: the

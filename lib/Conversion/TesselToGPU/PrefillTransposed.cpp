@@ -45,9 +45,9 @@ LogicalResult PrefillBuilder::loadQueryFragments() {
                      },
                      /*kContiguous=*/true};
   for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, queries,
-                                   mul(warp, atom.n), idx(ks * atom.k), lane,
-                                   1);
+    auto fb =
+        target.loadFragments(b, loc, atom, MmaOperand::B, queries,
+                             mul(warp, atom.n), idx(ks * atom.k), lane, 1);
     if (failed(fb))
       return failure();
     qFrags.push_back((*fb)[0]);
@@ -66,8 +66,7 @@ Value PrefillBuilder::firstMaskedTile(Value numTiles) {
         b, loc, keys,
         add(sub(add(rowToken(idx(0)), queryOffset), keyStart), idx(1)));
   Value first = arith::DivSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, keys, idx(0)),
-      idx(cfg.tileKeys));
+      b, loc, arith::MaxSIOp::create(b, loc, keys, idx(0)), idx(cfg.tileKeys));
   // A scale that is not positive takes the masked path everywhere.
   Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                          pb.scaleLog2, f32(0));
@@ -125,8 +124,8 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
         Value row = target.getAccumulatorPosition(b, loc, atom, lane, e).first;
         Value key = toI32(add(
             target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
-        Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                         key, last);
+        Value ok =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key, last);
         Value &v = s[j * acc + e];
         v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
       }
@@ -148,8 +147,8 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     return v.front();
   };
   Value localMax = reduceAll(s, /*isMax=*/true);
-  Value tileMax = fmax(localMax, target.reductionPartner(b, loc, localMax,
-                                                         warpSize / 2));
+  Value tileMax =
+      fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2));
   Value mOld = state[0];
   Value mNew = fmax(mOld, fmul(tileMax, multiplier));
   Value mSafe = finiteOrZero(mNew);
@@ -190,8 +189,7 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   int64_t stepsPerAtom = atom.m / atom.k;
   for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
     Fragment pFrag = target.accumulatorsAsOperandB(
-        b, loc, atom,
-        ArrayRef<Value>(p16).slice(ks / stepsPerAtom * acc, acc),
+        b, loc, atom, ArrayRef<Value>(p16).slice(ks / stepsPerAtom * acc, acc),
         ks % stepsPerAtom);
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
                                    idx(ks * atom.k), lane, outAtoms);
@@ -211,8 +209,8 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
   Value total =
       fadd(state[1], target.reductionPartner(b, loc, state[1], warpSize / 2));
-  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total,
-                                      f32(0));
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total, f32(0));
   Value inv =
       select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
   Value query = add(mul(warp, atom.n), remu(lane, atom.n));
@@ -223,9 +221,9 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
   ifThen(lt(token, rowEnd), [&] {
     for (int64_t j = 0; j < outAtoms; ++j)
       for (int64_t e = 0; e < acc; e += run) {
-        Value dim = add(
-            target.getAccumulatorPosition(b, loc, atom, lane, e).first,
-            j * atom.m);
+        Value dim =
+            add(target.getAccumulatorPosition(b, loc, atom, lane, e).first,
+                j * atom.m);
         SmallVector<Value> values;
         for (int64_t v = 0; v < run; ++v) {
           Value o = fmul(state[2 + j * acc + e + v], inv);

@@ -96,9 +96,9 @@ public:
     };
     Value bits = arith::BitcastOp::create(b, loc, i32, p);
     Value rounded = arith::AddIOp::create(b, loc, bits, c(0x8000));
-    Value high = arith::TruncIOp::create(
-        b, loc, like(b.getI16Type()),
-        arith::ShRUIOp::create(b, loc, rounded, c(16)));
+    Value high =
+        arith::TruncIOp::create(b, loc, like(b.getI16Type()),
+                                arith::ShRUIOp::create(b, loc, rounded, c(16)));
     return arith::BitcastOp::create(b, loc, like(elem), high);
   }
 
@@ -233,8 +233,8 @@ public:
                                   int64_t step) const override {
     int64_t perLane = atom.n * atom.k / getWarpSize();
     auto type = VectorType::get({perLane}, atom.operandType);
-    return {vector::FromElementsOp::create(
-        b, loc, type, acc.slice(step * perLane, perLane))};
+    return {vector::FromElementsOp::create(b, loc, type,
+                                           acc.slice(step * perLane, perLane))};
   }
   Value operandKOfAccumulatorRow(OpBuilder &b, Location loc,
                                  const MmaAtom &atom,
@@ -242,7 +242,9 @@ public:
     if (atom.k == 8)
       return row;
     assert(atom.k == 16 && "32x32 MFMAs of bf16/f16 have K 8 or 16");
-    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto c = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
     // Swap bits 2 and 3: row ^ (d | d << 1) << 2, d = bit 2 ^ bit 3.
     Value bits = arith::ShRUIOp::create(b, loc, row, c(2));
     Value d = arith::AndIOp::create(
