@@ -427,6 +427,47 @@ TEST(Paged, CausalSequencesWithCuSeqlens) {
       [&](int64_t t) { return owner[t]; }, keysEnd);
 }
 
+/// The unified kernel in bf16 at the default set's head dim and GQA 4, for
+/// both layouts: on CDNA the transposed-score loops (NHD V goes to LDS in
+/// runs of 4 tokens, shuffled V as it lies), the long request's context
+/// long enough for tiles with and without the mask.
+void checkBf16CausalSequences(const char *kernel, ref::Layout layout,
+                              uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> sequences = {464, 35, 100, 0, 3, 5};
+  PagedKV cache({BF16, layout, 16, 2, 128, 128}, sequences, rng);
+  PrefillCase shape{"", BF16, BF16, 8, 2, 128, 128, kScale128, true, true};
+  PrefillInputs in(shape, {40, 17, 0, 0, 5, 5}, rng);
+  std::vector<int64_t> owner = requestOfToken(in.cu);
+  auto keysEnd = [&](int64_t t) {
+    int64_t b = owner[t];
+    return std::max<int64_t>(sequences[b] - (in.cu[b + 1] - t) + 1, 0);
+  };
+  runPagedQueries(kernel, in, cache, in.out, in.lse);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure())
+    return;
+  AttentionRef r =
+      attendAll(tokenRows(in.q), 2, 128, kScale128,
+                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+                  for (int64_t j = 0; j < keysEnd(t); ++j) {
+                    keys.push_back(cache.keys[owner[t]].row(j, kvHead));
+                    values.push_back(cache.values[owner[t]].row(j, kvHead));
+                  }
+                });
+  EXPECT_TRUE(near("out", in.out, r.out));
+  EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+}
+
+TEST(Paged, Bf16CausalSequencesNhdDim128) {
+  checkBf16CausalSequences("paged_causal_bf16_nhd_h8kv2_d128_bs16_cu",
+                           ref::Layout::NHD, 305);
+}
+
+TEST(Paged, Bf16CausalSequencesShuffledDim128) {
+  checkBf16CausalSequences("paged_causal_bf16_shuf_h8kv2_d128_bs16_cu",
+                           ref::Layout::Shuffled, 306);
+}
+
 TEST(Paged, Bf16ShuffledOneQueryPerRequestF32Out) {
   Rng rng(302);
   std::vector<int32_t> contexts = {0, 18, 463, 33, 1};

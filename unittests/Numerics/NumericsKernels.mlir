@@ -150,6 +150,14 @@ func.func @paged_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?
 }
 // The unified mode's kernel: causal, the context being each request's
 // whole sequence with its queries last; whole and split form.
+func.func @paged_causal_bf16_nhd_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x2x128xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @paged_causal_bf16_shuf_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x2x16x16x8xbf16>, %vc: memref<?x2x2x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x2x16x16x8xbf16>) v_cache(%vc : memref<?x2x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(shuffled) scale(%scale)
+  return
+}
 func.func @paged_causal_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) causal layout(nhd) scale(%scale)
   return
