@@ -80,11 +80,12 @@ THRESHOLDS = {
     # LDS twice more an iteration (17 lgkmcnt(0)).
     # Since 2026-12-03 07:00 on transposed scores (S^T = K Q^T on 32x32
     # MFMAs, P^T from the accumulators, the masked tiles in a loop of their
-    # own; PrefillTransposed.cpp): 28% -> 61% gfx942, 20% -> 45% gfx950
-    # (MLA's 192/128 heads 58% / 49%), no 2-byte LDS access (24 / 48
-    # before). An iteration does twice the MFMAs (64 keys, 32 rows a
-    # wave): 25 lgkmcnt(0) on gfx942 where 16-row, 32-key tiles had 7.
-    "tessel.prefill_attention": dict(share=0.45, waves=1, vmcnt0=1,
+    # own; PrefillTransposed.cpp): 28% -> 61% gfx942, 20% -> 50% gfx950
+    # (two query atoms a wave there; MLA's 192/128 heads 58% / 49%), no
+    # 2-byte LDS access (24 / 48 before). An iteration does twice the MFMAs
+    # (64 keys, 32 rows a wave): 25 lgkmcnt(0) on gfx942 where 16-row,
+    # 32-key tiles had 7.
+    "tessel.prefill_attention": dict(share=0.49, waves=1, vmcnt0=1,
                                      serial=0, lgkmcnt0=25, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950.

@@ -400,10 +400,10 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
     }
   }
 
-  int64_t nSlots = cfg.transposedScores ? 1 : slots();
+  int64_t nSlots = cfg.transposedScores ? cfg.queryAtoms : slots();
   SmallVector<Value> state(nSlots, f32(-INFINITY));
   state.append(nSlots, f32(0));
-  state.append(pb.valueDim / atom.n * accCount(), f32(0));
+  state.append(pb.valueDim / atom.n * accCount() * cfg.queryAtoms, f32(0));
 
   TilePipeline pipeline = chunkPipeline(
       numTiles, cfg.stages,
@@ -598,6 +598,13 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   bool fits = false;
   // (Transposed scores on gfx950 in 96- and 128-key tiles: 44% and 47% of
   // the loop's issue cycles on MFMAs against 45%, and 128 spilled.)
+  // Two query atoms a warp (64 queries) on gfx950, whose 32x32x16 MFMA does
+  // twice gfx942's work in the same cycles, so that each K and V^T
+  // fragment read from LDS serves two MMAs: its unpaged loop 45% -> 50% of
+  // issue cycles on MFMAs. Not on gfx942 (it spilled), nor in the paged
+  // form, whose tiles of 256 rows would take a decode's few rows.
+  if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 128)
+    cfg.queryAtoms = 2;
   for (auto [warps, keys] : {std::pair<int64_t, int64_t>{4, 64}, {4, 32},
                              {4, 16}, {2, 32}, {2, 16}}) {
     if (pb.headDim > 192 && keys > 32)
@@ -606,7 +613,7 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
       continue;
     cfg.warps = warps;
     cfg.tileKeys = keys;
-    int64_t rows = cfg.warps * atom.m;
+    int64_t rows = cfg.warps * atom.m * cfg.queryAtoms;
     int64_t threads = cfg.warps * target.getWarpSize();
     if ((keys * kChunk) % threads)
       continue;
@@ -628,13 +635,13 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // Paged: the query heads of a KV head share a block where they divide
   // the tile.
   int64_t group = pb.qHeads / pb.kvHeads;
-  if (pb.paged && (cfg.warps * atom.m) % group == 0)
+  if (pb.paged && (cfg.warps * atom.m * cfg.queryAtoms) % group == 0)
     pb.packed = group;
   PrefillBuilder builder(b, op->getLoc(), target, atom, cfg, pb);
   if (failed(builder.build()))
     return failure();
   LaunchGeometry geometry;
-  int64_t tokensPerTile = cfg.warps * atom.m / pb.packed;
+  int64_t tokensPerTile = cfg.warps * atom.m * cfg.queryAtoms / pb.packed;
   GridDim x = gridOver(tokens, 1, tokensPerTile);
   x.add += slackTiles(pb) * tokensPerTile;
   geometry.grid[0] = x;

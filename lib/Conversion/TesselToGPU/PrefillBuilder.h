@@ -49,6 +49,9 @@ struct PrefillConfig {
   /// but for one exchange with the lane 32 away), Q's B fragments loaded
   /// from global memory into registers once a tile.
   bool transposedScores = false;
+  /// Transposed scores: atoms of atom.n queries a warp (each K and V^T
+  /// fragment read from LDS serves them all).
+  int64_t queryAtoms = 1;
 };
 
 class PrefillBuilder : public AttentionBuilder {
@@ -61,7 +64,11 @@ public:
   LogicalResult build();
 
 private:
-  int64_t tileRows() const { return cfg.warps * atom.m; }
+  int64_t tileRows() const { return cfg.warps * atom.m * cfg.queryAtoms; }
+  /// The first tile row of this warp's query atom `a` (transposed scores).
+  Value queryAtomRow(int64_t a) {
+    return add(mul(warp, atom.n * cfg.queryAtoms), a * atom.n);
+  }
   int64_t tileTokens() const { return tileRows() / pb.packed; }
   /// Whether V is staged transposed, [Dv, keys]: where tiles go through
   /// registers (no async copy), and V is not already dim-major in memory

@@ -3,7 +3,8 @@
 // CDNA's main loop of the flash-attention template (PrefillConfig::
 // transposedScores): MFMA C fragments give each lane one column, so each
 // wave computes S^T = K Q^T for 32 queries, one per column, with the 32x32
-// atom. Then
+// atom (or for 2 such atoms, PrefillConfig::queryAtoms, each K and V^T
+// fragment serving both). Then
 // - P^T is the B operand of O^T += V^T P^T as it stands in the
 //   accumulators (TargetInfo::accumulatorsAsOperandB), with K's rows read
 //   in the order that makes it so (operandKOfAccumulatorRow): no P through
@@ -44,14 +45,16 @@ LogicalResult PrefillBuilder::loadQueryFragments() {
                        return SmallVector<Value>{token, rowHead(row), col};
                      },
                      /*kContiguous=*/true};
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
-    auto fb =
-        target.loadFragments(b, loc, atom, MmaOperand::B, queries,
-                             mul(warp, atom.n), idx(ks * atom.k), lane, 1);
-    if (failed(fb))
-      return failure();
-    qFrags.push_back((*fb)[0]);
-  }
+  // qFrags[a * steps + ks]: query atom a's k step ks.
+  for (int64_t a = 0; a < cfg.queryAtoms; ++a)
+    for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+      auto fb =
+          target.loadFragments(b, loc, atom, MmaOperand::B, queries,
+                               queryAtomRow(a), idx(ks * atom.k), lane, 1);
+      if (failed(fb))
+        return failure();
+      qFrags.push_back((*fb)[0]);
+    }
   target.waitForGlobalLoads(b, loc);
   return success();
 }
@@ -76,8 +79,9 @@ Value PrefillBuilder::firstMaskedTile(Value numTiles) {
 LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
                                                     SmallVector<Value> &state,
                                                     bool masked) {
-  int64_t acc = accCount();
+  int64_t acc = accCount(), queryAtoms = cfg.queryAtoms;
   int64_t scoreAtoms = cfg.tileKeys / atom.m, outAtoms = pb.valueDim / atom.m;
+  int64_t kSteps = pb.headDim / atom.k;
   auto mmaInto = [&](MutableArrayRef<Value> c, const Fragment &a,
                      const Fragment &bFrag) -> LogicalResult {
     auto d = target.mma(b, loc, atom, a, bFrag, c);
@@ -86,9 +90,18 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     llvm::copy(*d, c.begin());
     return success();
   };
+  // Query atom a's scores and O^T accumulators.
+  auto scoresOf = [&](SmallVector<Value> &s, int64_t a) {
+    return MutableArrayRef<Value>(s).slice(a * scoreAtoms * acc,
+                                           scoreAtoms * acc);
+  };
+  auto outOf = [&](int64_t a) {
+    return MutableArrayRef<Value>(state).slice(
+        2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
+  };
 
   // S^T = K Q^T, K's rows read in the order that makes P^T's accumulators
-  // the B fragments of P.V.
+  // the B fragments of P.V; each K fragment serves every query atom.
   SharedTile kTile = stagedTile(sharedK, stage, pb.headDim);
   auto keyRow = kTile.indices;
   kTile.indices = [this, keyRow](OpBuilder &ob, Location l, Value row,
@@ -96,44 +109,48 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     return keyRow(ob, l, target.operandKOfAccumulatorRow(ob, l, atom, row),
                   col);
   };
-  SmallVector<Value> s(scoreAtoms * acc, f32(0));
-  for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
+  SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
+  for (int64_t ks = 0; ks < kSteps; ++ks) {
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
                                    idx(ks * atom.k), lane, scoreAtoms);
     if (failed(fa))
       return failure();
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      if (failed(mmaInto(MutableArrayRef<Value>(s).slice(j * acc, acc),
-                         (*fa)[j], qFrags[ks])))
-        return failure();
+    for (int64_t a = 0; a < queryAtoms; ++a)
+      for (int64_t j = 0; j < scoreAtoms; ++j)
+        if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), (*fa)[j],
+                           qFrags[a * kSteps + ks])))
+          return failure();
   }
 
   Value multiplier = pb.scaleLog2;
   if (masked) {
     Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
-    // The lane's last key, relative to the tile, in 32 bits.
-    Value last = sub(keyEnd, idx(1));
-    if (pb.causal)
-      last = arith::MinSIOp::create(
-          b, loc, last,
-          add(rowToken(add(mul(warp, atom.n), remu(lane, atom.n))),
-              queryOffset));
-    last = toI32(sub(last, tileStart));
-    for (int64_t j = 0; j < scoreAtoms; ++j)
-      for (int64_t e = 0; e < acc; ++e) {
-        Value row = target.getAccumulatorPosition(b, loc, atom, lane, e).first;
-        Value key = toI32(add(
-            target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
-        Value ok =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key, last);
-        Value &v = s[j * acc + e];
-        v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
-      }
+    for (int64_t a = 0; a < queryAtoms; ++a) {
+      // The lane's last key, relative to the tile, in 32 bits.
+      Value last = sub(keyEnd, idx(1));
+      if (pb.causal)
+        last = arith::MinSIOp::create(
+            b, loc, last,
+            add(rowToken(add(queryAtomRow(a), remu(lane, atom.n))),
+                queryOffset));
+      last = toI32(sub(last, tileStart));
+      for (int64_t j = 0; j < scoreAtoms; ++j)
+        for (int64_t e = 0; e < acc; ++e) {
+          Value row =
+              target.getAccumulatorPosition(b, loc, atom, lane, e).first;
+          Value key = toI32(add(
+              target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
+          Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                           key, last);
+          Value &v = scoresOf(s, a)[j * acc + e];
+          v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
+        }
+    }
     multiplier = f32(1);
   }
 
-  // Online softmax of the lane's query: its scores are the lane's and the
-  // lane's 32 away.
+  // Online softmax of the lane's queries (one a query atom): their scores
+  // are the lane's and the lane's 32 away.
   auto reduceAll = [&](ArrayRef<Value> values, bool isMax) {
     SmallVector<Value> v(values);
     while (v.size() > 1) {
@@ -146,14 +163,6 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     }
     return v.front();
   };
-  Value localMax = reduceAll(s, /*isMax=*/true);
-  Value tileMax =
-      fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2));
-  Value mOld = state[0];
-  Value mNew = fmax(mOld, fmul(tileMax, multiplier));
-  Value mSafe = finiteOrZero(mNew);
-  Value alpha = exp2(fsub(mOld, mSafe));
-  Value negM = arith::NegFOp::create(b, loc, mSafe);
   // Scores in pairs: packed FMAs (v_pk_fma_f32) and conversions.
   auto pairType = VectorType::get({2}, b.getF32Type());
   auto pairOf = [&](Value x, Value y) -> Value {
@@ -166,90 +175,111 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     return vector::ExtractOp::create(b, loc, pair, i);
   };
   SmallVector<Value> p16;
-  for (size_t i = 0; i < s.size(); i += 2) {
-    Value arg = LLVM::FMAOp::create(b, loc, pairOf(s[i], s[i + 1]),
-                                    splat(multiplier), splat(negM));
-    s[i] = exp2(half(arg, 0));
-    s[i + 1] = exp2(half(arg, 1));
-    Value p = target.truncateProbability(b, loc, elem, pairOf(s[i], s[i + 1]));
-    p16.append({half(p, 0), half(p, 1)});
-  }
-  state[0] = mNew;
-  state[1] = fadd(fmul(state[1], alpha), reduceAll(s, /*isMax=*/false));
-  // O^T rescaled in pairs too (v_pk_mul_f32).
-  Value alphaPair = splat(alpha);
-  for (size_t i = 2; i < state.size(); i += 2) {
-    Value o = fmul(pairOf(state[i], state[i + 1]), alphaPair);
-    state[i] = half(o, 0);
-    state[i + 1] = half(o, 1);
+  for (int64_t a = 0; a < queryAtoms; ++a) {
+    MutableArrayRef<Value> sa = scoresOf(s, a);
+    Value localMax = reduceAll(sa, /*isMax=*/true);
+    Value tileMax =
+        fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2));
+    Value mOld = state[a];
+    Value mNew = fmax(mOld, fmul(tileMax, multiplier));
+    Value mSafe = finiteOrZero(mNew);
+    Value alpha = exp2(fsub(mOld, mSafe));
+    Value negM = arith::NegFOp::create(b, loc, mSafe);
+    for (size_t i = 0; i < sa.size(); i += 2) {
+      Value arg = LLVM::FMAOp::create(b, loc, pairOf(sa[i], sa[i + 1]),
+                                      splat(multiplier), splat(negM));
+      sa[i] = exp2(half(arg, 0));
+      sa[i + 1] = exp2(half(arg, 1));
+      Value p =
+          target.truncateProbability(b, loc, elem, pairOf(sa[i], sa[i + 1]));
+      p16.append({half(p, 0), half(p, 1)});
+    }
+    state[a] = mNew;
+    state[queryAtoms + a] = fadd(fmul(state[queryAtoms + a], alpha),
+                                 reduceAll(sa, /*isMax=*/false));
+    // O^T rescaled in pairs too (v_pk_mul_f32).
+    Value alphaPair = splat(alpha);
+    MutableArrayRef<Value> o = outOf(a);
+    for (size_t i = 0; i < o.size(); i += 2) {
+      Value scaled = fmul(pairOf(o[i], o[i + 1]), alphaPair);
+      o[i] = half(scaled, 0);
+      o[i + 1] = half(scaled, 1);
+    }
   }
 
-  // O^T += V^T P^T.
+  // O^T += V^T P^T; each V^T fragment serves every query atom.
   SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
   int64_t stepsPerAtom = atom.m / atom.k;
   for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-    Fragment pFrag = target.accumulatorsAsOperandB(
-        b, loc, atom, ArrayRef<Value>(p16).slice(ks / stepsPerAtom * acc, acc),
-        ks % stepsPerAtom);
     auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
                                    idx(ks * atom.k), lane, outAtoms);
     if (failed(fa))
       return failure();
-    for (int64_t j = 0; j < outAtoms; ++j)
-      if (failed(mmaInto(
-              MutableArrayRef<Value>(state).drop_front(2).slice(j * acc, acc),
-              (*fa)[j], pFrag)))
-        return failure();
+    for (int64_t a = 0; a < queryAtoms; ++a) {
+      Fragment pFrag = target.accumulatorsAsOperandB(
+          b, loc, atom,
+          ArrayRef<Value>(p16).slice((a * scoreAtoms + ks / stepsPerAtom) * acc,
+                                     acc),
+          ks % stepsPerAtom);
+      for (int64_t j = 0; j < outAtoms; ++j)
+        if (failed(mmaInto(outOf(a).slice(j * acc, acc), (*fa)[j], pFrag)))
+          return failure();
+    }
   }
   return success();
 }
 
 void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
   int64_t acc = accCount(), outAtoms = pb.valueDim / atom.m;
+  int64_t queryAtoms = cfg.queryAtoms;
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
-  Value total =
-      fadd(state[1], target.reductionPartner(b, loc, state[1], warpSize / 2));
-  Value empty =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total, f32(0));
-  Value inv =
-      select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
-  Value query = add(mul(warp, atom.n), remu(lane, atom.n));
-  Value token = rowToken(query), tokenHead = rowHead(query);
   // Runs of 4 accumulator elements are 4 consecutive dims (rows of O^T).
   constexpr int64_t run = 4;
   auto runType = VectorType::get({run}, outElem);
-  ifThen(lt(token, rowEnd), [&] {
-    for (int64_t j = 0; j < outAtoms; ++j)
-      for (int64_t e = 0; e < acc; e += run) {
-        Value dim =
-            add(target.getAccumulatorPosition(b, loc, atom, lane, e).first,
-                j * atom.m);
-        SmallVector<Value> values;
-        for (int64_t v = 0; v < run; ++v) {
-          Value o = fmul(state[2 + j * acc + e + v], inv);
-          if (outElem != o.getType())
-            o = arith::TruncFOp::create(b, loc, outElem, o);
-          values.push_back(o);
+  for (int64_t a = 0; a < queryAtoms; ++a) {
+    Value m = state[a], l = state[queryAtoms + a];
+    Value total = fadd(l, target.reductionPartner(b, loc, l, warpSize / 2));
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total, f32(0));
+    Value inv =
+        select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
+    Value query = add(queryAtomRow(a), remu(lane, atom.n));
+    Value token = rowToken(query), tokenHead = rowHead(query);
+    ArrayRef<Value> o =
+        state.slice(2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
+    ifThen(lt(token, rowEnd), [&] {
+      for (int64_t j = 0; j < outAtoms; ++j)
+        for (int64_t e = 0; e < acc; e += run) {
+          Value dim =
+              add(target.getAccumulatorPosition(b, loc, atom, lane, e).first,
+                  j * atom.m);
+          SmallVector<Value> values;
+          for (int64_t v = 0; v < run; ++v) {
+            Value x = fmul(o[j * acc + e + v], inv);
+            if (outElem != x.getType())
+              x = arith::TruncFOp::create(b, loc, outElem, x);
+            values.push_back(x);
+          }
+          SmallVector<Value> outIdx = {token, tokenHead, dim};
+          if (pb.split)
+            outIdx.insert(outIdx.begin(), split);
+          vector::StoreOp::create(
+              b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+              pb.out, outIdx, false,
+              llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
         }
-        SmallVector<Value> outIdx = {token, tokenHead, dim};
+      if (!pb.lse)
+        return;
+      // One lane of the two that hold the query stores its LSE.
+      ifThen(lt(lane, idx(atom.n)), [&] {
+        Value lse =
+            fmul(fadd(finiteOrZero(m), target.log2(b, loc, total)), f32(M_LN2));
+        SmallVector<Value> lseIdx = {tokenHead, token};
         if (pb.split)
-          outIdx.insert(outIdx.begin(), split);
-        vector::StoreOp::create(
-            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
-            pb.out, outIdx, false,
-            llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
-      }
-    if (!pb.lse)
-      return;
-    // One lane of the two that hold the query stores its LSE.
-    ifThen(lt(lane, idx(atom.n)), [&] {
-      Value l = fmul(fadd(finiteOrZero(state[0]), target.log2(b, loc, total)),
-                     f32(M_LN2));
-      SmallVector<Value> lseIdx = {tokenHead, token};
-      if (pb.split)
-        lseIdx.insert(lseIdx.begin(), split);
-      memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), l), pb.lse,
-                              lseIdx);
+          lseIdx.insert(lseIdx.begin(), split);
+        memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), lse),
+                                pb.lse, lseIdx);
+      });
     });
-  });
+  }
 }
