@@ -150,14 +150,6 @@ func.func @paged_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?
 }
 // The unified mode's kernel: causal, the context being each request's
 // whole sequence with its queries last; whole and split form.
-func.func @paged_causal_bf16_nhd_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
-  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x2x128xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(nhd) scale(%scale)
-  return
-}
-func.func @paged_causal_bf16_shuf_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x2x16x16x8xbf16>, %vc: memref<?x2x2x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
-  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x2x16x16x8xbf16>) v_cache(%vc : memref<?x2x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(shuffled) scale(%scale)
-  return
-}
 func.func @paged_causal_f32_nhd_h4kv2_d64_bs16_cu(%q: memref<?x4x64xf32>, %kc: memref<?x16x2x64xf32>, %vc: memref<?x16x2x64xf32>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x64xf32>, %lse: memref<4x?xf32>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x4x64xf32>) k_cache(%kc : memref<?x16x2x64xf32>) v_cache(%vc : memref<?x16x2x64xf32>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x64xf32>) lse(%lse : memref<4x?xf32>) causal layout(nhd) scale(%scale)
   return
@@ -466,5 +458,18 @@ func.func @swiglu_bf16_i16_parts(%h: memref<2x?x16xbf16>, %a: memref<?x16xbf16>)
 }
 func.func @swiglu_backward_bf16_i16_k4_parts(%g: memref<?x16xbf16>, %h: memref<2x?x16xbf16>, %w: memref<?x4xf32>, %s: memref<?xi32>, %p: memref<?x4xi32>, %dh: memref<2x?x16xbf16>, %aw: memref<?x16xbf16>, %dw: memref<?x4xf32>) {
   tessel.swiglu_backward grad(%g : memref<?x16xbf16>) h(%h : memref<2x?x16xbf16>) topk_weights(%w : memref<?x4xf32>) sorted_rows(%s : memref<?xi32>) row_positions(%p : memref<?x4xi32>) dh(%dh : memref<2x?x16xbf16>) act_weighted(%aw : memref<?x16xbf16>) d_topk_weights(%dw : memref<?x4xf32>)
+  return
+}
+
+// The unified kernel in bf16 at the default set's head dim, GQA 4, both
+// layouts (AttentionTest.cpp's Paged.Bf16CausalSequences*). At the end of
+// the file: error messages list a bundle's kernels in this order, and
+// DispatchErrors expects the dispatch_* kernels among the first listed.
+func.func @paged_causal_bf16_nhd_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x16x2x128xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x2x128xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @paged_causal_bf16_shuf_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x2x16x16x8xbf16>, %vc: memref<?x2x2x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x2x16x16x8xbf16>) v_cache(%vc : memref<?x2x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(shuffled) scale(%scale)
   return
 }

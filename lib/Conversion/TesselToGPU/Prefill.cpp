@@ -388,7 +388,7 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
     stageQuery(first, last);
     gpu::BarrierOp::create(b, loc);
   }
-  if (cfg.qInRegisters && !cfg.transposedScores) {
+  if (cfg.qInRegisters) {
     SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
     for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks) {
       auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, qTile,
@@ -589,7 +589,9 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
            << (async ? "at least 2" : "2 (tiles go through registers)")
            << ", got " << ctx.stages;
   cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
-  cfg.qInRegisters = pb.headDim <= 128 || cfg.transposedScores;
+  // (Transposed scores keep Q's fragments in registers at any head dim,
+  // loaded from global memory: loadQueryFragments.)
+  cfg.qInRegisters = pb.headDim <= 128 && !cfg.transposedScores;
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
   assert((cfg.transposedScores || target.hasAccumulatorsAsOperandA(atom)) &&
          "P reaches P.V from registers");

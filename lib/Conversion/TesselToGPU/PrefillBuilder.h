@@ -39,7 +39,8 @@ struct PrefillConfig {
   /// Keys per K/V tile.
   int64_t tileKeys = 64;
   int64_t stages = 2;
-  /// Q fragments stay in registers across the key loop.
+  /// Q fragments stay in registers across the key loop (staged through
+  /// shared memory; transposed scores load theirs from global memory).
   bool qInRegisters = true;
   /// Transposed scores (CDNA, 32x32 atoms): each warp computes
   /// S^T = K Q^T for atom.n queries, one per accumulator column, and O^T
