@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 
 using namespace tessel::numerics;
 
@@ -383,48 +384,66 @@ TEST(Paged, SplitChunksWithCuSeqlens) {
                       [&](int64_t t) { return owner[t]; });
 }
 
-/// The unified mode's kernel (causal): context_lens are whole sequences,
-/// each request's queries their last tokens, so query j of n sees the keys
-/// [0, len - n + j]. A request with more queries than tokens (the first
-/// ones see nothing: LSE -inf, zeros), a decode, an extend, a prefill and
-/// an empty request.
+/// The unified mode's kernel (causal) on `sequences` (context_lens are
+/// whole sequences) with `queries` new tokens each, their last: query j of
+/// n sees the keys [0, len - n + j). Runs `kernel` and checks it against
+/// the reference; returns the inputs and each token's last visible key + 1
+/// for the split form.
+struct CausalSequences {
+  PrefillInputs in;
+  std::vector<int64_t> owner;
+  std::function<int64_t(int64_t)> keysEnd;
+};
+CausalSequences checkCausalSequences(const char *kernel, PagedKV &cache,
+                                     const std::vector<int32_t> &sequences,
+                                     const PrefillCase &shape,
+                                     const std::vector<int32_t> &queries,
+                                     Rng &rng) {
+  CausalSequences c{PrefillInputs(shape, queries, rng), {}, {}};
+  c.owner = requestOfToken(c.in.cu);
+  c.keysEnd = [owner = c.owner, cu = c.in.cu, sequences](int64_t t) {
+    int64_t b = owner[t];
+    return std::max<int64_t>(sequences[b] - (cu[b + 1] - t) + 1, 0);
+  };
+  runPagedQueries(kernel, c.in, cache, c.in.out, c.in.lse);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure())
+    return c;
+  AttentionRef r =
+      attendAll(tokenRows(c.in.q), shape.kvHeads, shape.vDim, shape.scale,
+                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
+                  for (int64_t j = 0; j < c.keysEnd(t); ++j) {
+                    keys.push_back(cache.keys[c.owner[t]].row(j, kvHead));
+                    values.push_back(cache.values[c.owner[t]].row(j, kvHead));
+                  }
+                });
+  EXPECT_TRUE(near("out", c.in.out, r.out));
+  EXPECT_TRUE(nearLse("lse", c.in.lse, r.lse));
+  return c;
+}
+
+/// A request with more queries than tokens (the first ones see nothing:
+/// LSE -inf, zeros), a decode, an extend, a prefill and an empty request;
+/// then the split form.
 TEST(Paged, CausalSequencesWithCuSeqlens) {
   Rng rng(304);
   std::vector<int32_t> sequences = {464, 35, 100, 0, 3, 5};
   PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, sequences, rng);
   PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
-  PrefillInputs in(shape, {1, 17, 0, 0, 5, 5}, rng);
-  std::vector<int64_t> owner = requestOfToken(in.cu);
-  // Keys [0, keysEnd(t)) of token t's request are visible.
-  auto keysEnd = [&](int64_t t) {
-    int64_t b = owner[t];
-    return std::max<int64_t>(sequences[b] - (in.cu[b + 1] - t) + 1, 0);
-  };
-  runPagedQueries("paged_causal_f32_nhd_h4kv2_d64_bs16_cu", in, cache, in.out,
-                  in.lse);
+  CausalSequences c =
+      checkCausalSequences("paged_causal_f32_nhd_h4kv2_d64_bs16_cu", cache,
+                           sequences, shape, {1, 17, 0, 0, 5, 5}, rng);
   if (IsSkipped() || HasFatalFailure())
     return;
-  AttentionRef r =
-      attendAll(tokenRows(in.q), 2, 64, kScale64,
-                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
-                  for (int64_t j = 0; j < keysEnd(t); ++j) {
-                    keys.push_back(cache.keys[owner[t]].row(j, kvHead));
-                    values.push_back(cache.values[owner[t]].row(j, kvHead));
-                  }
-                });
-  EXPECT_TRUE(near("out", in.out, r.out));
-  EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
-
-  const int64_t splits = 3, tokens = in.q.dim(0);
+  const int64_t splits = 3, tokens = c.in.q.dim(0);
   Tensor out = Tensor::poisoned(F32, {splits, tokens, 4, 64});
   Tensor lse = Tensor::poisoned(F32, {splits, 4, tokens});
-  runPagedQueries("paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu", in, cache,
+  runPagedQueries("paged_causal_split_f32_nhd_h4kv2_d64_bs16_cu", c.in, cache,
                   out, lse);
   if (IsSkipped() || HasFatalFailure())
     return;
   expectSplitPartials(
-      out, lse, in.q, cache, 16, 2, kScale64,
-      [&](int64_t t) { return owner[t]; }, keysEnd);
+      out, lse, c.in.q, cache, 16, 2, kScale64,
+      [&](int64_t t) { return c.owner[t]; }, c.keysEnd);
 }
 
 /// The unified kernel in bf16 at the default set's head dim and GQA 4, for
@@ -437,25 +456,8 @@ void checkBf16CausalSequences(const char *kernel, ref::Layout layout,
   std::vector<int32_t> sequences = {464, 35, 100, 0, 3, 5};
   PagedKV cache({BF16, layout, 16, 2, 128, 128}, sequences, rng);
   PrefillCase shape{"", BF16, BF16, 8, 2, 128, 128, kScale128, true, true};
-  PrefillInputs in(shape, {40, 17, 0, 0, 5, 5}, rng);
-  std::vector<int64_t> owner = requestOfToken(in.cu);
-  auto keysEnd = [&](int64_t t) {
-    int64_t b = owner[t];
-    return std::max<int64_t>(sequences[b] - (in.cu[b + 1] - t) + 1, 0);
-  };
-  runPagedQueries(kernel, in, cache, in.out, in.lse);
-  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure())
-    return;
-  AttentionRef r =
-      attendAll(tokenRows(in.q), 2, 128, kScale128,
-                [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
-                  for (int64_t j = 0; j < keysEnd(t); ++j) {
-                    keys.push_back(cache.keys[owner[t]].row(j, kvHead));
-                    values.push_back(cache.values[owner[t]].row(j, kvHead));
-                  }
-                });
-  EXPECT_TRUE(near("out", in.out, r.out));
-  EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+  checkCausalSequences(kernel, cache, sequences, shape, {40, 17, 0, 0, 5, 5},
+                       rng);
 }
 
 TEST(Paged, Bf16CausalSequencesNhdDim128) {
