@@ -144,17 +144,19 @@ std::pair<SmallVector<Value>, SmallVector<Value>>
 AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {
   int64_t nSlots = slots();
   SmallVector<Value> inv(nSlots), lse(nSlots);
-  for (int64_t sl = 0; sl < nSlots; ++sl) {
-    Value total = rowReduce(state[nSlots + sl], /*isMax=*/false);
-    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        total, f32(0));
-    inv[sl] = select(empty, f32(0),
-                     arith::DivFOp::create(b, loc, f32(1), total));
-    Value l = fmul(fadd(finiteOrZero(state[sl]), target.log2(b, loc, total)),
-                   f32(M_LN2));
-    lse[sl] = select(empty, f32(-INFINITY), l);
-  }
+  for (int64_t sl = 0; sl < nSlots; ++sl)
+    std::tie(inv[sl], lse[sl]) = rowNormalizer(
+        state[sl], rowReduce(state[nSlots + sl], /*isMax=*/false));
   return {inv, lse};
+}
+
+std::pair<Value, Value> AttentionBuilder::rowNormalizer(Value m, Value total) {
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total, f32(0));
+  Value inv =
+      select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
+  Value l = fmul(fadd(finiteOrZero(m), target.log2(b, loc, total)), f32(M_LN2));
+  return {inv, select(empty, f32(-INFINITY), l)};
 }
 
 std::pair<Value, Value>

@@ -155,6 +155,9 @@ protected:
   /// the lanes that hold the row; 0 and -inf for a row that saw no key.
   std::pair<SmallVector<Value>, SmallVector<Value>>
   rowNormalizers(ArrayRef<Value> state);
+  /// The same for one row: its running maximum `m` and its sum `total`
+  /// over all its lanes.
+  std::pair<Value, Value> rowNormalizer(Value m, Value total);
 
   /// The context window [start, end) (index values) of `request`, as
   /// paged_attention's split form defines it: its length `lens[request]`

@@ -172,42 +172,51 @@ void AttentionBuilder::forEachWindowedChunk(
       return {t.stage, divu(col, kChunk), row, remu(col, kChunk)};
     return swizzledIndices({t.stage}, row, col, width, rowGroups);
   };
+  // The chunk of token `offset` of the wave's piece j at columns [col, col
+  // + 8) of a [tokens, width] stage, read through the piece's window (in
+  // `windows`, made on first use): the KV head's slab of a shuffled K
+  // block, else its token-major rows. With `transposedRun` (token-major V
+  // stored dim-major), the chunk's 8 dims go to 8 rows, as vectors of that
+  // many tokens, this one's and the chunks' enumerated right after it.
+  auto rowChunk = [&](llvm::DenseMap<int64_t, Value> &windows, Value cache,
+                      Value shared, int64_t width, int64_t j, Value offset,
+                      Value col, bool slab, int64_t transposedRun) {
+    Value row = add(offset, pieceRow(j));
+    Value valid = lt(add(t.tileStart, row), t.end);
+    StagedChunk chunk{shared,
+                      staged(row, col, width),
+                      cache,
+                      {},
+                      select(valid, idx(kChunk), none)};
+    Value &window = windows[j];
+    if (slab) {
+      // [.., D / 8, BS, 8]: chunk (col / 8, offset) of the slab.
+      if (!window)
+        window = slabWindow(cache, j);
+      readFromWindow(chunk, window,
+                     mul(add(mul(divu(col, kChunk), bs), offset), kChunk),
+                     valid);
+    } else {
+      if (!window)
+        window = nhdWindow(cache, j);
+      readFromWindow(chunk, window,
+                     add(mul(offset, rowElementsOf(cache)), col));
+    }
+    for (int64_t e = 0; transposedRun && e < kChunk; ++e)
+      chunk.scatter.push_back(
+          staged(add(col, e), row, t.tokens, /*rowGroups=*/true));
+    chunk.scatterRows = std::max<int64_t>(transposedRun, 1);
+    return chunk;
+  };
   // Token-major rows ([tokens, width] in shared memory): one chunk per
   // (token, 8 columns), valid or not as a whole.
   auto tokenRows = [&](Value cache, Value shared, int64_t width, bool isK) {
     int64_t rowChunks = width / kChunk;
     llvm::DenseMap<int64_t, Value> windows;
     steps(span * rowChunks, [&](int64_t j, Value id) {
-      Value offset = divu(id, rowChunks);
-      Value col = mul(remu(id, rowChunks), kChunk);
-      Value row = add(offset, pieceRow(j));
-      Value valid = lt(add(t.tileStart, row), t.end);
-      StagedChunk chunk{shared,
-                        staged(row, col, width),
-                        cache,
-                        {},
-                        select(valid, idx(kChunk), none)};
-      Value &window = windows[j];
-      if (shuffled && isK) {
-        // [.., D / 8, BS, 8]: chunk (col / 8, offset) of the slab.
-        if (!window)
-          window = slabWindow(cache, j);
-        readFromWindow(chunk, window,
-                       mul(add(mul(divu(col, kChunk), bs), offset), kChunk),
-                       valid);
-      } else {
-        if (!window)
-          window = nhdWindow(cache, j);
-        readFromWindow(chunk, window,
-                       add(mul(offset, rowElementsOf(cache)), col));
-      }
-      // V staged dim-major from token-major rows: each chunk's 8 dims go to
-      // 8 rows.
-      if (!isK && t.vTransposed)
-        for (int64_t e = 0; e < kChunk; ++e)
-          chunk.scatter.push_back(
-              staged(add(col, e), row, t.tokens, /*rowGroups=*/true));
-      fn(chunk);
+      fn(rowChunk(windows, cache, shared, width, j, divu(id, rowChunks),
+                  mul(remu(id, rowChunks), kChunk), shuffled && isK,
+                  !isK && t.vTransposed ? 1 : 0));
     });
   };
   // Token-major V stored transposed in runs of `run` tokens: at each step
@@ -226,23 +235,9 @@ void AttentionBuilder::forEachWindowedChunk(
       Value col = mul(remu(lane, rowChunks), kChunk);
       Value firstOffset = add(add(shareStart, first - j * span),
                               mul(divu(lane, rowChunks), run));
-      for (int64_t r = 0; r < run; ++r) {
-        Value offset = add(firstOffset, r);
-        Value row = add(offset, pieceRow(j));
-        Value valid = lt(add(t.tileStart, row), t.end);
-        StagedChunk chunk{
-            shared, {}, cache, {}, select(valid, idx(kChunk), none)};
-        Value &window = windows[j];
-        if (!window)
-          window = nhdWindow(cache, j);
-        readFromWindow(chunk, window,
-                       add(mul(offset, rowElementsOf(cache)), col));
-        for (int64_t e = 0; r == 0 && e < kChunk; ++e)
-          chunk.scatter.push_back(
-              staged(add(col, e), row, t.tokens, /*rowGroups=*/true));
-        chunk.scatterRows = r == 0 ? run : 1;
-        fn(chunk);
-      }
+      for (int64_t r = 0; r < run; ++r)
+        fn(rowChunk(windows, cache, shared, width, j, add(firstOffset, r), col,
+                    /*slab=*/false, r == 0 ? run : 0));
     }
   };
   int64_t headDim = shuffled ? shapeOf(t.kCache)[2] * shapeOf(t.kCache)[4]

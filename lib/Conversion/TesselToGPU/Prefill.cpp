@@ -80,21 +80,20 @@ void PrefillBuilder::stageQuery(Value first, Value last) {
 }
 
 SmallVector<Value> PrefillBuilder::stagedIndices(Value stage, Value row,
-                                                 Value col, int64_t width,
-                                                 bool rowGroups) {
+                                                 Value col, int64_t width) {
   if (!cfg.transposedScores)
-    return swizzledIndices({stage}, row, col, width, rowGroups);
+    return swizzledIndices({stage}, row, col, width);
   return {stage, divu(col, kChunk), row, remu(col, kChunk)};
 }
 
-SharedTile PrefillBuilder::stagedTile(Value shared, Value stage, int64_t width,
-                                      bool rowGroups) {
-  return SharedTile{shared,
-                    [this, stage, width, rowGroups](OpBuilder &, Location,
-                                                    Value row, Value col) {
-                      return stagedIndices(stage, row, col, width, rowGroups);
-                    },
-                    /*kContiguous=*/true};
+SharedTile PrefillBuilder::stagedTile(Value shared, Value stage,
+                                      int64_t width) {
+  return SharedTile{
+      shared,
+      [this, stage, width](OpBuilder &, Location, Value row, Value col) {
+        return stagedIndices(stage, row, col, width);
+      },
+      /*kContiguous=*/true};
 }
 
 void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
@@ -102,12 +101,11 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
   int64_t threads = cfg.warps * warpSize;
   Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
   if (windowed()) {
-    forEachWindowedChunk(
-        {pb.k, pb.v, pb.layout, pb.blockSize, cfg.tileKeys, threads, kvHead,
-         tileStart, keyEnd, stage, sharedK, sharedV, vTransposed(), ahead,
-         cfg.transposedScores,
-         cfg.transposedScores ? atom.n * atom.k / warpSize : 1},
-        fn);
+    forEachWindowedChunk({pb.k, pb.v, pb.layout, pb.blockSize, cfg.tileKeys,
+                          threads, kvHead, tileStart, keyEnd, stage, sharedK,
+                          sharedV, vTransposed(), ahead, cfg.transposedScores,
+                          vRun()},
+                         fn);
     return;
   }
   Value none = idx(0);
@@ -121,10 +119,10 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
                           remu(token, pb.blockSize));
   };
   bool shuffled = pb.layout == KVLayout::Shuffled;
-  using Scatter =
-      function_ref<SmallVector<SmallVector<Value>>(Value row, Value col)>;
+  // `transposed`: V stored dim-major, a thread's chunks in runs of vRun()
+  // consecutive keys whose values of one dim go out as one vector.
   auto tileChunks = [&](Value shared, Value src, int64_t width, bool isK,
-                        Scatter scatter = nullptr, int64_t maxGroup = 1) {
+                        bool transposed = false) {
     // Unpaged, where the target has buffer loads: the tile's keys of the KV
     // head as one window (rows Hkv x width apart) that ends with the last
     // key the tile may read, so the keys past it read zeros with no select.
@@ -157,16 +155,17 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
       }
       StagedChunk chunk{shared, stagedIndices(stage, row, col, width), src,
                         srcIdx, select(valid, idx(kChunk), none)};
-      if (scatter && groupRows)
-        chunk.scatter = scatter(row, col);
+      for (int64_t e = 0; transposed && groupRows && e < kChunk; ++e)
+        chunk.scatter.push_back(
+            stagedIndices(stage, add(col, e), row, cfg.tileKeys));
       chunk.scatterRows = std::max<int64_t>(groupRows, 1);
       if (window)
         readFromWindow(chunk, window, add(mul(row, rowElements), col));
       fn(chunk);
     };
-    if (maxGroup > 1) {
+    if (transposed) {
       forEachRowGroupChunk(
-          cfg.tileKeys, width, threads, maxGroup,
+          cfg.tileKeys, width, threads, vRun(),
           [&](int64_t, Value row, Value col, int64_t groupRows) {
             each(row, col, groupRows);
           });
@@ -178,23 +177,10 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
   tileChunks(sharedK, pb.k, pb.headDim, /*isK=*/true);
   if (vTransposed()) {
     // Register-staged V ([keys, Dv] rows) stored dim-major, [Dv, keys]:
-    // each chunk's 8 dims go to 8 rows, so that P.V reads a lane's
-    // consecutive keys as one vector (one element at a time otherwise).
-    // The lanes of one such store write rows 8 apart, which the row-group
-    // swizzle spreads over the banks. With transposed scores a thread's
-    // chunks are runs of consecutive keys (up to a fragment's k run) whose
-    // values of one dim go out as one vector.
-    tileChunks(
-        sharedV, pb.v, pb.valueDim, /*isK=*/false,
-        [&](Value row, Value col) {
-          SmallVector<SmallVector<Value>> scatter;
-          for (int64_t e = 0; e < kChunk; ++e)
-            scatter.push_back(stagedIndices(stage, add(col, e), row,
-                                            cfg.tileKeys,
-                                            /*rowGroups=*/true));
-          return scatter;
-        },
-        cfg.transposedScores ? atom.n * atom.k / warpSize : 1);
+    // each chunk's 8 dims go to 8 rows, so that a V^T fragment is a lane's
+    // consecutive keys, one vector read.
+    tileChunks(sharedV, pb.v, pb.valueDim, /*isK=*/false,
+               /*transposed=*/true);
     return;
   }
   if (!(pb.paged && shuffled)) {
@@ -298,11 +284,10 @@ LogicalResult PrefillBuilder::computeTile(Value stage, Value kvTile,
         b, loc, atom,
         ArrayRef<Value>(p16).slice(ks * atomsPerStep * acc,
                                    atomsPerStep * acc)));
-  bool vDimMajor =
-      vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled);
+  // V as it lies in its stage: dim-major from the shuffled layout.
+  bool vDimMajor = pb.paged && pb.layout == KVLayout::Shuffled;
   SharedTile vTile =
-      tileOf(sharedV, stage, vDimMajor ? cfg.tileKeys : pb.valueDim,
-             vDimMajor, /*rowGroups=*/vTransposed());
+      tileOf(sharedV, stage, vDimMajor ? cfg.tileKeys : pb.valueDim, vDimMajor);
   return mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
                   cfg.tileKeys / atom.k,
                   [&](int64_t ks) -> FailureOr<Fragment> { return pFrags[ks]; },
@@ -483,7 +468,7 @@ LogicalResult PrefillBuilder::build() {
     sharedV = carve({cfg.stages, cfg.tileKeys / kChunk, pb.valueDim, kChunk});
   } else {
     sharedK = carve({cfg.stages, cfg.tileKeys, pb.headDim});
-    if (vTransposed() || (pb.paged && pb.layout == KVLayout::Shuffled))
+    if (pb.paged && pb.layout == KVLayout::Shuffled)
       sharedV = carve({cfg.stages, pb.valueDim, cfg.tileKeys});
     else
       sharedV = carve({cfg.stages, cfg.tileKeys, pb.valueDim});

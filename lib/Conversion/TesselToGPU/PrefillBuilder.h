@@ -71,13 +71,16 @@ private:
     return add(mul(warp, atom.n * cfg.queryAtoms), a * atom.n);
   }
   int64_t tileTokens() const { return tileRows() / pb.packed; }
-  /// Whether V is staged transposed, [Dv, keys]: where tiles go through
-  /// registers (no async copy), and V is not already dim-major in memory
-  /// (the shuffled cache layout).
+  /// Whether V is staged transposed, [Dv, keys]: with transposed scores
+  /// (CDNA: tiles through registers, V^T the A operand of P.V), where V is
+  /// not already dim-major in memory (the shuffled cache layout).
   bool vTransposed() const {
-    return target.getAsyncCopyBytes() == 0 &&
+    return cfg.transposedScores &&
            !(pb.paged && pb.layout == KVLayout::Shuffled);
   }
+  /// A V^T chunk's run of consecutive keys stored as one vector: a
+  /// fragment's k run.
+  int64_t vRun() const { return atom.n * atom.k / warpSize; }
   /// The token of tile row `row` (rows from `rowStart`) and its query head.
   Value rowToken(Value row) { return add(rowStart, divu(row, pb.packed)); }
   Value rowHead(Value row) { return add(head, remu(row, pb.packed)); }
@@ -111,9 +114,8 @@ private:
   /// address a lane and immediate offsets, where the swizzle's XOR took
   /// two instructions a fragment) and a fragment read is 1 KB in a row.
   SmallVector<Value> stagedIndices(Value stage, Value row, Value col,
-                                   int64_t width, bool rowGroups = false);
-  SharedTile stagedTile(Value shared, Value stage, int64_t width,
-                        bool rowGroups = false);
+                                   int64_t width);
+  SharedTile stagedTile(Value shared, Value stage, int64_t width);
   // Transposed scores (PrefillConfig::transposedScores).
   /// This warp's Q^T B fragments, from global memory.
   LogicalResult loadQueryFragments();

@@ -237,12 +237,11 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
   constexpr int64_t run = 4;
   auto runType = VectorType::get({run}, outElem);
   for (int64_t a = 0; a < queryAtoms; ++a) {
-    Value m = state[a], l = state[queryAtoms + a];
-    Value total = fadd(l, target.reductionPartner(b, loc, l, warpSize / 2));
-    Value empty =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total, f32(0));
-    Value inv =
-        select(empty, f32(0), arith::DivFOp::create(b, loc, f32(1), total));
+    Value l = state[queryAtoms + a];
+    // (Not structured bindings: lambdas below capture them.)
+    Value inv, lse;
+    std::tie(inv, lse) = rowNormalizer(
+        state[a], fadd(l, target.reductionPartner(b, loc, l, warpSize / 2)));
     Value query = add(queryAtomRow(a), remu(lane, atom.n));
     Value token = rowToken(query), tokenHead = rowHead(query);
     ArrayRef<Value> o =
@@ -272,13 +271,10 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
         return;
       // One lane of the two that hold the query stores its LSE.
       ifThen(lt(lane, idx(atom.n)), [&] {
-        Value lse =
-            fmul(fadd(finiteOrZero(m), target.log2(b, loc, total)), f32(M_LN2));
         SmallVector<Value> lseIdx = {tokenHead, token};
         if (pb.split)
           lseIdx.insert(lseIdx.begin(), split);
-        memref::StoreOp::create(b, loc, select(empty, f32(-INFINITY), lse),
-                                pb.lse, lseIdx);
+        memref::StoreOp::create(b, loc, lse, pb.lse, lseIdx);
       });
     });
   }
