@@ -100,11 +100,17 @@ THRESHOLDS = {
     # trip, and the selects that zeroed chunks waiting for every load
     # before the compute); the ones left end a tile's stores or wait, at
     # a tile's first load, for the ids loaded during the tile before.
-    # (Decode's form: paged_attention without cu_seqlens.)
-    "tessel.paged_attention": dict(share=0.11, waves=0.5, vmcnt0=2,
-                                   serial=0, lgkmcnt0=3, flat=0, lds16=72),
-    "tessel.decode_attention": dict(share=0.11, waves=0.5, vmcnt0=3,
-                                    serial=0, lgkmcnt0=7, flat=0, lds16=72),
+    # (Decode's form: paged_attention without cu_seqlens.) Since
+    # 2026-12-03 09:30 decode runs on transposed scores with no K/V tile in
+    # LDS (PagedDecodeTransposed.cpp): 0.5 -> 2 waves a SIMD on gfx942 (1
+    # -> 2 on gfx950), no 2-byte LDS access (36 / 72 before), MFMA share
+    # 19% -> 46% (shuffled 23% -> 53%) on gfx942, 11% -> 30% (17% -> 37%)
+    # on gfx950 (32x32 atoms: more MFMA cycles for the same tokens; decode
+    # stays bound by its loads).
+    "tessel.paged_attention": dict(share=0.30, waves=2, vmcnt0=2,
+                                   serial=0, lgkmcnt0=1, flat=0, lds16=0),
+    "tessel.decode_attention": dict(share=0.30, waves=2, vmcnt0=2,
+                                    serial=0, lgkmcnt0=1, flat=0, lds16=0),
     # MLA decode at 4 waves a block and 1 a SIMD, no MFMA repeated
     # (2026-12-02: 2 waves scored the same tokens before, 0.5 a SIMD);
     # since 2026-12-03 01:50 its tiles by buffer loads like the paged

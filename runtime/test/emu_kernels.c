@@ -99,6 +99,20 @@ void barrier_entry(void **params, tessel_emu_lane *lane) {
   record[2] = slots[(t + n - 1) % n];
 }
 
+/* wave_barrier: shared i32[threads]. Each thread writes 1000 * block + t,
+ * meets its wave at llvm.amdgcn.wave.barrier (config[0] = 1; none with 0),
+ * and reads the slot of the next lane of its wave. out i32[threads]. */
+void wave_barrier_entry(void **params, tessel_emu_lane *lane) {
+  const int32_t *config = PARAM(const int32_t *, 0);
+  int32_t *out = PARAM(int32_t *, 1);
+  int32_t *slots = (int32_t *)lane->shared;
+  uint32_t t = threadInBlock(lane), wave = lane->wave_size;
+  slots[t] = (int32_t)(1000 * blockInGrid(lane) + t);
+  if (config[0])
+    call(lane, TESSEL_EMU_WAVE_BARRIER, NULL);
+  out[globalThread(lane)] = slots[t / wave * wave + (t + 1) % wave];
+}
+
 /* u32_op: any op with a tessel_emu_u32_io record. config[0] = op,
  * config[1..2] = exit rule; a = in_a[t], b = in_b[t], out[t] = result. */
 void u32_op_entry(void **params, tessel_emu_lane *lane) {

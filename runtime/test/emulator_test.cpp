@@ -160,6 +160,36 @@ TEST(EmulatedLaunch, BarriersOrderSharedMemory) {
   expectBarrierOrder("emu-sm80", 32, 0, 0);
 }
 
+/// Runs the wave_barrier kernel: what each thread read of its neighbour.
+std::vector<int32_t> waveNeighbours(bool meet) {
+  const uint32_t n = 128, blocks = 2;
+  std::vector<int32_t> config = {meet ? 1 : 0};
+  std::vector<int32_t> out(n * blocks, -7);
+  EmuLaunch launch;
+  launch.device = "emu-gfx942";
+  launch.entry = "wave_barrier";
+  launch.grid = {blocks, 1, 1};
+  launch.block = {n, 1, 1};
+  launch.sharedBytes = 4 * n;
+  launch.buffers = {emuBuffer("config", config), emuBuffer("out", out)};
+  EXPECT_TRUE(succeeds(runEmu(launch)));
+  return out;
+}
+
+TEST(EmulatedLaunch, WaveBarriersOrderAWavesSharedMemory) {
+  const uint32_t n = 128, wave = 64;
+  std::vector<int32_t> met = waveNeighbours(true);
+  for (uint32_t b = 0; b < 2; ++b)
+    for (uint32_t t = 0; t < n; ++t)
+      EXPECT_EQ(met[b * n + t],
+                int32_t(1000 * b + t / wave * wave + (t + 1) % wave))
+          << "block " << b << " thread " << t;
+  // Without it a lane runs on before the next one has written: the
+  // emulator runs a wave's lanes one at a time between wave ops.
+  std::vector<int32_t> alone = waveNeighbours(false);
+  EXPECT_EQ(alone[0], kPoison);
+}
+
 TEST(EmulatedLaunch, ReturnedLanesDoNotCountForBarriers) {
   expectBarrierOrder("emu-gfx942", 64, 7, 3);
   expectBarrierOrder("emu-sm80", 32, 2, 0);
@@ -231,8 +261,8 @@ TEST(EmulatedErrors, UnknownOpIndex) {
   std::vector<int32_t> config = {32, 40, 40, 0};
   EXPECT_TRUE(failsWith(runEmu(splitLaunch(config, 64)), TESSEL_INTERNAL,
                         {"block (0, 0, 0), thread (0, 0, 0) (wave 0, lane 0): "
-                         "unknown op index 40 (emulator ABI 3 has ops 0 to "
-                         "21)"}));
+                         "unknown op index 40 (emulator ABI 4 has ops 0 to "
+                         "22)"}));
 }
 
 TEST(EmulatedErrors, OpOfAnotherChip) {
@@ -299,11 +329,11 @@ TEST(EmulatedLoad, RefusesAnotherAbiVersion) {
   launch.params = {{"emulator_abi", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': compiled for emulator ABI version 1, "
-                         "but this runtime implements version 3"}));
+                         "but this runtime implements version 4"}));
   launch.params = {{"x86_64_level", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': has no 'emulator_abi' parameter",
-                         "this runtime implements version 3"}));
+                         "this runtime implements version 4"}));
 }
 
 TEST(EmulatedLoad, RespectsTheX86Level) {

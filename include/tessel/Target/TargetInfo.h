@@ -154,6 +154,37 @@ public:
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const = 0;
 
+  /// Where lane `lane`'s part of an operand fragment of `atom` lies, on
+  /// targets whose fragments are one run of consecutive k values of one row
+  /// (CDNA): that row (A; for B, the column) within the atom and the first
+  /// k of the run, from the k-step's first; the run holds `length` values,
+  /// in k order, as the Fragment's one vector. For fragments read straight
+  /// from global memory. std::nullopt elsewhere.
+  struct FragmentRun {
+    Value row, kFirst;
+    int64_t length;
+  };
+  virtual std::optional<FragmentRun> fragmentRun(OpBuilder &b, Location loc,
+                                                 const MmaAtom &atom,
+                                                 MmaOperand operand,
+                                                 Value lane) const {
+    return std::nullopt;
+  }
+
+  /// Keeps the back end's instruction scheduler from moving anything across
+  /// this point: CDNA's s_sched_barrier 0 (no instruction), to keep a
+  /// tile's loads issued together before the compute that waits for them
+  /// (the scheduler otherwise sinks loads to their use to save registers,
+  /// and waits for each there). Nothing elsewhere.
+  virtual void fenceScheduling(OpBuilder &b, Location loc) const {}
+
+  /// Orders the shared-memory accesses of the lanes of one wave around it,
+  /// where a wave reads what its own lanes wrote (CDNA runs a wave's LDS
+  /// accesses in order: only the compiler and the emulator, which runs
+  /// lanes one at a time, need it). Every lane of the wave must execute it.
+  /// CDNA only.
+  virtual void waveBarrier(OpBuilder &b, Location loc) const;
+
   /// The A fragment of one atom (m x k) made of accumulators without a trip
   /// through shared memory: `acc` holds the accumulators of the k / n atoms
   /// that tile the fragment's k columns (left to right), already converted

@@ -1,7 +1,10 @@
 //===- PagedDecode.cpp - Paged decode attention kernel template ------------===//
 //
 // One query token per request against a paged KV cache (decode_attention,
-// and the split-KV partials of paged_attention), on tensor cores.
+// and the split-KV partials of paged_attention), on tensor cores. On CDNA,
+// where the shapes allow it, PagedDecodeTransposed.cpp builds the kernel
+// instead (transposed scores, no K/V tile in LDS); this template is the
+// rest.
 //
 // Work decomposition. Block (b, g, p) computes the query heads of KV head g
 // of request b over split p of its context: the G = Hq / Hkv heads that
@@ -37,7 +40,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionBuilder.h"
+#include "PagedDecode.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -47,19 +50,9 @@
 
 using namespace mlir;
 using namespace mlir::tessel;
+using namespace mlir::tessel::decode;
 
 namespace {
-
-/// What one decode kernel computes (everything static but the buffers).
-struct DecodeProblem {
-  Value q, kCache, vCache, blockTable, lens, out, lse;
-  KVLayout layout;
-  int64_t groupSize, kvHeads, headDim, valueDim, blockSize;
-  /// The softmax scale argument times log2(e) (scores are base 2).
-  Value scaleLog2;
-  /// out/lse have a leading split dimension [P, ...].
-  bool split;
-};
 
 struct DecodeConfig {
   int64_t warps = 4;
@@ -468,6 +461,23 @@ LogicalResult PagedDecodeBuilder::build() {
   return success();
 }
 
+/// Refuses a requested stage count the target's loops cannot take (0: the
+/// template's choice).
+LogicalResult checkDecodeStages(Operation *op, const TargetInfo &target,
+                                int64_t requestedStages) {
+  if (requestedStages == 1)
+    return op->emitOpError()
+           << "GPU template: stages must be at least 2, got 1";
+  if (target.getAsyncCopyBytes() == 0 && requestedStages > 0 &&
+      requestedStages != 2)
+    return op->emitOpError()
+           << "GPU template: " << target.getChip()
+           << " stages tiles through registers into a double buffer, so "
+              "stages must be 2, got "
+           << requestedStages;
+  return success();
+}
+
 /// The largest tile that fits: 4 warps (2, 1 on small LDS), 3 stages with
 /// async copies (2 staged through registers), or the requested stages.
 FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
@@ -477,15 +487,6 @@ FailureOr<DecodeConfig> chooseDecodeConfig(Operation *op,
                                            int64_t requestedStages,
                                            int64_t &sharedBytes) {
   bool async = target.getAsyncCopyBytes() > 0;
-  if (requestedStages == 1)
-    return op->emitOpError()
-           << "GPU template: stages must be at least 2, got 1";
-  if (!async && requestedStages > 0 && requestedStages != 2)
-    return op->emitOpError()
-           << "GPU template: " << target.getChip()
-           << " stages tiles through registers into a double buffer, so "
-              "stages must be 2, got "
-           << requestedStages;
   SmallVector<int64_t> stageChoices =
       requestedStages > 0 ? SmallVector<int64_t>{requestedStages}
       : async             ? SmallVector<int64_t>{3, 2}
@@ -552,29 +553,41 @@ FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
   pb.valueDim = outType.getDimSize(outType.getRank() - 1);
 
   Type elem = qType.getElementType();
-  // The G heads of a KV head are the MMA rows.
   FailureOr<MmaAtom> chosen = chooseAttentionAtom(op, ctx.target, elem);
   if (failed(chosen))
     return failure();
-  MmaAtom atom = *chosen;
-  if (pb.groupSize > atom.m)
-    return op->emitOpError()
-           << "GPU template: " << pb.groupSize
-           << " query heads per KV head; the decode kernel takes at most "
-           << atom.m << " (the MMA rows) on " << ctx.target.getChip();
   if (pb.headDim % 64 || pb.valueDim % 64)
     return op->emitOpError()
            << "GPU template: head dims " << pb.headDim << "/" << pb.valueDim
            << " must be multiples of 64 (whole swizzled shared-memory rows)";
+  if (failed(checkDecodeStages(op, ctx.target, ctx.stages)))
+    return failure();
 
-  int64_t sharedBytes = 0;
-  FailureOr<DecodeConfig> cfg = chooseDecodeConfig(
-      op, ctx.target, atom, pb, ctx.stages, sharedBytes);
-  if (failed(cfg))
-    return failure();
-  PagedDecodeBuilder builder(b, op->getLoc(), ctx.target, atom, *cfg, pb);
-  if (failed(builder.build()))
-    return failure();
+  int64_t sharedBytes = 0, threads = 0;
+  if (std::optional<MmaAtom> transposed =
+          transposedDecodeAtom(ctx.target, elem, pb)) {
+    FailureOr<int64_t> built = buildTransposedDecode(
+        b, op->getLoc(), ctx.target, *transposed, pb, sharedBytes);
+    if (failed(built))
+      return failure();
+    threads = *built;
+  } else {
+    // The G heads of a KV head are the MMA rows.
+    MmaAtom atom = *chosen;
+    if (pb.groupSize > atom.m)
+      return op->emitOpError()
+             << "GPU template: " << pb.groupSize
+             << " query heads per KV head; the decode kernel takes at most "
+             << atom.m << " (the MMA rows) on " << ctx.target.getChip();
+    FailureOr<DecodeConfig> cfg =
+        chooseDecodeConfig(op, ctx.target, atom, pb, ctx.stages, sharedBytes);
+    if (failed(cfg))
+      return failure();
+    PagedDecodeBuilder builder(b, op->getLoc(), ctx.target, atom, *cfg, pb);
+    if (failed(builder.build()))
+      return failure();
+    threads = cfg->warps * ctx.target.getWarpSize();
+  }
 
   // Grid: (requests, KV heads, splits); all from shapes.
   LaunchGeometry geometry;
@@ -582,8 +595,7 @@ FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
   geometry.grid[1] = GridDim{-1, 1, pb.kvHeads, 1};
   geometry.grid[2] =
       pb.split ? gridOver(ctx.dim(outArg, 0), 1, 1) : GridDim{-1, 1, 1, 1};
-  geometry.block = {static_cast<int32_t>(cfg->warps * ctx.target.getWarpSize()),
-                    1, 1};
+  geometry.block = {static_cast<int32_t>(threads), 1, 1};
   geometry.sharedBytes = sharedBytes;
   return geometry;
 }

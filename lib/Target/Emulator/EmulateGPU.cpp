@@ -349,6 +349,11 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
       return exact(true);
     if (intrinsic == "llvm.nvvm.lg2.approx.ftz.f")
       return exact(false);
+    if (intrinsic == "llvm.amdgcn.wave.barrier") {
+      calls.call(loc, TESSEL_EMU_WAVE_BARRIER, /*withRecord=*/false);
+      op->erase();
+      return success();
+    }
     if (intrinsic.starts_with("llvm.nvvm.") ||
         intrinsic.starts_with("llvm.amdgcn."))
       return op->emitError()
@@ -357,8 +362,9 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   }
 
   // --- AMD ----------------------------------------------------------------
-  // A lane's loads have returned when they return: a wait is nothing.
-  if (name == "rocdl.s.waitcnt") {
+  // A lane's loads have returned when they return: a wait is nothing; so
+  // is an order for the back end's scheduler.
+  if (name == "rocdl.s.waitcnt" || name == "rocdl.sched.barrier") {
     op->erase();
     return success();
   }

@@ -178,21 +178,44 @@ public:
     return {row, col};
   }
 
+  // Lane l: row (A) or column (B) l % rows of the atom, k values
+  // [kPerLane * (l / rows), +kPerLane).
+  std::optional<FragmentRun> fragmentRun(OpBuilder &b, Location loc,
+                                         const MmaAtom &atom,
+                                         MmaOperand operand,
+                                         Value lane) const override {
+    int64_t rows = operand == MmaOperand::A ? atom.m : atom.n;
+    int64_t kPerLane = rows * atom.k / getWarpSize();
+    auto c = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    Value group = arith::DivUIOp::create(b, loc, lane, c(rows));
+    return FragmentRun{arith::RemUIOp::create(b, loc, lane, c(rows)),
+                       arith::MulIOp::create(b, loc, group, c(kPerLane)),
+                       kPerLane};
+  }
+
+  void fenceScheduling(OpBuilder &b, Location loc) const override {
+    ROCDL::SchedBarrier::create(b, loc, b.getI32IntegerAttr(0));
+  }
+
+  // llvm.amdgcn.wave.barrier: no instruction, but the compiler keeps the
+  // wave's memory accesses on their side of it.
+  void waveBarrier(OpBuilder &b, Location loc) const override {
+    LLVM::CallIntrinsicOp::create(
+        b, loc, b.getStringAttr("llvm.amdgcn.wave.barrier"), ValueRange{});
+  }
+
   FailureOr<SmallVector<Fragment>>
   loadFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const override {
-    // Lane l: row (A) or column (B) l % rows of the atom, k values
-    // [kPerLane * (l / rows), +kPerLane).
     int64_t rows = operand == MmaOperand::A ? atom.m : atom.n;
-    int64_t kPerLane = rows * atom.k / getWarpSize();
     auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    Value inAtom = arith::RemUIOp::create(b, loc, lane, c(rows));
-    Value kFirst = arith::AddIOp::create(
-        b, loc, k0,
-        arith::MulIOp::create(
-            b, loc, arith::DivUIOp::create(b, loc, lane, c(rows)),
-            c(kPerLane)));
+    FragmentRun run = *fragmentRun(b, loc, atom, operand, lane);
+    int64_t kPerLane = run.length;
+    Value inAtom = run.row;
+    Value kFirst = arith::AddIOp::create(b, loc, k0, run.kFirst);
     auto fragType = VectorType::get({kPerLane}, atom.operandType);
     SmallVector<Fragment> frags;
     for (int64_t i = 0; i < count; ++i) {

@@ -45,6 +45,10 @@ Value TargetInfo::operandKOfAccumulatorRow(OpBuilder &, Location,
   llvm_unreachable("operandKOfAccumulatorRow on a target without it");
 }
 
+void TargetInfo::waveBarrier(OpBuilder &, Location) const {
+  llvm_unreachable("waveBarrier on a target without it");
+}
+
 FailureOr<std::unique_ptr<TargetInfo>>
 TargetInfo::get(StringRef chip,
                 llvm::function_ref<InFlightDiagnostic()> emitError) {

@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever a record, an op number or the lane layout changes; a
  * kernel carries it as its bundle parameter "emulator_abi" and the runtime
  * refuses any other. */
-#define TESSEL_EMU_ABI_VERSION 3
+#define TESSEL_EMU_ABI_VERSION 4
 
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
@@ -154,8 +154,12 @@ enum tessel_emu_op_index {
   /* v_readfirstlane_b32, wave op, tessel_emu_u32_io {a = value}: every
    * lane gets `a` of the lowest live lane. */
   TESSEL_EMU_READFIRSTLANE = 21,
+  /* llvm.amdgcn.wave.barrier (no instruction: a wave's LDS accesses run in
+   * order), wave op, io is NULL: every live lane of the wave arrives before
+   * any goes on, so lanes read what the wave's other lanes wrote before. */
+  TESSEL_EMU_WAVE_BARRIER = 22,
 
-  TESSEL_EMU_OP_COUNT = 22
+  TESSEL_EMU_OP_COUNT = 23
 };
 
 /* Operands a, b; result. */

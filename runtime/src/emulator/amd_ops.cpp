@@ -166,6 +166,8 @@ bool readFirstLane(const WaveCall &call, OpFailure &) {
   return true;
 }
 
+bool waveBarrier(const WaveCall &, OpFailure &) { return true; }
+
 bool mbcnt(const LaneCall &call, OpFailure &) {
   auto &io = *static_cast<tessel_emu_u32_io *>(call.io);
   const uint64_t below = (uint64_t(1) << call.lane.lane_id) - 1;

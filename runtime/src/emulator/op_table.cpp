@@ -50,6 +50,8 @@ const OpInfo kOps[] = {
     {"buffer_load", OpKind::Lane, Availability::Amd, true, nullptr, bufferLoad},
     {"v_readfirstlane", OpKind::Wave, Availability::Amd, true, readFirstLane,
      nullptr},
+    {"wave_barrier", OpKind::Wave, Availability::Amd, false, waveBarrier,
+     nullptr},
 };
 static_assert(sizeof kOps / sizeof kOps[0] == TESSEL_EMU_OP_COUNT,
               "one row per op of emulator_abi.h");

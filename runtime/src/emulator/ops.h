@@ -122,6 +122,8 @@ bool mbcnt(const LaneCall &call, OpFailure &failure);
 bool mfma(const WaveCall &call, OpFailure &failure);
 bool bufferLoad(const LaneCall &call, OpFailure &failure);
 bool readFirstLane(const WaveCall &call, OpFailure &failure);
+/// The lanes have met; nothing else happens.
+bool waveBarrier(const WaveCall &call, OpFailure &failure);
 
 // NVIDIA (nvidia_ops.cpp).
 bool shfl(const WaveCall &call, OpFailure &failure);

@@ -14,52 +14,48 @@
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
 // RUN:   --tessel-opt tessel-opt --chips gfx950 | FileCheck %s --check-prefix=LOOP
 
-// The AMDGCN of paged decode on CDNA3/CDNA4 (not run on hardware here): the
-// GQA heads are the rows of the chip's 16-row bf16 MFMA (16x16x16 on gfx942,
-// 16x16x32 on gfx950), K/V tiles by 16-byte loads into an LDS double
-// buffer (K by 16-byte LDS writes; NHD V transposed into a [D, tokens]
-// tile by 2-byte writes), fragments by LDS vector reads (K-contiguous;
-// 8 bytes per lane on gfx942, 16 on gfx950; no 16-bit reads, which NHD V
-// took when it was staged token-major), softmax exponentials and the LSE
-// logarithm as single v_exp_f32 / v_log_f32 instructions (no ocml calls),
-// row reductions by cross-lane moves, out written with
-// 16-byte stores, and no scratch. The shuffled V layout ([.., BS/8, D, 8])
-// is read by 16-byte loads straight into its [D, tokens] tile.
+// The AMDGCN of paged decode on CDNA3/CDNA4 (not run on hardware here), on
+// transposed scores (PagedDecodeTransposed.cpp): each of a block's 4 waves
+// computes S^T = K Q^T for its 32 tokens of a tile on the 32x32 MFMA
+// (32x32x8 on gfx942, 32x32x16 on gfx950) and O^T += V^T P^T with P^T
+// straight from the accumulators (no P through LDS, no 2-byte LDS access).
+// K, Q and the shuffled V ([.., BS/8, D, 8]) come by 16-byte global loads
+// straight into fragments, issued together before the compute
+// (s_sched_barrier); NHD V goes through the wave's own LDS slice,
+// transposed in registers (8-byte writes, 16-byte reads, no s_barrier in
+// the loop). No K/V tile sits in LDS, so both chips run 2 waves a SIMD
+// (gfx942's NHD slices: 32 KB a block); no scratch.
 //
-// The tiles come by buffer loads from one window per cache block, whose
-// block ids were loaded a tile ahead (PagedWindows.cpp): the main loop
-// has no serialized s_waitcnt vmcnt(0) (the last column: 2 an iteration
-// before, the block-table round trip and the selects that zeroed the
-// chunks past the context). What vmcnt(0) is left waits, before a tile's
-// first load, for the block ids loaded during the tile before.
-// LOOP:        | decode_nhd | {{.*}} | 0 |{{$}}
-// LOOP:        | decode_shuffled | {{.*}} | 0 |{{$}}
-// LOOP-NOT:    global_load_dwordx4
+// The block ids of a tile are loaded the tile before: the main loop has no
+// serialized s_waitcnt vmcnt(0) (the last column). What vmcnt(0) is left
+// waits, at the head of a tile, for those ids; the block ids go through
+// per-lane loads, not scalar ones that would be waited for at once.
+// LOOP:        | decode_nhd | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 32768 | 2 | {{.*}} | 0 | 0 |{{$}}
+// LOOP:        | decode_shuffled | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 17152 | 2 | {{.*}} | 0 | 0 |{{$}}
+// LOOP-NOT:    s_barrier
+// LOOP-NOT:    flat_load
 
 // CHECK-LABEL: decode_nhd:
-// CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
-// CHECK-DAG:   ds_write_b128
-// GFX942-DAG:  ds_read_b64
-// GFX950-DAG:  ds_read_b128
-// CHECK-DAG:   ds_write_b16
-// CHECK-DAG:   s_barrier
+// CHECK-DAG:   global_load_dwordx4
+// CHECK-DAG:   ds_write_b64
+// CHECK-DAG:   ds_read_b128
+// CHECK-DAG:   v_perm_b32
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
-// CHECK-DAG:   v_max_f32
-// CHECK-DAG:   global_store_dwordx4
-// GFX942-DAG:  v_mfma_f32_16x16x16_bf16
-// GFX950-DAG:  v_mfma_f32_16x16x32_bf16
+// CHECK-DAG:   global_store_dwordx2
+// GFX942-DAG:  v_mfma_f32_32x32x8_bf16
+// GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .group_segment_fixed_size: 0
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
 
 // CHECK-LABEL: decode_shuffled:
-// CHECK:       buffer_load_dwordx4 {{.*}} offen
+// CHECK:       global_load_dwordx4
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .private_segment_fixed_size: 0
 
-// NOU16-NOT:   ds_read_u16
+// NOU16-NOT:   {{ds_read_u16|ds_write_b16}}
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: .uses_dynamic_stack: true
 // NOSPILL-NOT: s_swappc
