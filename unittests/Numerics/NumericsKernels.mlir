@@ -473,3 +473,9 @@ func.func @paged_causal_bf16_shuf_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %
   tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x2x16x16x8xbf16>) v_cache(%vc : memref<?x2x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(shuffled) scale(%scale)
   return
 }
+// GQA 32: every column of CDNA's transposed-score decode a real head (the
+// 16-row template of sm80 refuses it).
+func.func @decode_bf16_nhd_h32kv1_d128_bs16(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, %vc: memref<?x16x1x128xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %lse: memref<32x?xf32>, %scale: f32) {
+  tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x1x128xbf16>) v_cache(%vc : memref<?x16x1x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) layout(nhd) scale(%scale)
+  return
+}

@@ -574,11 +574,25 @@ FailureOr<LaunchGeometry> buildDecode(OpBuilder &b, Operation *op,
   } else {
     // The G heads of a KV head are the MMA rows.
     MmaAtom atom = *chosen;
-    if (pb.groupSize > atom.m)
-      return op->emitOpError()
-             << "GPU template: " << pb.groupSize
-             << " query heads per KV head; the decode kernel takes at most "
-             << atom.m << " (the MMA rows) on " << ctx.target.getChip();
+    if (pb.groupSize > atom.m) {
+      InFlightDiagnostic error = op->emitOpError()
+                                 << "GPU template: " << pb.groupSize
+                                 << " query heads per KV head; the decode "
+                                    "kernel takes at most ";
+      bool transposable = llvm::any_of(
+          ctx.target.getMmaAtoms(elem, b.getF32Type()), [&](const MmaAtom &a) {
+            return ctx.target.hasAccumulatorsAsOperandB(a);
+          });
+      if (!transposable)
+        return error << atom.m << " (the MMA rows) on " << ctx.target.getChip();
+      if (pb.groupSize > 32)
+        return error << "32 (the MMA columns of its transposed scores) on "
+                     << ctx.target.getChip();
+      return error << atom.m << " (the MMA rows) on " << ctx.target.getChip()
+                   << " without transposed scores, which take an NHD value "
+                      "head of 64, 128, 256 or 512, not "
+                   << pb.valueDim;
+    }
     FailureOr<DecodeConfig> cfg =
         chooseDecodeConfig(op, ctx.target, atom, pb, ctx.stages, sharedBytes);
     if (failed(cfg))

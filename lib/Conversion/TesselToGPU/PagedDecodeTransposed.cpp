@@ -524,6 +524,7 @@ mlir::tessel::decode::transposedDecodeAtom(const TargetInfo &target, Type elem,
     int64_t rowChunks = pb.valueDim / kChunk;
     bool vRows = pb.layout == KVLayout::Shuffled ||
                  (rowChunks >= kChunk && target.getWarpSize() % rowChunks == 0);
+    // (Cache blocks are multiples of 16 tokens: the op's verifier.)
     if (pb.groupSize <= atom.n && pb.blockSize % kGroupTokens == 0 &&
         pb.headDim % (2 * kChunk) == 0 && pb.headDim % atom.k == 0 &&
         pb.valueDim % atom.m == 0 && vRows)
