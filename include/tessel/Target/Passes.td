@@ -118,11 +118,12 @@ def TesselEmulateGPU : Pass<"tessel-emulate-gpu", "ModuleOp"> {
       every pointer loses its address space;
     - every intrinsic that involves other lanes or hardware state (barriers,
       ds_swizzle, ds_bpermute, permlane swaps, ballots, mbcnt,
-      readfirstlane, raw buffer loads (the resource a slot of the lane's
-      frame), MFMA,
+      readfirstlane, wave barriers, raw buffer loads (the resource a slot
+      of the lane's frame), MFMA,
       shfl.sync, vote, mma.sync, ldmatrix, cp.async and its groups) becomes
       a call through the lane's op table with an I/O record;
-    - the hardware exp2/log2 approximations become LLVM's exact exp2/log2.
+    - the hardware exp2/log2 approximations become LLVM's exact exp2/log2;
+      s_waitcnt and s_sched_barrier become nothing.
 
     Any other target op is an error naming it: an intrinsic the emulator
     does not model is never skipped.

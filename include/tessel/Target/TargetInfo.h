@@ -84,6 +84,11 @@ public:
 
   /// Threads that execute an MMA atom together (32 on NVIDIA, 64 on CDNA).
   virtual unsigned getWarpSize() const = 0;
+  /// Dies with an L2 cache of their own that the chip deals workgroups to
+  /// in turn (CDNA3/4's XCDs: 8 on MI300X, MI325X and MI355X; MI300A's 6
+  /// are gfx942 too, where the renumbering below still holds, less well);
+  /// 1 where one L2 serves the chip.
+  virtual int64_t getL2Partitions() const { return 1; }
   /// Shared memory (LDS) one block may use, in bytes (on NVIDIA, beyond
   /// 48 KB only as dynamic shared memory, which the runtime opts in to).
   virtual int64_t getSharedMemoryBytes() const = 0;

@@ -165,8 +165,9 @@ private:
   bool bKContiguous() const { return transB || kRowsTransposed(); }
   /// Allocates the shared-memory rings of A and B tiles.
   void allocateRings();
-  /// Thread, lane and warp coordinates, and the block's first column of c.
-  void setThreadIds();
+  /// Thread, lane and warp coordinates, and the block's first column of c
+  /// (its N-tile: x of l2LocalBlockIds' `ids`).
+  void setThreadIds(ArrayRef<Value> ids);
   /// Fills gatheredRows for the M-tile from `aRows` [T] and its divisor
   /// (rowsDivisor).
   void gatherRows(Value aRows);
@@ -599,13 +600,13 @@ void GroupedMatmulBuilder::allocateRings() {
       bKContiguous() ? ring(cfg.tileN, cfg.tileK) : ring(cfg.tileK, cfg.tileN);
 }
 
-void GroupedMatmulBuilder::setThreadIds() {
+void GroupedMatmulBuilder::setThreadIds(ArrayRef<Value> ids) {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = remu(tid, warpSize);
   Value warp = divu(tid, warpSize);
   warpRow = divu(warp, cfg.warpsN);
   warpCol = remu(warp, cfg.warpsN);
-  colStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), cfg.tileN);
+  colStart = mul(blockIdOr(ids, gpu::Dimension::x), cfg.tileN);
 }
 
 SmallVector<Value> GroupedMatmulBuilder::zeroAccumulators() {
@@ -640,9 +641,13 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(
   raggedK = true;
   transB = false;
   allocateRings();
-  setThreadIds();
-  mStart = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), cfg.tileM);
-  group = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  // Blocks of one (M-tile, group) read the same rows of a: on one L2.
+  SmallVector<Value, 3> ids =
+      l2LocalBlockIds({idx((nDim + cfg.tileN - 1) / cfg.tileN),
+                       idx((mDim + cfg.tileM - 1) / cfg.tileM), idx(groups)});
+  setThreadIds(ids);
+  mStart = mul(blockIdOr(ids, gpu::Dimension::y), cfg.tileM);
+  group = blockIdOr(ids, gpu::Dimension::z);
 
   std::tie(rowStart, rowEnd) = groupRows(offsets, group, groups, T);
   numK = divu(add(sub(rowEnd, rowStart), cfg.tileK - 1), cfg.tileK);
@@ -679,13 +684,23 @@ LogicalResult GroupedMatmulBuilder::build(
   Type elem = atom.operandType;
   numK = idx((k + cfg.tileK - 1) / cfg.tileK);
   allocateRings();
-  setThreadIds();
+  // The N-tiles of an M-tile read its rows of a: on one L2. (The grid as
+  // buildGroupedMatmul launches it: an N-tile is tileN / 2 columns of act.)
+  int64_t nTiles = act ? (n / 2 + cfg.tileN / 2 - 1) / (cfg.tileN / 2)
+                       : (n + cfg.tileN - 1) / cfg.tileN;
+  SmallVector<Value, 3> ids = l2LocalBlockIds(
+      {idx(nTiles),
+       arith::CeilDivUIOp::create(
+           b, loc, add(T, (groups + 1) * (cfg.tileM - 1)), idx(cfg.tileM)),
+       idx(1)});
+  setThreadIds(ids);
   if (act)
-    actStart = mul(blockId(gpu::Dimension::x), cfg.tileN / 2);
+    actStart = mul(blockIdOr(ids, gpu::Dimension::x), cfg.tileN / 2);
   // Groups 0..G-1 and the zero tail [end_{G-1}, T) (entry G).
   RowTile tile = findRowTile(
       [&](Value g) { return memref::LoadOp::create(b, loc, offsets, g); },
-      idx(groups), T, blockId(gpu::Dimension::y), cfg.tileM, /*tail=*/true);
+      idx(groups), T, blockIdOr(ids, gpu::Dimension::y), cfg.tileM,
+      /*tail=*/true);
 
   // Blocks past the last tile have nothing to do. `found` is uniform over
   // the block (every warp scanned the same offsets), so barriers inside

@@ -46,6 +46,34 @@ void KernelBuilder::ifThen(Value cond, function_ref<void()> body) {
   body();
 }
 
+SmallVector<Value, 3> KernelBuilder::l2LocalBlockIds(ArrayRef<Value> sizes) {
+  int64_t parts = target.getL2Partitions();
+  if (parts == 1)
+    return {};
+  SmallVector<Value, 3> ids = {blockId(gpu::Dimension::x),
+                               blockId(gpu::Dimension::y),
+                               blockId(gpu::Dimension::z)};
+  auto divide = [&](Value x, Value y) -> Value {
+    return arith::DivUIOp::create(b, loc, x, y);
+  };
+  Value linear = add(mul(add(mul(ids[2], sizes[1]), ids[1]), sizes[0]), ids[0]);
+  Value count = mul(mul(sizes[0], sizes[1]), sizes[2]);
+  // Partition p gets workgroups p, p + parts, ...: perPart of them for the
+  // first `full` partitions, one fewer for the rest; its k-th becomes
+  // number (the blocks of the partitions before it) + k.
+  Value perPart = arith::CeilDivUIOp::create(b, loc, count, idx(parts));
+  Value full = sub(count, mul(sub(perPart, idx(1)), parts));
+  Value part = remu(linear, parts), k = divu(linear, parts);
+  Value early = add(mul(part, perPart), k);
+  Value late = add(
+      add(mul(full, perPart), mul(sub(part, full), sub(perPart, idx(1)))), k);
+  Value renumbered = select(ult(part, full), early, late);
+  Value rest = divide(renumbered, sizes[0]);
+  return {arith::RemUIOp::create(b, loc, renumbered, sizes[0]),
+          arith::RemUIOp::create(b, loc, rest, sizes[1]),
+          divide(rest, sizes[1])};
+}
+
 Value KernelBuilder::warpScan(Value x,
                               function_ref<Value(Value, Value)> combine) {
   for (int64_t d = 1; d < warpSize; d *= 2) {

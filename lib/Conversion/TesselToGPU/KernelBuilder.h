@@ -86,6 +86,18 @@ protected:
   Value blockId(gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d); }
   /// Emits `body` under scf.if `cond` (no results).
   void ifThen(Value cond, function_ref<void()> body);
+  /// The block's ids (x, y, z) in a grid of `sizes` (index values),
+  /// renumbered so that the blocks that run on one L2 partition
+  /// (TargetInfo::getL2Partitions: the chip deals workgroups to them in
+  /// turn, x fastest) take consecutive linear ids: blocks that read the
+  /// same data, whose ids are consecutive, would otherwise land on
+  /// different L2s. A bijection on the grid; empty where one L2 serves the
+  /// chip (blockIdOr then reads the plain ids where they are used).
+  SmallVector<Value, 3> l2LocalBlockIds(ArrayRef<Value> sizes);
+  /// ids[d] of l2LocalBlockIds, or the plain block id d where it is empty.
+  Value blockIdOr(ArrayRef<Value> ids, gpu::Dimension d) {
+    return ids.empty() ? blockId(d) : ids[static_cast<unsigned>(d)];
+  }
   Value threadId() { return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x); }
 
   // --- warp collectives ---------------------------------------------------

@@ -309,9 +309,15 @@ LogicalResult MlaDecodeBuilder::build() {
   tid = threadId();
   lane = remu(tid, warpSize);
   warp = divu(tid, warpSize);
-  group = blockId(gpu::Dimension::x);
-  request = blockId(gpu::Dimension::y);
-  split = blockId(gpu::Dimension::z);
+  // The head groups of a request read the same cache rows: on one L2.
+  Value splits =
+      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
+  SmallVector<Value, 3> ids =
+      l2LocalBlockIds({idx((pb.heads + atom.m - 1) / atom.m),
+                       memref::DimOp::create(b, loc, pb.q, 0), splits});
+  group = blockIdOr(ids, gpu::Dimension::x);
+  request = blockIdOr(ids, gpu::Dimension::y);
+  split = blockIdOr(ids, gpu::Dimension::z);
 
   int64_t tokens = cfg.tileTokens();
   Value smem = dynamicSharedBytes();

@@ -37,6 +37,7 @@ public:
 
   GpuVendor getVendor() const override { return GpuVendor::AMD; }
   unsigned getWarpSize() const override { return 64; }
+  int64_t getL2Partitions() const override { return 8; }
   int64_t getSharedMemoryBytes() const override {
     return (isGfx950 ? 160 : 64) * 1024;
   }
