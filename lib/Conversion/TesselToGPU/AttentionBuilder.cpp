@@ -150,6 +150,16 @@ AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {
   return {inv, lse};
 }
 
+LogicalResult AttentionBuilder::mmaInto(MutableArrayRef<Value> c,
+                                        const Fragment &a,
+                                        const Fragment &bFrag) {
+  auto d = target.mma(b, loc, atom, a, bFrag, c);
+  if (failed(d))
+    return failure();
+  llvm::copy(*d, c.begin());
+  return success();
+}
+
 std::pair<Value, Value> AttentionBuilder::rowNormalizer(Value m, Value total) {
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, total, f32(0));

@@ -178,6 +178,9 @@ protected:
                  function_ref<std::pair<Value, SmallVector<Value>>(Value row)>
                      source);
 
+  /// c := c + a . b on one atom's accumulators `c`.
+  LogicalResult mmaInto(MutableArrayRef<Value> c, const Fragment &a,
+                        const Fragment &bFrag);
   /// The A fragment of one atom at k-step `ks` of `tile`, rows from `row0`.
   FailureOr<Fragment> loadA(const SharedTile &tile, Value row0, int64_t ks);
   /// The same from the K offset `k` (elements; a multiple of the atom's K).

@@ -274,14 +274,6 @@ LogicalResult TransposedDecodeBuilder::compute(const WaveTile &t,
                                                const Loaded &in,
                                                SmallVector<Value> &state) {
   int64_t acc = accCount(), kl = runLength();
-  auto mmaInto = [&](MutableArrayRef<Value> c, const Fragment &a,
-                     const Fragment &bFrag) -> LogicalResult {
-    auto d = target.mma(b, loc, atom, a, bFrag, c);
-    if (failed(d))
-      return failure();
-    llvm::copy(*d, c.begin());
-    return success();
-  };
   SmallVector<Value> s(acc, f32(0));
   for (int64_t ks = 0; ks < pb.headDim / atom.k; ++ks)
     if (failed(mmaInto(s, {slice(in.k, ks * kl, kl)}, qFrags[ks])))

@@ -82,14 +82,6 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   int64_t acc = accCount(), queryAtoms = cfg.queryAtoms;
   int64_t scoreAtoms = cfg.tileKeys / atom.m, outAtoms = pb.valueDim / atom.m;
   int64_t kSteps = pb.headDim / atom.k;
-  auto mmaInto = [&](MutableArrayRef<Value> c, const Fragment &a,
-                     const Fragment &bFrag) -> LogicalResult {
-    auto d = target.mma(b, loc, atom, a, bFrag, c);
-    if (failed(d))
-      return failure();
-    llvm::copy(*d, c.begin());
-    return success();
-  };
   // Query atom a's scores and O^T accumulators.
   auto scoresOf = [&](SmallVector<Value> &s, int64_t a) {
     return MutableArrayRef<Value>(s).slice(a * scoreAtoms * acc,
