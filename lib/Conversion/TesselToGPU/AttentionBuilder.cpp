@@ -150,6 +150,38 @@ AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {
   return {inv, lse};
 }
 
+void AttentionBuilder::storeTransposedColumn(ArrayRef<Value> o, Value inv,
+                                             Value out, ArrayRef<Value> at,
+                                             Value lse, Value lseValue,
+                                             ArrayRef<Value> lseAt) {
+  int64_t acc = accCount();
+  Type outElem = cast<MemRefType>(out.getType()).getElementType();
+  // Runs of 4 accumulator elements are 4 consecutive rows of O^T.
+  constexpr int64_t run = 4;
+  auto runType = VectorType::get({run}, outElem);
+  Value lane = remu(threadId(), warpSize);
+  for (int64_t j = 0; j * acc < static_cast<int64_t>(o.size()); ++j)
+    for (int64_t e = 0; e < acc; e += run) {
+      Value dim = add(
+          target.getAccumulatorPosition(b, loc, atom, lane, e).first,
+          j * atom.m);
+      SmallVector<Value> values;
+      for (int64_t v = 0; v < run; ++v)
+        values.push_back(convertFloat(fmul(o[j * acc + e + v], inv), outElem));
+      SmallVector<Value> indices(at);
+      indices.push_back(dim);
+      vector::StoreOp::create(
+          b, loc, vector::FromElementsOp::create(b, loc, runType, values), out,
+          indices, false,
+          llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
+    }
+  if (!lse)
+    return;
+  ifThen(lt(lane, idx(atom.n)), [&] {
+    memref::StoreOp::create(b, loc, lseValue, lse, lseAt);
+  });
+}
+
 LogicalResult AttentionBuilder::mmaInto(MutableArrayRef<Value> c,
                                         const Fragment &a,
                                         const Fragment &bFrag) {

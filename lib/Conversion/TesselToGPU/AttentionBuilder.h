@@ -178,6 +178,14 @@ protected:
                  function_ref<std::pair<Value, SmallVector<Value>>(Value row)>
                      source);
 
+  /// Transposed scores (CDNA): stores this lane's column of O^T, the
+  /// accumulators `o` of its atoms of 32-row dims, times `inv` to
+  /// out[at..., dim] in runs of 4 consecutive dims; and, where `lse` (a
+  /// memref) is given, `lseValue` to lse[lseAt...] from the first lane half
+  /// (each column's two halves hold the same).
+  void storeTransposedColumn(ArrayRef<Value> o, Value inv, Value out,
+                             ArrayRef<Value> at, Value lse, Value lseValue,
+                             ArrayRef<Value> lseAt);
   /// c := c + a . b on one atom's accumulators `c`.
   LogicalResult mmaInto(MutableArrayRef<Value> c, const Fragment &a,
                         const Fragment &bFrag);

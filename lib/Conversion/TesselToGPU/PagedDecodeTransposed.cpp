@@ -362,7 +362,6 @@ void TransposedDecodeBuilder::epilogue(ArrayRef<Value> state) {
     mine.push_back(fmul(v, alpha));
 
   // [l, O^T] summed over the waves in turn; the last writes the result.
-  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
   for (int64_t w = 0; w < kWaves; ++w) {
     ifThen(
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wave, idx(w)),
@@ -382,36 +381,14 @@ void TransposedDecodeBuilder::epilogue(ArrayRef<Value> state) {
               m, fadd(sum[0],
                       target.reductionPartner(b, loc, sum[0], warpSize / 2)));
           Value head = add(mul(kvHead, pb.groupSize), column);
-          constexpr int64_t run = 4; // consecutive rows (dims) of O^T
-          auto runType = VectorType::get({run}, outElem);
           ifThen(lt(column, idx(pb.groupSize)), [&] {
-            for (int64_t o = 0; o < outAtoms(); ++o)
-              for (int64_t e = 0; e < acc; e += run) {
-                Value dim = add(
-                    target.getAccumulatorPosition(b, loc, atom, lane, e).first,
-                    o * atom.m);
-                SmallVector<Value> out;
-                for (int64_t r = 0; r < run; ++r)
-                  out.push_back(convertFloat(
-                      fmul(sum[1 + o * acc + e + r], inv), outElem));
-                SmallVector<Value> at = {request, head, dim};
-                if (pb.split)
-                  at.insert(at.begin(), split);
-                vector::StoreOp::create(
-                    b, loc,
-                    vector::FromElementsOp::create(b, loc, runType, out),
-                    pb.out, at, false,
-                    llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() /
-                                     8));
-              }
-            if (!pb.lse)
-              return;
-            ifThen(lt(lane, idx(atom.n)), [&] {
-              SmallVector<Value> at = {head, request};
-              if (pb.split)
-                at.insert(at.begin(), split);
-              memref::StoreOp::create(b, loc, lse, pb.lse, at);
-            });
+            SmallVector<Value> at = {request, head}, lseAt = {head, request};
+            if (pb.split) {
+              at.insert(at.begin(), split);
+              lseAt.insert(lseAt.begin(), split);
+            }
+            storeTransposedColumn(ArrayRef<Value>(sum).drop_front(), inv,
+                                  pb.out, at, pb.lse, lse, lseAt);
           });
         });
     if (w + 1 < kWaves)

@@ -224,10 +224,6 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
 void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
   int64_t acc = accCount(), outAtoms = pb.valueDim / atom.m;
   int64_t queryAtoms = cfg.queryAtoms;
-  Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
-  // Runs of 4 accumulator elements are 4 consecutive dims (rows of O^T).
-  constexpr int64_t run = 4;
-  auto runType = VectorType::get({run}, outElem);
   for (int64_t a = 0; a < queryAtoms; ++a) {
     Value l = state[queryAtoms + a];
     // (Not structured bindings: lambdas below capture them.)
@@ -239,35 +235,12 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
     ArrayRef<Value> o =
         state.slice(2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
     ifThen(lt(token, rowEnd), [&] {
-      for (int64_t j = 0; j < outAtoms; ++j)
-        for (int64_t e = 0; e < acc; e += run) {
-          Value dim =
-              add(target.getAccumulatorPosition(b, loc, atom, lane, e).first,
-                  j * atom.m);
-          SmallVector<Value> values;
-          for (int64_t v = 0; v < run; ++v) {
-            Value x = fmul(o[j * acc + e + v], inv);
-            if (outElem != x.getType())
-              x = arith::TruncFOp::create(b, loc, outElem, x);
-            values.push_back(x);
-          }
-          SmallVector<Value> outIdx = {token, tokenHead, dim};
-          if (pb.split)
-            outIdx.insert(outIdx.begin(), split);
-          vector::StoreOp::create(
-              b, loc, vector::FromElementsOp::create(b, loc, runType, values),
-              pb.out, outIdx, false,
-              llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
-        }
-      if (!pb.lse)
-        return;
-      // One lane of the two that hold the query stores its LSE.
-      ifThen(lt(lane, idx(atom.n)), [&] {
-        SmallVector<Value> lseIdx = {tokenHead, token};
-        if (pb.split)
-          lseIdx.insert(lseIdx.begin(), split);
-        memref::StoreOp::create(b, loc, lse, pb.lse, lseIdx);
-      });
+      SmallVector<Value> at = {token, tokenHead}, lseAt = {tokenHead, token};
+      if (pb.split) {
+        at.insert(at.begin(), split);
+        lseAt.insert(lseAt.begin(), split);
+      }
+      storeTransposedColumn(o, inv, pb.out, at, pb.lse, lse, lseAt);
     });
   }
 }
