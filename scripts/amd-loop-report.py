@@ -116,9 +116,13 @@ THRESHOLDS = {
     # since 2026-12-03 01:50 its tiles by buffer loads like the paged
     # ones (21% -> 26% gfx942, 15% -> 20% gfx950; 2 serialized vmcnt(0)
     # before, 28-31 lgkmcnt(0) then; gfx950's split form waits on LDS 36
-    # times, its other form 12).
-    "tessel.mla_decode": dict(share=0.19, waves=1, vmcnt0=1, serial=0,
-                              lgkmcnt0=36, flat=0, lds16=132),
+    # times, its other form 12). Since 2026-12-03 12:30 P V reads V by
+    # 16-byte LDS reads of 8 interleaved atoms' columns, transposed in
+    # registers (TargetInfo::loadInterleavedFragments): 2-byte LDS
+    # accesses 68 -> 4 (gfx942) and 132 -> 4 (gfx950; the 4 left are P's
+    # writes), share 26% -> 30% and 20% -> 26%.
+    "tessel.mla_decode": dict(share=0.25, waves=1, vmcnt0=1, serial=0,
+                              lgkmcnt0=24, flat=0, lds16=4),
     # The K loop itself (before 2026-12-01 18:55 the report took a branch
     # back to the exit block for a loop and measured most of the kernel);
     # the K = 512 kernels unroll it whole (gfx950's, and since gfx942 took

@@ -159,6 +159,26 @@ public:
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const = 0;
 
+  /// Whether loadInterleavedFragments works for `atom` and `count` atoms.
+  virtual bool hasInterleavedFragments(const MmaAtom &atom,
+                                       int64_t count) const {
+    return false;
+  }
+  /// The B fragments of `count` atoms from a [k][n] tile (kContiguous =
+  /// false) whose columns interleave: column c of atom i is tile column
+  /// `col0 + count * c + i` (the caller's output columns follow the same
+  /// map). A lane's elements of one k then are one run of `count` columns:
+  /// on CDNA one 16-byte LDS read for 8 atoms, transposed in registers,
+  /// where loadFragments reads a [k][n] tile one 2-byte element at a time.
+  /// Only where hasInterleavedFragments (NVIDIA reads such a tile by
+  /// ldmatrix.trans, and has none).
+  virtual SmallVector<Fragment>
+  loadInterleavedFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                           const SharedTile &tile, Value col0, Value k0,
+                           Value lane, int64_t count) const {
+    llvm_unreachable("no interleaved fragment loads on this target");
+  }
+
   /// Where lane `lane`'s part of an operand fragment of `atom` lies, on
   /// targets whose fragments are one run of consecutive k values of one row
   /// (CDNA): that row (A; for B, the column) within the atom and the first

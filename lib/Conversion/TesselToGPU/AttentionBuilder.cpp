@@ -263,7 +263,7 @@ LogicalResult AttentionBuilder::mmaSteps(
     MutableArrayRef<Value> acc, int64_t kSteps,
     function_ref<FailureOr<Fragment>(int64_t ks)> a, const SharedTile &bTile,
     Value bRow, function_ref<Value(int64_t ks)> bK, int64_t atoms,
-    int64_t group) {
+    int64_t group, bool interleaved) {
   int64_t count = accCount();
   Value lane = remu(threadId(), warpSize);
   for (int64_t ks = 0; ks < kSteps; ++ks) {
@@ -274,9 +274,14 @@ LogicalResult AttentionBuilder::mmaSteps(
       // The last group is short when `group` does not divide `atoms` (head
       // dim 192 split over two warps: 12 atoms, groups of 8).
       int64_t groupAtoms = std::min(group, atoms - j0);
-      auto fb = target.loadFragments(b, loc, atom, MmaOperand::B, bTile,
-                                     add(bRow, j0 * atom.n), bK(ks), lane,
-                                     groupAtoms);
+      Value col0 = add(bRow, j0 * atom.n);
+      FailureOr<SmallVector<Fragment>> fb =
+          interleaved
+              ? FailureOr<SmallVector<Fragment>>(
+                    target.loadInterleavedFragments(b, loc, atom, bTile, col0,
+                                                    bK(ks), lane, groupAtoms))
+              : target.loadFragments(b, loc, atom, MmaOperand::B, bTile, col0,
+                                     bK(ks), lane, groupAtoms);
       if (failed(fb))
         return failure();
       for (int64_t j = 0; j < groupAtoms; ++j) {

@@ -197,12 +197,14 @@ protected:
   /// acc[j] += A(ks) . B_j(ks) over `kSteps` k-steps, for the `atoms` B
   /// atoms stacked along N from tile row `bRow`, their fragments loaded
   /// `group` atoms at a time (fewer in the last group) at K offset
-  /// `bK(ks)`; acc holds `atoms` accumulator sets.
+  /// `bK(ks)`; acc holds `atoms` accumulator sets. `interleaved`: each
+  /// group by TargetInfo::loadInterleavedFragments (its columns interleave).
   LogicalResult
   mmaSteps(MutableArrayRef<Value> acc, int64_t kSteps,
            function_ref<FailureOr<Fragment>(int64_t ks)> a,
            const SharedTile &bTile, Value bRow,
-           function_ref<Value(int64_t ks)> bK, int64_t atoms, int64_t group);
+           function_ref<Value(int64_t ks)> bK, int64_t atoms, int64_t group,
+           bool interleaved = false);
 
   MmaAtom atom;
 };

@@ -23,7 +23,10 @@
 // O[:, w L / W ...] += P V over all the tile's tokens: the 16 x 512 output
 // of a head group is split by columns over the warps (a warp could not
 // hold it). Partial row sums stay per warp (every warp rescales by the
-// same max) and are added up at the end.
+// same max) and are added up at the end. V is token-major, so a lane's k
+// values of one column lie a row apart: on CDNA a warp's 8 output atoms
+// take interleaved columns (atom j, column c: output column 8 c + j), and
+// a lane reads its 8 atoms' elements of one token as one 16-byte run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +75,18 @@ public:
 private:
   /// Output columns per warp.
   int64_t warpCols() const { return pb.latentDim / cfg.warps; }
+  /// B atoms of P V loaded at a time.
+  int64_t outGroup() const {
+    return std::min<int64_t>(warpCols() / atom.n, 8);
+  }
+  /// Whether P V reads V by TargetInfo::loadInterleavedFragments: column c
+  /// of atom j in a group of outGroup() is output column outGroup() c + j
+  /// of the group's (CDNA: one 16-byte LDS read per k value for 8 atoms
+  /// rather than a 2-byte read per element).
+  bool interleavedV() const {
+    return warpCols() % (outGroup() * atom.n) == 0 &&
+           target.hasInterleavedFragments(atom, outGroup());
+  }
 
   void stageQuery();
   /// Whether tiles are read by forEachWindowedChunk (CDNA).
@@ -232,7 +247,7 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   return mmaSteps(MutableArrayRef<Value>(state).drop_front(2 * nSlots),
                   tokens / atom.k, pFrag, vTile, colBase,
                   [&](int64_t ks) { return idx(ks * atom.k); }, outAtoms,
-                  std::min<int64_t>(outAtoms, 8));
+                  outGroup(), interleavedV());
 }
 
 void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
@@ -248,7 +263,6 @@ void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
   }
   gpu::BarrierOp::create(b, loc);
   Type outElem = cast<MemRefType>(pb.out.getType()).getElementType();
-  auto runType = VectorType::get({r}, outElem);
   Value colBase = mul(warp, warpCols());
   for (int64_t sl = 0; sl < nSlots; ++sl) {
     // Slot sl is the run of elements [sl r, (sl + 1) r) of one row.
@@ -267,22 +281,41 @@ void MlaDecodeBuilder::epilogue(ArrayRef<Value> state) {
                        arith::DivFOp::create(b, loc, f32(1), total));
     Value head = add(mul(group, atom.m), row);
     ifThen(lt(head, idx(pb.heads)), [&] {
-      for (int64_t j = 0; j < outAtoms; ++j) {
-        SmallVector<Value> values;
-        for (int64_t v = 0; v < r; ++v) {
-          Value o = fmul(state[2 * nSlots + j * acc + e + v], inv);
-          if (outElem != o.getType())
-            o = arith::TruncFOp::create(b, loc, outElem, o);
-          values.push_back(o);
-        }
-        SmallVector<Value> idxs = {request, head,
-                                   add(colBase, add(col, j * atom.n))};
+      auto output = [&](int64_t j, int64_t v) {
+        Value o = fmul(state[2 * nSlots + j * acc + e + v], inv);
+        return outElem == o.getType()
+                   ? o
+                   : arith::TruncFOp::create(b, loc, outElem, o).getResult();
+      };
+      auto store = [&](ArrayRef<Value> values, Value column) {
+        SmallVector<Value> idxs = {request, head, column};
         if (pb.split)
           idxs.insert(idxs.begin(), split);
+        auto type = VectorType::get({int64_t(values.size())}, outElem);
         vector::StoreOp::create(
-            b, loc, vector::FromElementsOp::create(b, loc, runType, values),
+            b, loc, vector::FromElementsOp::create(b, loc, type, values),
             pb.out, idxs, false,
-            llvm::MaybeAlign(r * outElem.getIntOrFloatBitWidth() / 8));
+            llvm::MaybeAlign(std::min<int64_t>(
+                16, values.size() * outElem.getIntOrFloatBitWidth() / 8)));
+      };
+      if (interleavedV()) {
+        // Element v of the group's atoms: one run of outGroup() columns.
+        int64_t g = outGroup();
+        for (int64_t j0 = 0; j0 < outAtoms; j0 += g)
+          for (int64_t v = 0; v < r; ++v) {
+            SmallVector<Value> values;
+            for (int64_t j = j0; j < j0 + g; ++j)
+              values.push_back(output(j, v));
+            store(values, add(colBase, add(mul(add(col, idx(v)), g),
+                                           j0 * atom.n)));
+          }
+      } else {
+        for (int64_t j = 0; j < outAtoms; ++j) {
+          SmallVector<Value> values;
+          for (int64_t v = 0; v < r; ++v)
+            values.push_back(output(j, v));
+          store(values, add(colBase, add(col, j * atom.n)));
+        }
       }
       if (!pb.lse)
         return;

@@ -241,6 +241,42 @@ public:
     return frags;
   }
 
+  // One run of `count` bf16/f16 columns a k: 16 bytes at most, and the
+  // tile's contiguous runs are 8 elements (SharedTile).
+  bool hasInterleavedFragments(const MmaAtom &atom,
+                               int64_t count) const override {
+    return atom.operandType.getIntOrFloatBitWidth() == 16 && 8 % count == 0;
+  }
+  SmallVector<Fragment>
+  loadInterleavedFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                           const SharedTile &tile, Value col0, Value k0,
+                           Value lane, int64_t count) const override {
+    assert(!tile.kContiguous && hasInterleavedFragments(atom, count));
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    FragmentRun run = *fragmentRun(b, loc, atom, MmaOperand::B, lane);
+    Value kFirst = arith::AddIOp::create(b, loc, k0, run.kFirst);
+    // The lane's column c of every atom: tile columns col0 + count c + i.
+    Value col = arith::AddIOp::create(
+        b, loc, col0, arith::MulIOp::create(b, loc, run.row, c(count)));
+    auto runType = VectorType::get({count}, atom.operandType);
+    SmallVector<Value> rows;
+    for (int64_t j = 0; j < run.length; ++j)
+      rows.push_back(vector::LoadOp::create(
+          b, loc, runType, tile.memref,
+          tile.indices(b, loc, arith::AddIOp::create(b, loc, kFirst, c(j)),
+                       col)));
+    auto fragType = VectorType::get({run.length}, atom.operandType);
+    SmallVector<Fragment> frags;
+    for (int64_t i = 0; i < count; ++i) {
+      SmallVector<Value> elems;
+      for (Value row : rows)
+        elems.push_back(vector::ExtractOp::create(b, loc, row, i));
+      frags.push_back(
+          {vector::FromElementsOp::create(b, loc, fragType, elems)});
+    }
+    return frags;
+  }
+
   // A 32x32 C atom holds in lane l column l % 32 and rows 8 (i / 4) + 4 h
   // + i % 4 (h = l / 32) in element i; a B fragment of a 32 x 32 x K MFMA
   // gives lane l column l % 32 and k values [K / 2 h, K / 2 (h + 1)) of its

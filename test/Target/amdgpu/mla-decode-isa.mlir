@@ -8,6 +8,8 @@
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
 // RUN: FileCheck %s --check-prefix=MFMA < %t.942.s
 // RUN: FileCheck %s --check-prefix=MFMA < %t.950.s
+// RUN: FileCheck %s --check-prefix=NO16 < %t.942.s
+// RUN: FileCheck %s --check-prefix=NO16 < %t.950.s
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
 // RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
 
@@ -23,6 +25,11 @@
 // dims (18 16x16x16 MFMAs), and add their parts through LDS; P V is again
 // 2 x 8. (Before, gfx942's two waves both scored the same 16 tokens over
 // all 576 dims: 52 MFMAs a wave, 36 of them repeated by the other.)
+// V, the staged rows' first 512 columns token-major, is read for P V by
+// one 16-byte LDS read per k value for 8 atoms whose columns interleave
+// (TargetInfo::loadInterleavedFragments), transposed in registers: no
+// 2-byte LDS read (one per element before: 64 a tile on gfx942, 128 on
+// gfx950); the 2-byte accesses left in the loop are P's 4 writes.
 
 // CHECK-LABEL: mla:
 // CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
@@ -40,9 +47,14 @@
 // MFMA:          .end_amdhsa_kernel
 
 // LOOP:        ### gfx942
-// LOOP:        | mla | {{.*}} | 0 |{{$}}
+// LOOP:        | mla | {{.*}} | 0 | 4 | 0 |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | mla | {{.*}} | 0 |{{$}}
+// LOOP:        | mla | {{.*}} | 0 | 4 | 0 |{{$}}
+
+// NO16-LABEL:  mla:
+// NO16-NOT:    ds_read_u16
+// NO16-NOT:    ds_read_i16
+// NO16:        .end_amdhsa_kernel
 
 // NOSPILL-NOT: {{(s|v)gpr_spill_count: [1-9]}}
 // NOSPILL-NOT: s_swappc
