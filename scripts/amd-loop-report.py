@@ -143,13 +143,25 @@ THRESHOLDS = {
     # Since 2026-12-03 10:15 gfx950's forward and dgrad take 128x256 tiles
     # of 2x2 warps (64x128 a warp): forward 67% -> 76%, dgrad 57% -> 69%,
     # and its K = 512 forward keeps a loop (38% and 18 serialized waits as
-    # a whole unrolled kernel before).
-    "tessel.grouped_matmul": dict(share=0.69, waves=2, vmcnt0=3, serial=3,
+    # a whole unrolled kernel before). Since 2026-12-03 18:00 gfx942 reads
+    # two k-steps' fragments by one 16-byte LDS read (TargetInfo::
+    # loadJointFragments; 32 ds_read_b64 a pair of K-tiles before, 16
+    # ds_read_b128 after): forward 76% -> 82%, dgrad 71% -> 76%, wgrad 57%
+    # -> 64%; one more vmcnt(0) in the dgrad's loop (4, 3 serialized as
+    # before). The register-staged K loops leave their last pair of
+    # K-tiles after the loop and are kept from LLVM's unroller (gfx942's
+    # K = 512 forward was unrolled whole otherwise: 50% and 18 serialized
+    # waits as a kernel); gfx950's wgrad 43% -> 47%.
+    "tessel.grouped_matmul": dict(share=0.69, waves=2, vmcnt0=4, serial=3,
                                   lgkmcnt0=10, flat=0, lds16=0),
     # (Its blocks renumbered for the L2 partitions since 2026-12-03 10:15:
-    # one more vmcnt(0) in gfx950's loop, none of them serialized.)
-    "tessel.grouped_matmul_wgrad": dict(share=0.42, waves=2, vmcnt0=4,
-                                        serial=0, lgkmcnt0=7, flat=0, lds16=0),
+    # one more vmcnt(0) in gfx950's loop, none of them serialized. Since
+    # 2026-12-03 18:00, with its last pair of K-tiles after the loop, 2
+    # vmcnt(0) and 2-4 lgkmcnt(0) waits a pair, 4 and 5-7 before; gfx950's
+    # K-tiles 64 deep since 18:15: 47% -> 56%, 8 lgkmcnt(0) a pair of
+    # twice the rows.)
+    "tessel.grouped_matmul_wgrad": dict(share=0.55, waves=2, vmcnt0=2,
+                                        serial=0, lgkmcnt0=8, flat=0, lds16=0),
 }
 
 

@@ -170,6 +170,7 @@ void mlir::tessel::buildROCDLSerializePipeline(
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   pm.addPass(createTesselAMDGPUNoIEEE());
+  pm.addPass(createTesselLoopAnnotations());
 
   // Code object v5: what ROCm 5.x and 6.x load (v6 needs ROCm 6.2+).
   GpuROCDLAttachTargetOptions attach;

@@ -75,6 +75,26 @@ def TesselAMDGPUNoIEEE : Pass<"tessel-amdgpu-no-ieee", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TesselLoopAnnotations : Pass<"tessel-loop-annotations", "ModuleOp"> {
+  let summary = "Turn scf.for loop annotations into LLVM loop metadata";
+  let description = [{
+    Runs after the conversion to the LLVM dialect. `convert-scf-to-cf`
+    copies an `scf.for`'s `llvm.loop_annotation` attribute to the loop's
+    back edge as a discardable attribute, which the translation to LLVM IR
+    ignores; this pass makes it the branch's own `loop_annotation`, so it
+    becomes the loop's `!llvm.loop` metadata. The kernels' tile loops carry
+    `unroll = <disable = true>`: on CDNA a short constant trip count (the
+    MoE down projection's K = 512 is 4 pairs of tiles) was otherwise
+    unrolled whole. In the ROCDL pipeline only: NVPTX would write the
+    annotation as `.pragma "nounroll"`, taking the choice from ptxas.
+
+    Post-condition: no operation has a discardable `llvm.loop_annotation`;
+    every such annotation of an `llvm.br` / `llvm.cond_br` is its
+    `loop_annotation`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TesselHsaco : Pass<"tessel-hsaco", "ModuleOp"> {
   let summary = "Add an hsaco built from the AMDGCN assembly of every "
                 "gpu.binary";

@@ -159,6 +159,23 @@ public:
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const = 0;
 
+  /// K-steps whose fragments loadJointFragments reads together (1: none).
+  virtual int64_t jointKSteps(const MmaAtom &atom) const { return 1; }
+  /// The fragments of `count` atoms (as loadFragments) for each of
+  /// jointKSteps() k-steps from `k0`, [step][atom], from a K-contiguous
+  /// tile. The steps' k values are dealt out in an order that is the same
+  /// for A and B, so that the steps' MMAs add up to the product over
+  /// [k0, k0 + steps * atom.k) although step s is no slice [k0 + s k, ...):
+  /// on CDNA a lane's runs of all the steps are one run (gfx942: one
+  /// 16-byte LDS read for two 32x32x8 or 16x16x16 steps, where each step
+  /// reads 8 bytes).
+  virtual FailureOr<SmallVector<SmallVector<Fragment>>>
+  loadJointFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                     MmaOperand operand, const SharedTile &tile, Value row0,
+                     Value k0, Value lane, int64_t count) const {
+    llvm_unreachable("no joint fragment loads on this target");
+  }
+
   /// Whether loadInterleavedFragments works for `atom` and `count` atoms.
   virtual bool hasInterleavedFragments(const MmaAtom &atom,
                                        int64_t count) const {

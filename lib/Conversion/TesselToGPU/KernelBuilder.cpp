@@ -371,6 +371,13 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   return success();
 }
 
+static LLVM::LoopAnnotationAttr noUnrollAnnotation(MLIRContext *ctx) {
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, BoolAttr::get(ctx, true), {}, {},
+                                          {}, {}, {}, {});
+  return LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {},
+                                       {}, {}, {}, {}, {}, {}, {});
+}
+
 LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
                                          Value to, const TileCompute &compute,
                                          size_t stateSize,
@@ -454,23 +461,46 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
       store();
     return success();
   };
+  // Pair i: tiles t = 2i and t + 1 < numTiles; t + 2 < numTiles but in
+  // the last pair. That one comes after the loop (LLVM would peel it, but
+  // the loop is kept from LLVM's unroller, which does both: K = 512's 4
+  // pairs it unrolled whole on CDNA, 18 KB of code with the same waits a
+  // tile; the annotation becomes loop metadata in tessel-loop-annotations,
+  // ROCDL pipeline only).
+  auto pair = [&](Value t, Value hasThird, SmallVector<Value> &st) {
+    Value second = add(t, 1);
+    return success(succeeded(step(t, 0, second, Value(), st)) &&
+                   succeeded(step(second, 1, add(t, 2), hasThird, st)));
+  };
   Value pairs = divu(p.numTiles, 2);
-  auto loop = scf::ForOp::create(b, loc, idx(0), pairs, idx(1), state);
+  Value loopPairs = arith::MaxSIOp::create(b, loc, sub(pairs, idx(1)), idx(0));
+  auto loop = scf::ForOp::create(b, loc, idx(0), loopPairs, idx(1), state);
+  loop->setAttr("llvm.loop_annotation", noUnrollAnnotation(b.getContext()));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value t = mul(loop.getInductionVar(), 2);
     SmallVector<Value> st(loop.getRegionIterArgs());
-    // t + 1 < numTiles here; t + 2 may not be.
-    Value second = add(t, 1), third = add(t, 2);
-    if (failed(step(t, 0, second, Value(), st)) ||
-        failed(step(second, 1, third, lt(third, p.numTiles), st)))
+    if (failed(pair(mul(loop.getInductionVar(), 2), Value(), st)))
       return failure();
     scf::YieldOp::create(b, loc, st);
   }
   state.assign(loop.getResults().begin(), loop.getResults().end());
   Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                     remu(p.numTiles, 2), idx(0));
+  Value lastT = mul(loopPairs, 2);
+  auto lastPair = scf::IfOp::create(b, loc, ValueRange(state).getTypes(),
+                                    lt(idx(0), pairs), /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(lastPair.thenBlock());
+    SmallVector<Value> st(state);
+    if (failed(pair(lastT, odd, st)))
+      return failure();
+    scf::YieldOp::create(b, loc, st);
+    b.setInsertionPointToStart(lastPair.elseBlock());
+    scf::YieldOp::create(b, loc, state);
+  }
+  state.assign(lastPair.getResults().begin(), lastPair.getResults().end());
   auto last = scf::IfOp::create(b, loc, ValueRange(state).getTypes(), odd,
                                 /*withElseRegion=*/true);
   {

@@ -241,6 +241,45 @@ public:
     return frags;
   }
 
+  // Lane group g (lane / rows) of step s takes k values [(g steps + s)
+  // kPerLane, ... + kPerLane) of the steps' range: the group's runs of all
+  // steps are one run of 16 bytes, read at once.
+  int64_t jointKSteps(const MmaAtom &atom) const override {
+    int64_t bytes = atom.m * atom.k / getWarpSize() *
+                    atom.operandType.getIntOrFloatBitWidth() / 8;
+    return bytes < 16 && 16 % bytes == 0 ? 16 / bytes : 1;
+  }
+  FailureOr<SmallVector<SmallVector<Fragment>>>
+  loadJointFragments(OpBuilder &b, Location loc, const MmaAtom &atom,
+                     MmaOperand operand, const SharedTile &tile, Value row0,
+                     Value k0, Value lane, int64_t count) const override {
+    assert(tile.kContiguous && atom.m == atom.n);
+    auto c = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    int64_t steps = jointKSteps(atom);
+    FragmentRun run = *fragmentRun(b, loc, atom, operand, lane);
+    Value kFirst = arith::AddIOp::create(
+        b, loc, k0, arith::MulIOp::create(b, loc, run.kFirst, c(steps)));
+    auto jointType = VectorType::get({run.length * steps}, atom.operandType);
+    SmallVector<SmallVector<Fragment>> frags(steps);
+    for (int64_t i = 0; i < count; ++i) {
+      Value row = arith::AddIOp::create(
+          b, loc, row0, arith::AddIOp::create(b, loc, run.row, c(atom.m * i)));
+      Value joint = vector::LoadOp::create(b, loc, jointType, tile.memref,
+                                           tile.indices(b, loc, row, kFirst));
+      for (int64_t s = 0; s < steps; ++s) {
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < run.length; ++e)
+          elems.push_back(
+              vector::ExtractOp::create(b, loc, joint, s * run.length + e));
+        frags[s].push_back({vector::FromElementsOp::create(
+            b, loc, VectorType::get({run.length}, atom.operandType), elems)});
+      }
+    }
+    return frags;
+  }
+
   // One run of `count` bf16/f16 columns a k: 16 bytes at most, and the
   // tile's contiguous runs are 8 elements (SharedTile).
   bool hasInterleavedFragments(const MmaAtom &atom,
@@ -252,7 +291,9 @@ public:
                            const SharedTile &tile, Value col0, Value k0,
                            Value lane, int64_t count) const override {
     assert(!tile.kContiguous && hasInterleavedFragments(atom, count));
-    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto c = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
     FragmentRun run = *fragmentRun(b, loc, atom, MmaOperand::B, lane);
     Value kFirst = arith::AddIOp::create(b, loc, k0, run.kFirst);
     // The lane's column c of every atom: tile columns col0 + count c + i.

@@ -14,8 +14,8 @@
 // The AMDGCN of the grouped matmul template on CDNA3 and CDNA4 (not run on
 // hardware here; this is how the AMD path is checked): wave64 MFMA of the
 // chip's bf16 shape (32x32x8 on gfx942, 32x32x16 on gfx950), A and
-// K-contiguous B fragments as one LDS vector read per lane (8 bytes on
-// gfx942, 16 on gfx950), tiles staged by 16-byte buffer loads and 16-byte
+// K-contiguous B fragments as one 16-byte LDS read per lane (on gfx942,
+// whose MFMA takes 8 bytes a lane, for two k-steps at once), tiles staged by 16-byte buffer loads and 16-byte
 // LDS writes (the N-contiguous B of the dgrad and both operands of the
 // wgrad transposed in registers on their way to LDS, so that they are read
 // the same way: the 16-bit reads they took before are gone), the group search
@@ -29,9 +29,8 @@
 // CHECK-DAG:   buffer_load_dwordx4
 // CHECK-DAG:   ds_write_b128
 // CHECK-DAG:   s_barrier
-// GFX942-DAG:  ds_read_b64
+// CHECK-DAG:   ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
-// GFX950-DAG:  ds_read_b128
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK-DAG:   global_store_short
 // CHECK:       .end_amdhsa_kernel
@@ -46,8 +45,14 @@
 // written as 4-byte (paired by the back end) or 8-byte column pieces.
 // CHECK-LABEL: dgrad_down:
 // GFX942-DAG:  ds_write2_b32
-// GFX942-DAG:  ds_read_b64
 // GFX950-DAG:  ds_write_b64
+
+// gfx942 reads two k-steps' fragments at once (TargetInfo::
+// loadJointFragments; before 2026-12-03, 8-byte reads, twice as many).
+// RUN: FileCheck %s --check-prefix=JOINT < %t.942.s
+// JOINT-NOT: ds_read_b64
+// JOINT-NOT: ds_read2_b32
+// JOINT:     amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950-DAG:  ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
@@ -80,12 +85,13 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// The wgrad: A^T and B both staged transposed (2 k rows a thread), fp32
+// The wgrad: A^T and B both staged transposed (2 k rows a thread on
+// gfx942; 4 on gfx950, whose K-tiles are 64 deep: 8-byte pieces), fp32
 // results stored as dwords.
 // CHECK-LABEL: wgrad_down:
-// CHECK-DAG:   ds_write2_b32
-// GFX942-DAG:  ds_read_b64
-// GFX950-DAG:  ds_read_b128
+// GFX942-DAG:  ds_write2_b32
+// GFX950-DAG:  ds_write2st64_b64
+// CHECK-DAG:   ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK-DAG:   global_store_dword

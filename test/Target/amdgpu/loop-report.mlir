@@ -39,7 +39,9 @@
 // CHECK:       PASS
 
 // --explain lists the main loop's instructions by mnemonic: two K-tiles'
-// 32 MFMAs (32x32x8) and what they spend beside them. With each tile's
+// 32 MFMAs (32x32x8), their fragments read 16 bytes at a time (two
+// k-steps' each: 32 ds_read_b64 before 2026-12-03 18:00), and what they
+// spend beside them. With each tile's
 // stage a constant, the LDS addresses are loop-invariant: no shift or XOR
 // of the swizzle is left in the loop (12 v_xor_b32 and 15 v_lshlrev_b32 a
 // K-tile when the stage was loop-carried). The tiles come by buffer loads
@@ -50,7 +52,7 @@
 // VALU instruction at all.
 // EXPLAIN:     gfx942 gmm: main-loop instructions by mnemonic
 // EXPLAIN-DAG: {{^ +}}32 v_mfma_f32_32x32x8_bf16
-// EXPLAIN-DAG: {{^ +}}32 ds_read_b64
+// EXPLAIN-DAG: {{^ +}}16 ds_read_b128
 // EXPLAIN-DAG: {{^ +}}8 buffer_load_dwordx4
 // EXPLAIN-ADDR:     gfx942 gmm: main-loop instructions by mnemonic
 // EXPLAIN-ADDR-NOT: {{v_cndmask|v_xor_b32|v_lshlrev_b32|v_lshl_add_u64|global_load}}
