@@ -144,6 +144,29 @@ void swap_entry(void **params, tessel_emu_lane *lane) {
   out[2 * t + 1] = io.src_result;
 }
 
+/* ds_read_tr16: shared holds 256 b16 copied from `table`; lane l reads at
+ * element 4 quads[l] (+ config[2] bytes where l == config[3]).
+ * config[0..1] = exit rule; out [64, 4] = the result elements. */
+void ds_read_tr16_entry(void **params, tessel_emu_lane *lane) {
+  const int32_t *config = PARAM(const int32_t *, 0);
+  const uint16_t *table = PARAM(const uint16_t *, 1);
+  const int32_t *quads = PARAM(const int32_t *, 2);
+  uint16_t *out = PARAM(uint16_t *, 3);
+  const uint32_t l = lane->lane_id;
+  uint16_t *shared = (uint16_t *)lane->shared;
+  for (uint32_t i = l; i < 256; i += 64)
+    shared[i] = table[i];
+  call(lane, TESSEL_EMU_BARRIER, NULL);
+  if (exits(lane, config, 0))
+    return;
+  tessel_emu_ds_read_tr_io io = {0};
+  io.address = (const char *)(shared + 4 * quads[l]) +
+               (l == (uint32_t)config[3] ? config[2] : 0);
+  call(lane, TESSEL_EMU_DS_READ_TR16, &io);
+  for (int e = 0; e < 4; ++e)
+    out[4 * l + e] = io.result[e];
+}
+
 /* dpp: UPDATE_DPP. config[0..1] = exit rule, config[2..5] = control,
  * row_mask, bank_mask, bound_ctrl; old = in_a[t], src = in_b[t],
  * out[t] = result. */

@@ -268,6 +268,70 @@ TEST(EmulatedAmdOps, BallotLeavesOutReturnedAndMissingLanes) {
         << "thread " << t;
 }
 
+/// Runs ds_read_b64_tr_b16 over a table of 64 quads of b16: lane l reads
+/// quad quads[l]; `config` = {exit rule, byte offset, its lane}.
+tessel_status runDsReadTr16(const std::vector<uint16_t> &table,
+                            const std::vector<int32_t> &quads,
+                            std::vector<int32_t> config,
+                            std::vector<uint16_t> &out,
+                            const char *device = "emu-gfx950") {
+  std::vector<uint16_t> tableCopy = table;
+  std::vector<int32_t> quadsCopy = quads;
+  out.assign(4 * 64, 0xdead);
+  EmuLaunch launch;
+  launch.device = device;
+  launch.entry = "ds_read_tr16";
+  launch.sharedBytes = 512;
+  launch.buffers = {emuBuffer("config", config), emuBuffer("table", tableCopy),
+                    emuBuffer("quads", quadsCopy), emuBuffer("out", out)};
+  return runEmu(launch);
+}
+
+TEST(EmulatedAmdOps, DsReadTr16TransposesEachGroupOf16Lanes) {
+  std::mt19937 random(23);
+  std::vector<uint16_t> table(256);
+  for (uint16_t &element : table)
+    element = uint16_t(random());
+  std::vector<int32_t> quads(64);
+  for (int32_t &quad : quads)
+    quad = int32_t(random() % 64);
+  std::vector<uint16_t> out;
+  ASSERT_TRUE(succeeds(runDsReadTr16(table, quads, {0, 0, 0, -1}, out)));
+  // Lane 16 g + j reads row j / 4, columns 4 (j % 4)..+3 of group g's
+  // 4 x 16 block; lane 16 g + i gets column i.
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    const uint32_t group = lane / 16 * 16, i = lane % 16;
+    for (uint32_t e = 0; e < 4; ++e)
+      EXPECT_EQ(out[4 * lane + e],
+                table[4 * quads[group + 4 * e + i / 4] + i % 4])
+          << "lane " << lane << " element " << e;
+  }
+}
+
+TEST(EmulatedErrors, DsReadTr16Operands) {
+  std::vector<uint16_t> table(256, 0), out;
+  std::vector<int32_t> quads(64, 0);
+  EXPECT_TRUE(failsWith(runDsReadTr16(table, quads, {0, 0, 2, 7}, out),
+                        TESSEL_INTERNAL,
+                        {"ds_read_b64_tr_b16: address",
+                         "is not 8-byte aligned"}));
+  quads[9] = 64; // one quad past the table: outside shared memory
+  EXPECT_TRUE(failsWith(runDsReadTr16(table, quads, {0, 0, 0, -1}, out),
+                        TESSEL_INTERNAL,
+                        {"(wave 0, lane 9): ds_read_b64_tr_b16: address",
+                         "is outside shared memory"}));
+  quads[9] = 0;
+  // Lane 5 of each 16 returns: its group's block misses a row.
+  EXPECT_TRUE(failsWith(runDsReadTr16(table, quads, {16, 5, 0, -1}, out),
+                        TESSEL_INTERNAL,
+                        {"ds_read_b64_tr_b16: the lane gives row 1, columns "
+                         "4-7 of its group's block but has returned"}));
+  // gfx942 has no transpose reads.
+  EXPECT_TRUE(failsWith(
+      runDsReadTr16(table, quads, {0, 0, 0, -1}, out, "emu-gfx942"),
+      TESSEL_INTERNAL, {"ds_read_b64_tr_b16: not an op of gfx942"}));
+}
+
 TEST(EmulatedAmdOps, ReadFirstLaneTakesTheLowestLiveLane) {
   // Lanes 0, 4, 8, ... of each wave return (exit rule 4, 0): lane 1 of
   // each wave is the lowest live one.

@@ -159,6 +159,15 @@ public:
                 MmaOperand operand, const SharedTile &tile, Value row0,
                 Value k0, Value lane, int64_t count) const = 0;
 
+  /// Whether loadFragments reads a [k][row] tile (kContiguous = false) of
+  /// `atom`'s operands with whole-vector LDS reads (gfx950:
+  /// ds_read_b64_tr_b16), so that templates stage such tiles as they lie
+  /// rather than transposed through registers. NVIDIA reads them by
+  /// ldmatrix.trans but stages by cp.async, and asks getAsyncCopyBytes().
+  virtual bool hasTransposedFragmentReads(const MmaAtom &atom) const {
+    return false;
+  }
+
   /// K-steps whose fragments loadJointFragments reads together (1: none).
   virtual int64_t jointKSteps(const MmaAtom &atom) const { return 1; }
   /// The fragments of `count` atoms (as loadFragments) for each of

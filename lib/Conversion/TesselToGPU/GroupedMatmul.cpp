@@ -33,10 +33,11 @@
 // target transposes on the fragment load instead (ldmatrix .trans on sm80,
 // issued like the plain ldmatrix, one per fragment pair). Transposing while
 // staging would turn every 16-byte copy into 8 strided 2-byte loads through
-// registers. CDNA has no ldmatrix .trans (and tiles go through registers
-// anyway): there a thread loads chunks of consecutive k rows at the same
-// columns and stores each column's values as one vector of a K-contiguous
-// tile. B is either stacked
+// registers. gfx942 has no transposing LDS read (and tiles go through
+// registers anyway): there a thread loads chunks of consecutive k rows at
+// the same columns and stores each column's values as one vector of a
+// K-contiguous tile; gfx950 stages the tile as it lies and reads it by
+// ds_read_b64_tr_b16. B is either stacked
 // ([G, ...]) or a pointer table of G i64 addresses of b_shape matrices:
 // then each block turns its group's entry into a memref of that shape
 // (inttoptr, like the kernel parameters) and reads it like a stacked slice.
@@ -59,8 +60,8 @@
 // K-tiles, zero-filled past the group's end, so an empty group stores
 // zeros. Both operands lie with their rows along K: the A tile is staged
 // M-contiguous [tileK, tileM] (A^T as it lies in a) and read transposed by
-// the target, like the N-contiguous B tile of the dgrad (on CDNA both are
-// transposed while staging, as the dgrad's B).
+// the target, like the N-contiguous B tile of the dgrad (on gfx942 both
+// are transposed while staging, as the dgrad's B).
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,7 +161,11 @@ private:
   /// Register-staged targets (no cp.async, no ldmatrix .trans) stage the
   /// tiles that lie with their rows along K transposed, K-contiguous: the
   /// MMA then reads each fragment as one vector, not one element at a time.
-  bool kRowsTransposed() const { return target.getAsyncCopyBytes() == 0; }
+  /// Not where the target reads them transposed by vectors (gfx950).
+  bool kRowsTransposed() const {
+    return target.getAsyncCopyBytes() == 0 &&
+           !target.hasTransposedFragmentReads(atom);
+  }
   bool aKContiguous() const { return !raggedK || kRowsTransposed(); }
   bool bKContiguous() const { return transB || kRowsTransposed(); }
   /// Allocates the shared-memory rings of A and B tiles.
@@ -909,6 +914,13 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   if (ctx.target.getAsyncCopyBytes() == 0 && !overridden) {
     preferred.tileM = 128;
     preferred.warpsM = preferred.warpsN = 2;
+    // The dgrad's B fragments take two transposing reads each on gfx950
+    // (A's one): 1x4 warps of 128x64 read 4 + 2 x 2 a k-step for 8 MFMAs,
+    // not 2 + 4 x 2 (73% -> 74%). gfx942 takes the 128x128 tiles below.
+    if (!op.getTransB()) {
+      preferred.warpsM = 1;
+      preferred.warpsN = 4;
+    }
   }
   auto chosen = chooseConfig(op, ctx, elem, preferred, /*aRowsM=*/false,
                              /*bRowsN=*/!op.getTransB(), sharedBytes);

@@ -450,8 +450,12 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
                   SmallVector<Value> &st) -> LogicalResult {
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fetched;
-    if (next)
+    if (next) {
       fetched = hasNext ? fetchWhere(p, hasNext, next, {}) : p.fetch(next, {});
+      // Loads stored as they come (no transpose between) were sunk by the
+      // back end past the MMAs to their stores, each waited for at once.
+      target.fenceScheduling(b, loc);
+    }
     if (failed(p.compute(idx(stage), t, st)))
       return failure();
     auto store = [&] { p.store(idx(1 - stage), next, fetched); };

@@ -208,6 +208,7 @@ private:
   static_assert(sizeof(tessel_emu_mfma_io) <= kRecordBytes &&
                 sizeof(tessel_emu_buffer_load_io) <= kRecordBytes &&
                 sizeof(tessel_emu_ldmatrix_io) <= kRecordBytes &&
+                sizeof(tessel_emu_ds_read_tr_io) <= kRecordBytes &&
                 sizeof(tessel_emu_mma_io) <= kRecordBytes);
   OpBuilder &b;
   Value io;
@@ -389,6 +390,13 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   if (name == "rocdl.ds_bpermute")
     return replace(
         u32Op(TESSEL_EMU_DS_BPERMUTE, op->getOperand(0), op->getOperand(1)));
+  if (auto read = dyn_cast<ROCDL::ds_read_tr16_b64>(op)) {
+    calls.put(loc, offsetof(tessel_emu_ds_read_tr_io, address),
+              read->getOperand(0));
+    calls.call(loc, TESSEL_EMU_DS_READ_TR16);
+    return replace(calls.get(loc, offsetof(tessel_emu_ds_read_tr_io, result),
+                             read->getResult(0).getType()));
+  }
   if (name == "rocdl.readfirstlane") {
     if (op->getOperand(0).getType() != i32)
       return op->emitError()

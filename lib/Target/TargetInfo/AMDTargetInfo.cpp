@@ -6,8 +6,10 @@
 // MFMA A (B) fragment gives lane l row (column) l % m of the atom and
 // m * k / 64 consecutive k values, which are contiguous in a K-contiguous
 // tile (ds_read_b64 on gfx942, ds_read_b128 on gfx950); an M- or
-// N-contiguous tile is read one element at a time. Global-to-LDS traffic goes through
-// registers (no async copies here: the template double-buffers instead).
+// N-contiguous tile is read by ds_read_b64_tr_b16 on gfx950, one element
+// at a time on gfx942 (where templates avoid it). Global-to-LDS traffic
+// goes through registers (no async copies here: the template
+// double-buffers instead).
 //
 // None of this has run on AMD hardware: it is checked by inspecting the
 // emitted AMDGCN and code-object metadata (test/Target/gfx942, gfx950) and
@@ -227,6 +229,11 @@ public:
                                                 tile.indices(b, loc, r, kFirst))});
         continue;
       }
+      if (hasTransposedFragmentReads(atom)) {
+        frags.push_back({loadTransposedRun(b, loc, tile, r, kFirst, kPerLane,
+                                           lane, fragType)});
+        continue;
+      }
       // [k][m] or [k][n] tile (wgrad A, dgrad B): the lane's k values are
       // a column.
       SmallVector<Value> elems;
@@ -239,6 +246,50 @@ public:
           {vector::FromElementsOp::create(b, loc, fragType, elems)});
     }
     return frags;
+  }
+
+  // gfx950's ds_read_b64_tr_b16 (CDNA4 ISA, "MFMA transpose load from
+  // LDS"): in each group of 16 lanes, lane j reads 4 elements of row j / 4
+  // of a 4 x 16 block, columns 4 (j % 4) + [0, 4), and lane i receives
+  // column i, rows 0-3. With k as the block's rows, a lane gets 4
+  // consecutive k of its row in one 8-byte read.
+  bool hasTransposedFragmentReads(const MmaAtom &atom) const override {
+    int64_t kPerLane = atom.m * atom.k / getWarpSize();
+    return isGfx950 && atom.operandType.getIntOrFloatBitWidth() == 16 &&
+           atom.m == atom.n && atom.m % 16 == 0 && kPerLane % 4 == 0;
+  }
+  /// Lane `lane`'s run of `length` k values from `kFirst` of row `row` of a
+  /// [k][row] tile, by length / 4 transpose reads.
+  Value loadTransposedRun(OpBuilder &b, Location loc, const SharedTile &tile,
+                          Value row, Value kFirst, int64_t length, Value lane,
+                          VectorType runType) const {
+    auto c = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    // The group's 16 rows are consecutive (an atom's rows are lane % m):
+    // lane j addresses rows group + 4 (j % 4) at k + j / 4.
+    Value j = arith::RemUIOp::create(b, loc, lane, c(16));
+    Value readRow = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, row, j),
+        arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, j, c(4)),
+                              c(4)));
+    Value readK = arith::AddIOp::create(
+        b, loc, kFirst, arith::DivUIOp::create(b, loc, j, c(4)));
+    auto quarterType = VectorType::get({4}, runType.getElementType());
+    Value run;
+    for (int64_t q = 0; q < length / 4; ++q) {
+      Value k = arith::AddIOp::create(b, loc, readK, c(4 * q));
+      Value part = amdgpu::TransposeLoadOp::create(
+          b, loc, quarterType, tile.memref, tile.indices(b, loc, k, readRow));
+      if (!run) {
+        run = part;
+        continue;
+      }
+      int64_t have = cast<VectorType>(run.getType()).getNumElements();
+      run = vector::ShuffleOp::create(
+          b, loc, run, part, llvm::to_vector(llvm::seq<int64_t>(0, have + 4)));
+    }
+    return run;
   }
 
   // Lane group g (lane / rows) of step s takes k values [(g steps + s)

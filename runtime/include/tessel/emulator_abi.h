@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever a record, an op number or the lane layout changes; a
  * kernel carries it as its bundle parameter "emulator_abi" and the runtime
  * refuses any other. */
-#define TESSEL_EMU_ABI_VERSION 4
+#define TESSEL_EMU_ABI_VERSION 5
 
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
@@ -158,8 +158,14 @@ enum tessel_emu_op_index {
    * order), wave op, io is NULL: every live lane of the wave arrives before
    * any goes on, so lanes read what the wave's other lanes wrote before. */
   TESSEL_EMU_WAVE_BARRIER = 22,
+  /* ds_read_b64_tr_b16 (gfx950), wave op, tessel_emu_ds_read_tr_io: in
+   * each group of 16 lanes, lane j reads 4 16-bit elements (8 bytes, 8-byte
+   * aligned, in shared memory) at its address, row j / 4, columns
+   * 4 (j % 4)..+3 of a 4 x 16 block; lane i gets column i: element e of its
+   * result is element i % 4 of lane 4 e + i / 4's read. */
+  TESSEL_EMU_DS_READ_TR16 = 23,
 
-  TESSEL_EMU_OP_COUNT = 23
+  TESSEL_EMU_OP_COUNT = 24
 };
 
 /* Operands a, b; result. */
@@ -228,6 +234,11 @@ typedef struct tessel_emu_buffer_load_io {
   uint32_t bytes; /* 4, 8, 12 or 16 */
   uint32_t result[4];
 } tessel_emu_buffer_load_io;
+
+typedef struct tessel_emu_ds_read_tr_io {
+  const void *address;
+  uint16_t result[4];
+} tessel_emu_ds_read_tr_io;
 
 typedef struct tessel_emu_shfl_io {
   uint32_t member, value, offset, clamp;

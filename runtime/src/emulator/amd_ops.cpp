@@ -143,6 +143,37 @@ bool permlaneSwap(const WaveCall &call, OpFailure &) {
   return true;
 }
 
+bool dsReadTr16(const WaveCall &call, OpFailure &failure) {
+  // Each group of 16 lanes reads a 4 x 16 block of 16-bit elements, lane j
+  // its row j / 4, columns 4 (j % 4)..+3; lane i receives column i.
+  for (uint32_t group = 0; group < kWave; group += 16) {
+    uint16_t block[16][4];
+    for (uint32_t j = 0; j < 16; ++j) {
+      const auto *io = ioOf<tessel_emu_ds_read_tr_io>(call, group + j);
+      if (!io)
+        return fail(failure, TESSEL_INTERNAL, int(group + j),
+                    "the lane gives row %u, columns %u-%u of its group's "
+                    "block but has returned",
+                    j / 4, 4 * (j % 4), 4 * (j % 4) + 3);
+      if (!call.shared.contains(io->address, 8))
+        return fail(failure, TESSEL_INTERNAL, int(group + j),
+                    "address %p is outside shared memory [%p, %p + %zu)",
+                    io->address, static_cast<void *>(call.shared.base),
+                    static_cast<void *>(call.shared.base), call.shared.size);
+      if (reinterpret_cast<uintptr_t>(io->address) % 8 != 0)
+        return fail(failure, TESSEL_INTERNAL, int(group + j),
+                    "address %p is not 8-byte aligned", io->address);
+      std::memcpy(block[j], io->address, 8);
+    }
+    for (uint32_t i = 0; i < 16; ++i) {
+      auto *io = ioOf<tessel_emu_ds_read_tr_io>(call, group + i);
+      for (uint32_t e = 0; e < 4; ++e)
+        io->result[e] = block[4 * e + i / 4][i % 4];
+    }
+  }
+  return true;
+}
+
 bool amdBallot(const WaveCall &call, OpFailure &) {
   uint64_t mask = 0;
   for (uint32_t lane = 0; lane < kWave; ++lane) {

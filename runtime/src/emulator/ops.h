@@ -117,6 +117,7 @@ bool dsSwizzle(const WaveCall &call, OpFailure &failure);
 bool updateDpp(const WaveCall &call, OpFailure &failure);
 bool dsBpermute(const WaveCall &call, OpFailure &failure);
 bool permlaneSwap(const WaveCall &call, OpFailure &failure);
+bool dsReadTr16(const WaveCall &call, OpFailure &failure);
 bool amdBallot(const WaveCall &call, OpFailure &failure);
 bool mbcnt(const LaneCall &call, OpFailure &failure);
 bool mfma(const WaveCall &call, OpFailure &failure);

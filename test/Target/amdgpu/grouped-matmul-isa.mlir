@@ -17,8 +17,9 @@
 // K-contiguous B fragments as one 16-byte LDS read per lane (on gfx942,
 // whose MFMA takes 8 bytes a lane, for two k-steps at once), tiles staged by 16-byte buffer loads and 16-byte
 // LDS writes (the N-contiguous B of the dgrad and both operands of the
-// wgrad transposed in registers on their way to LDS, so that they are read
-// the same way: the 16-bit reads they took before are gone), the group search
+// wgrad: on gfx942 transposed in registers on their way to LDS, so that
+// they are read the same way; on gfx950 stored as they lie and read by
+// ds_read_b64_tr_b16; the 16-bit reads they took before are gone), the group search
 // by ds_bpermute shuffles, and no scratch memory or spills anywhere. After
 // each kernel, its code-object metadata: LDS only as dynamic shared memory
 // (the launch passes the template's 40 KB), the 256-lane block the
@@ -41,11 +42,13 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// The dgrad's B: a thread's chunks of 2 (gfx942) or 4 (gfx950) k rows
-// written as 4-byte (paired by the back end) or 8-byte column pieces.
+// The dgrad's B: on gfx942 a thread's chunks of 2 k rows written as
+// 4-byte column pieces (paired by the back end); on gfx950 whole 16-byte
+// rows, each lane's 8 k values of a fragment in two transposing reads (no
+// v_perm: before 2026-12-03, 32 an iteration transposed 4-row chunks).
 // CHECK-LABEL: dgrad_down:
 // GFX942-DAG:  ds_write2_b32
-// GFX950-DAG:  ds_write_b64
+// GFX950-DAG:  ds_read_b64_tr_b16
 
 // gfx942 reads two k-steps' fragments at once (TargetInfo::
 // loadJointFragments; before 2026-12-03, 8-byte reads, twice as many).
@@ -85,13 +88,13 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// The wgrad: A^T and B both staged transposed (2 k rows a thread on
-// gfx942; 4 on gfx950, whose K-tiles are 64 deep: 8-byte pieces), fp32
-// results stored as dwords.
+// The wgrad: A^T and B both staged transposed on gfx942 (2 k rows a
+// thread), read transposed on gfx950; fp32 results stored as dwords.
 // CHECK-LABEL: wgrad_down:
 // GFX942-DAG:  ds_write2_b32
-// GFX950-DAG:  ds_write2st64_b64
-// CHECK-DAG:   ds_read_b128
+// GFX942-DAG:  ds_read_b128
+// GFX950-DAG:  ds_write_b128
+// GFX950-DAG:  ds_read_b64_tr_b16
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK-DAG:   global_store_dword
@@ -99,7 +102,15 @@
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
 
-// No operand is read from LDS one 16-bit element at a time.
+// No operand is read from LDS one 16-bit element at a time, and on gfx950
+// none is transposed in registers.
+// RUN: FileCheck %s --check-prefix=TRREAD < %t.950.s
+// TRREAD-LABEL: dgrad_down:
+// TRREAD-NOT:   v_perm_b32
+// TRREAD:       .end_amdhsa_kernel
+// TRREAD-LABEL: wgrad_down:
+// TRREAD-NOT:   v_perm_b32
+// TRREAD:       .end_amdhsa_kernel
 // TRANSPOSED-LABEL: dgrad_down:
 // TRANSPOSED-NOT:   ds_read_u16
 // TRANSPOSED:       .end_amdhsa_kernel
