@@ -153,22 +153,24 @@ THRESHOLDS = {
     # K = 512 forward was unrolled whole otherwise: 50% and 18 serialized
     # waits as a kernel); gfx950's wgrad 43% -> 47%. Since 2026-12-03
     # 23:30 gfx950 reads the dgrad's B by ds_read_b64_tr_b16 from tiles
-    # staged as they lie (32 v_perm an iteration before), 1x4 warps: 69%
-    # -> 74%; and
-    # the register-staged loops issue a tile's loads before its MMAs (a
-    # scheduling fence: the back end had sunk them to their stores):
-    # serialized vmcnt(0) 2-3 -> 0-1 an iteration.
-    "tessel.grouped_matmul": dict(share=0.72, waves=2, vmcnt0=2, serial=1,
-                                  lgkmcnt0=6, flat=0, lds16=0),
+    # staged as they lie (32 v_perm an iteration before), 1x4 warps, a
+    # tile's fragments read before its MMAs: 69% -> 75%; and the
+    # register-staged loops keep a tile's loads, its MMAs and the next
+    # tile's stores in order (scheduling fences: the back end had sunk the
+    # loads to their stores, or the MMAs past them): serialized vmcnt(0)
+    # 2-3 -> 0 an iteration.
+    "tessel.grouped_matmul": dict(share=0.74, waves=2, vmcnt0=2, serial=0,
+                                  lgkmcnt0=4, flat=0, lds16=0),
     # (Its blocks renumbered for the L2 partitions since 2026-12-03 10:15:
     # one more vmcnt(0) in gfx950's loop, none of them serialized. Since
     # 2026-12-03 18:00, with its last pair of K-tiles after the loop, 2
     # vmcnt(0) and 2-4 lgkmcnt(0) waits a pair, 4 and 5-7 before; gfx950's
     # K-tiles 64 deep since 18:15: 47% -> 56%, 8 lgkmcnt(0) a pair of
     # twice the rows. Both operands read by ds_read_b64_tr_b16 on gfx950
-    # since 2026-12-03 23:30: 56% -> 59%.)
+    # since 2026-12-03 23:30: 56% -> 59%; 4 lgkmcnt(0) a pair since its
+    # loads, MMAs and stores are fenced apart.)
     "tessel.grouped_matmul_wgrad": dict(share=0.58, waves=2, vmcnt0=2,
-                                        serial=0, lgkmcnt0=8, flat=0, lds16=0),
+                                        serial=0, lgkmcnt0=4, flat=0, lds16=0),
 }
 
 

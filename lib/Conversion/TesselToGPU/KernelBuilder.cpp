@@ -450,14 +450,18 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
                   SmallVector<Value> &st) -> LogicalResult {
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fetched;
+    // The tile's loads, its MMAs and the stores of the next tile in this
+    // order: the back end had sunk loads stored as they come (no transpose
+    // between) past the MMAs to their stores, or MMAs past the stores,
+    // each store then waiting for its load at once.
     if (next) {
       fetched = hasNext ? fetchWhere(p, hasNext, next, {}) : p.fetch(next, {});
-      // Loads stored as they come (no transpose between) were sunk by the
-      // back end past the MMAs to their stores, each waited for at once.
       target.fenceScheduling(b, loc);
     }
     if (failed(p.compute(idx(stage), t, st)))
       return failure();
+    if (next)
+      target.fenceScheduling(b, loc);
     auto store = [&] { p.store(idx(1 - stage), next, fetched); };
     if (hasNext)
       ifThen(hasNext, store);
