@@ -933,10 +933,13 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   if (ctx.target.getAsyncCopyBytes() == 0 && !overridden) {
     preferred.tileM = 128;
     preferred.warpsM = preferred.warpsN = 2;
-    // The dgrad's B fragments take two transposing reads each on gfx950
-    // (A's one): 1x4 warps of 128x64 read 4 + 2 x 2 a k-step for 8 MFMAs,
-    // not 2 + 4 x 2 (73% -> 74%). gfx942 takes the 128x128 tiles below.
-    if (!op.getTransB()) {
+    // The dgrad's B fragments, where the target reads them transposed
+    // (gfx950), take two reads each (A's one): 1x4 warps of 128x64 read
+    // 4 + 2 x 2 a k-step for 8 MFMAs, not 2 + 4 x 2 (73% -> 74%).
+    SmallVector<MmaAtom> atoms = ctx.target.getMmaAtoms(
+        elem, Float32Type::get(op->getContext()));
+    if (!op.getTransB() && !atoms.empty() &&
+        ctx.target.hasTransposedFragmentReads(atoms.front())) {
       preferred.warpsM = 1;
       preferred.warpsN = 4;
     }
@@ -1020,7 +1023,7 @@ mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
   defaults.warpsN = 2;
   // Where two blocks of 64-deep K-tiles fit in LDS (gfx950's 160 KB; not
   // gfx942's 64 KB) and tiles are staged through registers: twice the MMAs
-  // for each tile's transposes, waits and barrier. gfx950's 32x32x16 MFMA
+  // for each tile's stores, waits and barrier. gfx950's 32x32x16 MFMA
   // takes a 32-deep tile in 2 k-steps: 47% -> 56% of the loop's issue
   // cycles, at 2 waves a SIMD.
   int64_t deepTileBytes = /*double buffer*/ 2 *

@@ -15,12 +15,12 @@
 // hardware here; this is how the AMD path is checked): wave64 MFMA of the
 // chip's bf16 shape (32x32x8 on gfx942, 32x32x16 on gfx950), A and
 // K-contiguous B fragments as one 16-byte LDS read per lane (on gfx942,
-// whose MFMA takes 8 bytes a lane, for two k-steps at once), tiles staged by 16-byte buffer loads and 16-byte
-// LDS writes (the N-contiguous B of the dgrad and both operands of the
-// wgrad: on gfx942 transposed in registers on their way to LDS, so that
-// they are read the same way; on gfx950 stored as they lie and read by
-// ds_read_b64_tr_b16; the 16-bit reads they took before are gone), the group search
-// by ds_bpermute shuffles, and no scratch memory or spills anywhere. After
+// whose MFMA takes 8 bytes a lane, for two k-steps at once), tiles staged
+// by 16-byte buffer loads and 16-byte LDS writes (the N-contiguous B of the
+// dgrad and both operands of the wgrad: on gfx942 transposed in registers
+// on their way to LDS, so that they are read the same way; on gfx950
+// stored as they lie and read by ds_read_b64_tr_b16; the 16-bit reads they
+// took before are gone), the group search by ds_bpermute shuffles, and no scratch memory or spills anywhere. After
 // each kernel, its code-object metadata: LDS only as dynamic shared memory
 // (the launch passes the template's 40 KB), the 256-lane block the
 // template asked for, no scratch (private segment), wave64.
@@ -49,13 +49,6 @@
 // CHECK-LABEL: dgrad_down:
 // GFX942-DAG:  ds_write2_b32
 // GFX950-DAG:  ds_read_b64_tr_b16
-
-// gfx942 reads two k-steps' fragments at once (TargetInfo::
-// loadJointFragments; before 2026-12-03, 8-byte reads, twice as many).
-// RUN: FileCheck %s --check-prefix=JOINT < %t.942.s
-// JOINT-NOT: ds_read_b64
-// JOINT-NOT: ds_read2_b32
-// JOINT:     amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950-DAG:  ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
@@ -66,6 +59,13 @@
 // CHECK:       .wavefront_size: 64
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
+
+// gfx942 reads two k-steps' fragments at once (TargetInfo::
+// loadJointFragments; before 2026-12-03, 8-byte reads, twice as many).
+// RUN: FileCheck %s --check-prefix=JOINT < %t.942.s
+// JOINT-NOT: ds_read_b64
+// JOINT-NOT: ds_read2_b32
+// JOINT:     amdhsa.target: amdgcn-amd-amdhsa--gfx942
 
 // From a pointer table, each block reads its group's 64-bit address first
 // (a global load), then the group's B by buffer loads: flat loads would
