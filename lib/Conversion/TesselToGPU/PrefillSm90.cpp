@@ -11,7 +11,8 @@
 // Warpgroup 0 is the producer: one elected lane issues the TMA copies of
 // the tile's Q (once per tile, on the `qFull` mbarrier, after the
 // consumers released the previous Q on `qEmpty`) and of each K/V tile into
-// a ring of as many stages as fit, up to 4 (on `full`, after `empty`).
+// a ring of as many stages as fit, up to 4 (on `full`, after `empty`; K
+// and V each on mbarriers of their own where only two stages fit).
 // Warpgroups 1 and 2 are consumers, each owning 64 query rows: per K/V
 // tile, S = Q K^T on wgmma from shared memory (Q and K K-major), the online
 // softmax in fp32 on base-2 scores (scale * log2 e) in the accumulator
@@ -21,8 +22,9 @@
 //
 // Scheduling (FlashAttention-3's). Overlapped: a consumer issues S_kt and
 // then P_{kt-1} V_{kt-1}, and computes S_kt's softmax while the latter
-// runs; that holds two stages, so it needs a third (head dims up to 128,
-// and Dv <= 128: O, S and P must fit the consumer's 232 registers). The
+// runs; that holds tile kt's K and tile kt-1's V, so with two stages the
+// producer still runs a tile ahead (O, S and P must fit the consumer's
+// registers: up to Dv 256 on 64-key tiles, paged Dv <= 128). The
 // prefill and extend's context windows rescale O by tile kt-1's factors
 // in the turn, between S_kt's issue and P_{kt-1} V_{kt-1}'s, while S_kt's
 // MMAs run (after the P V measured 1-5% slower for the prefill, 1-10% for
@@ -86,8 +88,14 @@ struct FlashSm90Config {
   int64_t headDim = 128, valueDim = 128;
   int64_t tileKeys = 128;
   int64_t stages = 2;
+  /// Whether a stage's K and V arrive and are released apart: K once S's
+  /// MMAs are done, V once P V's are, so that the overlapped loop, which
+  /// holds a tile's K and the previous tile's V, keeps the producer a tile
+  /// ahead with two stages. Else a stage is one copy and one release.
+  bool separateKV = false;
   /// Whether a consumer's softmax of one tile overlaps its P V of the
-  /// previous one (needs 3 stages and, for registers, Dv <= 128).
+  /// previous one (where O, S and P fit the registers; with 3 stages at
+  /// least unless separateKV).
   bool overlap = true;
   /// Whether the two consumers take turns to issue MMAs (with overlap).
   bool pingPong = true;
@@ -98,15 +106,18 @@ struct FlashSm90Config {
   }
   int64_t qBytes() const { return tileRows * headDim * kElemBytes; }
   int64_t kBytes() const { return tileKeys * headDim * kElemBytes; }
-  int64_t stageBytes() const {
-    return tileKeys * (headDim + valueDim) * kElemBytes;
-  }
-  /// Q, then the ring, then the mbarriers full[stages], empty[stages],
-  /// qFull, qEmpty (an even count: the scratch line after them stays
-  /// 16-byte aligned), the scratch line and the alignment slack.
+  int64_t vBytes() const { return tileKeys * valueDim * kElemBytes; }
+  int64_t stageBytes() const { return kBytes() + vBytes(); }
+  /// The ring's mbarriers a stage: full and empty, for K and V apart
+  /// where separateKV.
+  int64_t ringBarriers() const { return separateKV ? 4 : 2; }
+  /// Q, then the ring (a stage: its K tile, then its V tile), then the
+  /// mbarriers (the ring's, stage by stage in each kind, then qFull,
+  /// qEmpty: an even count, so the scratch line after them stays 16-byte
+  /// aligned), the scratch line and the alignment slack.
   int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
   int64_t scratchOffset() const {
-    return barrierOffset() + 8 * (2 * stages + 2);
+    return barrierOffset() + 8 * (ringBarriers() * stages + 2);
   }
   int64_t sharedBytes() const {
     return scratchOffset() + 16 + WarpgroupMma::kSwizzleAlignment;
@@ -198,9 +209,18 @@ private:
   Value barrier(int64_t index) {
     return ptr(idx(cfg.barrierOffset() + 8 * index));
   }
-  Value barrier(Value index) {
+  /// The ring's mbarriers; without separateKV, K's and V's are one.
+  enum class RingBarrier { KFull, KEmpty, VFull, VEmpty };
+  int64_t ringBarrierIndex(RingBarrier which) {
+    int64_t kind = static_cast<int64_t>(which);
+    return (cfg.separateKV ? kind : kind % 2) * cfg.stages;
+  }
+  Value barrier(RingBarrier which, Value stage) {
+    Value index = add(stage, ringBarrierIndex(which));
     return ptr(add(mul(index, 8), cfg.barrierOffset()));
   }
+  Value qFull() { return barrier(cfg.ringBarriers() * cfg.stages); }
+  Value qEmpty() { return barrier(cfg.ringBarriers() * cfg.stages + 1); }
   /// The descriptor of `operand` at byte `offset` of the aligned base.
   Value descriptor(Value offset, WarpgroupMma::SharedOperand operand) {
     return wg.sharedDescriptor(b, loc, add(address, toI32(offset)), operand);
@@ -311,12 +331,15 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
   int64_t qChunk = FlashSm90Config::chunkBytes(cfg.tileRows);
   int64_t kvChunk = FlashSm90Config::chunkBytes(cfg.tileKeys);
   int64_t chunk = FlashSm90Config::chunk;
-  Value qFull = barrier(2 * cfg.stages), qEmpty = barrier(2 * cfg.stages + 1);
   ifThen(lead, [&] {
-    wg.waitParity(b, loc, qEmpty, barrierParity(tile.tilesBefore, true));
-    wg.arriveExpectBytes(b, loc, qFull, cfg.qBytes());
+    wg.waitParity(b, loc, qEmpty(), barrierParity(tile.tilesBefore, true));
+    wg.arriveExpectBytes(b, loc, qFull(), cfg.qBytes());
+    // With separateKV, Q's addresses are made per tile: hoisted out of the
+    // tile loop, they held 4 of the producer's 24 registers for good, and
+    // the second wait spilled one.
+    Value qStart = cfg.separateKV ? toIndex(wg.opaque(b, loc, i32(0))) : idx(0);
     for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
-      wg.tmaLoad(b, loc, ptr(idx(c * qChunk)), pb.mapQ, qFull,
+      wg.tmaLoad(b, loc, ptr(add(qStart, c * qChunk)), pb.mapQ, qFull(),
                  {i32(c * chunk), toI32(head), toI32(tile.first)});
     // (Packed, `head` is the group's first: the box spans its heads.)
     auto loop = scf::ForOp::create(b, loc, idx(0), tile.numK, idx(1));
@@ -324,25 +347,41 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
     Value use = add(tile.kvBefore, kt);
-    auto [stage, parity] = ringUse(use, cfg.stages, /*flip=*/true);
-    Value full = barrier(stage);
-    wg.waitParity(b, loc, barrier(add(stage, cfg.stages)), parity);
-    wg.arriveExpectBytes(b, loc, full, cfg.stageBytes());
+    Value stage, parity;
+    std::tie(stage, parity) = ringUse(use, cfg.stages, /*flip=*/true);
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, cfg.tileKeys));
     int64_t boxRows = pb.paged ? pb.boxRows : cfg.tileKeys;
-    for (int64_t box = 0; box < cfg.tileKeys / boxRows; ++box) {
-      Value row = toI32(tileStart);
-      if (pb.paged)
-        row = cacheRow(add(tileStart, box * boxRows));
-      int64_t boxOffset = box * boxRows * WarpgroupMma::kSwizzleBytes;
-      for (int64_t c = 0; c < cfg.headDim / chunk; ++c)
-        wg.tmaLoad(b, loc, ptr(add(slot, c * kvChunk + boxOffset)), pb.mapK,
-                   full, {i32(c * chunk), toI32(kvHead), row});
-      for (int64_t c = 0; c < cfg.valueDim / chunk; ++c)
-        wg.tmaLoad(b, loc,
-                   ptr(add(slot, cfg.kBytes() + c * kvChunk + boxOffset)),
-                   pb.mapV, full, {i32(c * chunk), toI32(kvHead), row});
+    // Waits for the stage's K (and V, unless separateKV) to be released,
+    // then copies K and/or V (`withK`, `withV`).
+    auto copy = [&](RingBarrier empty, RingBarrier full, bool withK,
+                    bool withV) {
+      wg.waitParity(b, loc, barrier(empty, stage), parity);
+      Value arrival = barrier(full, stage);
+      wg.arriveExpectBytes(b, loc, arrival,
+                           (withK ? cfg.kBytes() : 0) +
+                               (withV ? cfg.vBytes() : 0));
+      for (int64_t box = 0; box < cfg.tileKeys / boxRows; ++box) {
+        Value row = pb.paged ? cacheRow(add(tileStart, box * boxRows))
+                             : toI32(tileStart);
+        int64_t boxOffset = box * boxRows * WarpgroupMma::kSwizzleBytes;
+        auto chunks = [&](int64_t offset, int64_t dim, Value map) {
+          for (int64_t c = 0; c < dim / chunk; ++c)
+            wg.tmaLoad(b, loc,
+                       ptr(add(slot, offset + c * kvChunk + boxOffset)), map,
+                       arrival, {i32(c * chunk), toI32(kvHead), row});
+        };
+        if (withK)
+          chunks(0, cfg.headDim, pb.mapK);
+        if (withV)
+          chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
+      }
+    };
+    if (cfg.separateKV) {
+      copy(RingBarrier::KEmpty, RingBarrier::KFull, true, false);
+      copy(RingBarrier::VEmpty, RingBarrier::VFull, false, true);
+    } else {
+      copy(RingBarrier::KEmpty, RingBarrier::KFull, true, true);
     }
   });
 }
@@ -385,7 +424,14 @@ void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
   int64_t pieces = cfg.valueDim / FlashSm90Config::chunk * cfg.tileKeys *
                    piecesPerRow;
   int64_t perConsumer = pieces / cfg.consumers;
+  // The prefill's thread index is opaque: LLVM hoisted every step's piece
+  // offset (64-bit) out of the K/V loop, held across it (24 registers at
+  // Dv 128, and spills with 160-key tiles or Dv 256 overlapped). The paged
+  // kernels measured up to 7% slower without the hoisting (H200,
+  // 2026-12-04 01:54) and keep it.
   Value thread = remu(threadId(), threads);
+  if (!pb.paged)
+    thread = toIndex(wg.opaque(b, loc, toI32(thread)));
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(VectorType::get({4}, b.getI32Type()),
                                      b.getI32IntegerAttr(0).getValue()));
@@ -424,7 +470,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       rowPositions.push_back(
           position(wg.accumulatorPosition(b, loc, thread, i).first));
   }
-  wg.waitParity(b, loc, barrier(2 * cfg.stages),
+  wg.waitParity(b, loc, qFull(),
                 barrierParity(tile.tilesBefore, false));
 
   // The ring position (stage, parity) of K/V tile kt: ringUse's for the
@@ -453,14 +499,22 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   auto stageSlot = [&](Value stage) {
     return add(mul(stageIndex(stage), cfg.stageBytes()), cfg.qBytes());
   };
-  // K/V tile kt at ring position `at`: waits for its stage, zeroes V rows
-  // past the keys; returns the stage's byte offset and the tile's first key.
+  // (Without separateKV, V came with K: its wait and K's release are
+  // none.)
+  auto waitFor = [&](RingBarrier full, RingPosition at) {
+    if (cfg.separateKV || full == RingBarrier::KFull)
+      wg.waitParity(b, loc, barrier(full, stageIndex(at.first)), at.second);
+  };
+  // K/V tile kt at ring position `at`: waits for its K, and where it reaches
+  // past the keys for its V, whose rows past them it zeroes; returns the
+  // stage's byte offset and the tile's first key. (Its P V waits for V.)
   auto arrived = [&](Value kt, RingPosition at) {
-    wg.waitParity(b, loc, barrier(stageIndex(at.first)), at.second);
+    waitFor(RingBarrier::KFull, at);
     Value slot = stageSlot(at.first);
     Value tileStart = add(tile.keyStart, mul(kt, n));
     Value valid = sub(tile.keyEnd, tileStart);
     ifThen(lt(valid, idx(n)), [&] {
+      waitFor(RingBarrier::VFull, at);
       zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
     });
     return std::make_pair(slot, tileStart);
@@ -669,15 +723,16 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     }
     return words;
   };
-  auto release = [&](Value stage) {
-    wg.arrive(b, loc, barrier(add(stageIndex(stage), cfg.stages)));
+  auto release = [&](RingBarrier empty, RingPosition at) {
+    if (cfg.separateKV || empty == RingBarrier::VEmpty)
+      wg.arrive(b, loc, barrier(empty, stageIndex(at.first)));
   };
   auto rescale = [&](Value acc, ArrayRef<Value> alpha) {
     return rescaleRows(wg, acc, dv / 2, alpha);
   };
   auto finish = [&](ValueRange state, Value acc) {
     // Every MMA that read Q is done.
-    wg.arrive(b, loc, barrier(2 * cfg.stages + 1));
+    wg.arrive(b, loc, qEmpty());
     epilogue(tile, consumer, SmallVector<Value>(state), acc);
   };
   SmallVector<Value> state(nSlots, f32(-INFINITY));
@@ -727,13 +782,14 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
         RingPosition at = useOf(kt);
         arrived(kt, at);
         inTurn([] {});
-        release(at.first);
+        release(RingBarrier::KEmpty, at);
+        release(RingBarrier::VEmpty, at);
       }
       // The active consumer's turns: one per K/V tile and the last P V's.
       ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
                                    tile.numK, idx(0)),
              [&] { inTurn([] {}); });
-      wg.arrive(b, loc, barrier(2 * cfg.stages + 1));
+      wg.arrive(b, loc, qEmpty());
     }
     activeGuard.emplace(b);
     b.setInsertionPointToStart(idle.thenBlock());
@@ -753,14 +809,16 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       auto [slot, tileStart] = arrived(kt, at);
       Value sAcc = scores(scoreDescriptors(slot));
       wg.wait(b, loc, 0);
+      release(RingBarrier::KEmpty, at);
       auto [p, alpha] = softmax(sAcc, tileStart, st, masked);
       Value oAcc = rescale(carried[2 * nSlots], alpha);
       SmallVector<Value> words = pack(p);
+      waitFor(RingBarrier::VFull, at);
       wg.fence(b, loc);
       oAcc = issueValues(words, valueDescriptors(slot), oAcc);
       wg.commit(b, loc);
       wg.wait(b, loc, 0);
-      release(at.first);
+      release(RingBarrier::VEmpty, at);
       st.push_back(oAcc);
       auto [nextStage, nextParity] =
           nextRingUse(at.first, at.second, cfg.stages);
@@ -798,6 +856,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     Operands steps0 = scoreDescriptors(slot0);
     inTurn([&] { s0 = scores(steps0); });
     wg.wait(b, loc, 0);
+    release(RingBarrier::KEmpty, at0);
     // All but the unified kernel rescale O by the previous tile's factors
     // in the next turn, while that turn's S MMAs run; O starts at 0.
     bool rescaleInTurn = !pb.paged || !pb.causal;
@@ -827,6 +886,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       RingPosition at = nextUse(kt, previous);
       Value slot, tileStart;
       std::tie(slot, tileStart) = arrived(kt, at);
+      waitFor(RingBarrier::VFull, previous);
       Operands scoreSteps = scoreDescriptors(slot);
       SmallVector<Value> valueSteps =
           valueDescriptors(stageSlot(previous.first));
@@ -841,9 +901,10 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
         wg.commit(b, loc);
       });
       wg.wait(b, loc, 1);
+      release(RingBarrier::KEmpty, at);
       auto [p, alpha] = softmax(sAcc, tileStart, st, masked);
       wg.wait(b, loc, 0);
-      release(previous.first);
+      release(RingBarrier::VEmpty, previous);
       // P is packed once no MMA is in flight: words written while one runs
       // make ptxas serialize the next P V (C7513).
       SmallVector<Value> yielded(st);
@@ -859,6 +920,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     auto &last = std::get<1>(unpackedLast);
     auto &factors = std::get<2>(unpackedLast);
     auto &words = std::get<3>(unpackedLast);
+    waitFor(RingBarrier::VFull, last);
     SmallVector<Value> lastSteps = valueDescriptors(stageSlot(last.first));
     if (rescaleInTurn)
       oAcc = rescale(oAcc, factors);
@@ -868,7 +930,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
       wg.commit(b, loc);
     });
     wg.wait(b, loc, 0);
-    release(last.first);
+    release(RingBarrier::VEmpty, last);
     SmallVector<Value> done(ArrayRef<Value>(results).take_front(2 * nSlots));
     done.push_back(oAcc);
     scf::YieldOp::create(b, loc, done);
@@ -932,12 +994,15 @@ void FlashSm90Builder::build() {
   splitIndex = blockId(gpu::Dimension::z);
   int64_t consumerThreads = cfg.consumers * WarpgroupMma::kWarpgroupThreads;
   SmallVector<std::pair<Value, int64_t>> barriers;
-  for (int64_t s = 0; s < cfg.stages; ++s)
-    barriers.push_back({barrier(s), 1});
-  for (int64_t s = 0; s < cfg.stages; ++s)
-    barriers.push_back({barrier(cfg.stages + s), consumerThreads});
-  barriers.push_back({barrier(2 * cfg.stages), 1});
-  barriers.push_back({barrier(2 * cfg.stages + 1), consumerThreads});
+  // The ring's, a barrier per stage in each kind (full, empty[, full,
+  // empty]); a full one counts the producer's arrival, an empty one every
+  // consumer thread's.
+  for (int64_t kind = 0; kind < cfg.ringBarriers(); ++kind)
+    for (int64_t s = 0; s < cfg.stages; ++s)
+      barriers.push_back({barrier(kind * cfg.stages + s),
+                          kind % 2 ? consumerThreads : 1});
+  barriers.push_back({qFull(), 1});
+  barriers.push_back({qEmpty(), consumerThreads});
   warpgroupRoles(
       wg, barriers,
       [&] {
@@ -963,7 +1028,8 @@ void FlashSm90Builder::build() {
         forEachTile([&](const Tile &tile) { consume(tile, consumer); });
       },
       /*active=*/nullptr,
-      pb.paged || !cfg.overlap ? WarpgroupMma::kAttentionRegisters
+      pb.paged || !cfg.overlap || cfg.valueDim > 128
+          ? WarpgroupMma::kAttentionRegisters
       : cfg.valueDim <= 64     ? WarpgroupMma::kPrefillSmallRegisters
                                : WarpgroupMma::kPrefillRegisters);
 }
@@ -1043,8 +1109,12 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
   cfg.headDim = d;
   cfg.valueDim = dv;
   cfg.tileKeys = flashSm90TileKeys(target, d, dv);
-  // As many stages as fit, up to 4; the overlapped loop holds two (one
-  // tile's V, the next one's K) and needs a third to prefetch into.
+  // As many stages as fit, up to 4. The overlapped loop holds one tile's
+  // K and the previous one's V: it needs a third stage to prefetch into,
+  // or, with two, K and V released apart (separateKV: the prefill at head
+  // dims 192 / 128, 1.07-1.10x its in-order loop on the H200; measured
+  // 0.97-1.04x where a third stage fits; the paged kernels' producer
+  // spilled with its second wait and its pages looked up twice).
   if (ctx.stages > 0) {
     cfg.stages = ctx.stages;
   } else {
@@ -1052,7 +1122,15 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
       if (cfg.sharedBytes() <= target.getSharedMemoryBytes())
         break;
   }
-  cfg.overlap = cfg.stages >= 3 && cfg.valueDim <= 128;
+  // The overlap holds O, S and P (f32, and P's words) at once: up to 176
+  // of a consumer's registers measured without spills (Dv 256, 64-key
+  // tiles); the paged kernels keep Dv <= 128.
+  int64_t held = cfg.valueDim / 2 + cfg.tileKeys / 2 + cfg.tileKeys / 4;
+  bool registersAllow = pb.paged ? cfg.valueDim <= 128 : held <= 176;
+  cfg.separateKV = registersAllow && cfg.stages < 3 && !pb.paged;
+  if (cfg.sharedBytes() > target.getSharedMemoryBytes())
+    cfg.separateKV = false; // (its mbarriers did not fit)
+  cfg.overlap = registersAllow && (cfg.separateKV || cfg.stages >= 3);
   cfg.pingPong = cfg.overlap;
   // The softmax walks S in the m16n8 atom's accumulator order, which the
   // wgmma accumulators repeat along N.

@@ -51,21 +51,59 @@
 // CHECK-NOT:   mma.sync
 // CHECK-SAME:  ">]
 
-// Head dim 256: 64-key tiles, 2 stages, in order (no wait_group 1, no
-// turns); O is m64n256.
+// Head dim 256: 64-key tiles, 2 stages with K and V released apart,
+// overlapped like head dim 128 (P V on m64n256 in flight during the next
+// softmax: wait_group 1; turns); the consumers take 232 registers, the
+// producer 40.
 // CHECK-LABEL: gpu.binary @head_dim_256
-// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[{][^}]*[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// CHECK-SAME:  setmaxnreg.inc.sync.aligned.u32 \09232;
+// CHECK-SAME:  bar.arrive 2, 256;
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// CHECK-NOT:   wgmma.wait_group.sync.aligned \091;
-// CHECK-NOT:   bar.arrive
+// CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{[{][^}]*[}]}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
+// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0940;
 // CHECK-NOT:   mma.sync
 // CHECK-SAME:  ">]
 
 // MLA's qk 192 / v 128 in f16, f32 out (extend's new tokens): 2 stages
-// fit; O is stored as pairs of f32.
+// fit, a stage's K and V arriving and released on mbarriers of their own
+// (8 for the ring, then Q's 2), so the consumers overlap P V with the next
+// softmax (wait_group 1) as at head dim 128; the producer copies Q (3
+// boxes of 64 columns), then per stage waits for K's release and copies K
+// (3 boxes), then waits for V's and copies V (2). O is stored as pairs of
+// f32.
 // CHECK-LABEL: gpu.binary @mla_f16_f32_out
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}+{{[0-9]+}}]
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}],
+// CHECK-SAME:  mbarrier.init.shared.b64 \09[%rd{{[0-9]+}}],
 // CHECK-SAME:  wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK-SAME:  wgmma.wait_group.sync.aligned \091;
 // CHECK-SAME:  st.global.v2.b32
+// CHECK-SAME:  setmaxnreg.dec.sync.aligned.u32 \0924;
+// CHECK-SAME:  mbarrier.try_wait.parity
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-NOT:   cp.async.bulk.tensor
+// CHECK-SAME:  mbarrier.try_wait.parity
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-NOT:   cp.async.bulk.tensor
+// CHECK-SAME:  mbarrier.try_wait.parity
+// CHECK-SAME:  mbarrier.arrive.expect_tx.shared.b64
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-SAME:  cp.async.bulk.tensor
+// CHECK-NOT:   cp.async.bulk.tensor
 // CHECK-NOT:   mma.sync
 // CHECK-SAME:  ">]
 

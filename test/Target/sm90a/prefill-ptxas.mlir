@@ -4,12 +4,14 @@
 // RUN:   -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
 
 // ptxas builds the Hopper prefill at every head dim it serves without
-// spilling and without serializing a wgmma: neither the overlapped loop
-// (P V of one tile in flight during the next tile's softmax; P packed only
-// once no MMA is in flight, else C7513) nor the in-order one at head dim
-// 256, whose O alone takes 128 of the consumer's registers. At head dims
-// 192/192 two stages of 128-key K/V tiles do not fit in shared memory
-// (246848 bytes): the kernel takes 64-key tiles (it was an error before).
+// spilling and without serializing a wgmma in its overlapped loop (P V of
+// one tile in flight during the next tile's softmax; P packed only once no
+// MMA is in flight, else C7513), head dim 256's included, whose O alone
+// takes 128 of the consumer's registers. At head dims 192/192 two stages
+// of 128-key K/V tiles do not fit in shared memory (246848 bytes): the
+// kernel takes 64-key tiles (it was an error before). The two-stage
+// kernels (192/128, 192/192, 256) release K and V apart; at 192/128 the
+// producer's 24 registers hold its second wait without a spill.
 
 // CHECK-NOT: Potential Performance Loss
 // CHECK:     Compiling entry function 'd64' for 'sm_90a'
