@@ -1,14 +1,15 @@
 """The prefill kernels (tessel.specs.prefill, from the default kernel
 cache) against float64 torch: heads, qk and v head dims (64 to 256, 192 /
-128 for DeepSeek's non-absorbed MLA), bf16 or f16, causal or not, with or
-without LSE, on five batches: ragged lengths with an empty request,
-lengths around the 64-row tile, one long request, 50 NaN rows of no
-request after the last (no kernel may read them into a result), and a
-negative softmax scale (the sm_90a kernel takes another path where the
-scale is not positive). Outputs are poisoned with NaN before the launch:
-out within 1e-2 of the largest reference value, LSE (natural log) within
-1e-3. On the host backend (preparing) the long requests are shorter; the
-kernels are the same. (conftest.py: how to run it.)
+128 for DeepSeek's non-absorbed MLA, 192 / 192 on sm_90a's 64-key tiles),
+bf16 or f16, causal or not, with or without LSE, on five batches: ragged
+lengths with an empty request, lengths around the 64-row tile, one long
+request, 50 NaN rows of no request after the last (no kernel may read them
+into a result), and a negative softmax scale (the sm_90a kernel takes
+another path where the scale is not positive). Outputs are poisoned with
+NaN before the launch: out within 1e-2 of the largest reference value, LSE
+(natural log) within 1e-3. On the host backend (preparing) the long
+requests are shorter; the kernels are the same. (conftest.py: how to run
+it.)
 """
 
 import math
@@ -29,6 +30,7 @@ CONFIGS = [
     (8, 2, 64, 64, torch.bfloat16, True, True),
     (16, 2, 256, 256, torch.bfloat16, True, True),
     (16, 16, 192, 128, torch.bfloat16, True, True),
+    (8, 8, 192, 192, torch.bfloat16, False, True),
     (4, 4, 128, 128, torch.bfloat16, False, True),
     (32, 8, 128, 128, torch.float16, True, True),
     (32, 8, 128, 128, torch.bfloat16, False, True),
