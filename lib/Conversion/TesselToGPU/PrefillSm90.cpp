@@ -425,8 +425,8 @@ void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
                    piecesPerRow;
   int64_t perConsumer = pieces / cfg.consumers;
   // The prefill's thread index is opaque: LLVM hoisted every step's piece
-  // offset (64-bit) out of the K/V loop, held across it (24 registers at
-  // Dv 128, and spills with 160-key tiles or Dv 256 overlapped). The paged
+  // row and offset (64-bit) out of the K/V loop, held across it (16 such
+  // at Dv 128; spills with 160-key tiles or Dv 256 overlapped). The paged
   // kernels measured up to 7% slower without the hoisting (H200,
   // 2026-12-04 01:54) and keep it.
   Value thread = remu(threadId(), threads);
