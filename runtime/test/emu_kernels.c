@@ -46,6 +46,15 @@ static int exits(const tessel_emu_lane *lane, const int32_t *config, int at) {
          lane->lane_id % (uint32_t)config[at] == (uint32_t)config[at + 1];
 }
 
+/* Copies `count` b16 from `from` to shared memory at `to`, the wave's
+ * `lanes` lanes striding through them; the caller waits at a barrier. */
+static void copyToShared(const tessel_emu_lane *lane, uint16_t *to,
+                         const uint16_t *from, uint32_t count,
+                         uint32_t lanes) {
+  for (uint32_t i = lane->lane_id; i < count; i += lanes)
+    to[i] = from[i];
+}
+
 /* Fills a 16-byte aligned local and reports its address mod 16: generated
  * code keeps vectors in such slots, and a fiber entered with a misaligned
  * stack would misplace them. */
@@ -154,8 +163,7 @@ void ds_read_tr16_entry(void **params, tessel_emu_lane *lane) {
   uint16_t *out = PARAM(uint16_t *, 3);
   const uint32_t l = lane->lane_id;
   uint16_t *shared = (uint16_t *)lane->shared;
-  for (uint32_t i = l; i < 256; i += 64)
-    shared[i] = table[i];
+  copyToShared(lane, shared, table, 256, 64);
   call(lane, TESSEL_EMU_BARRIER, NULL);
   if (exits(lane, config, 0))
     return;
@@ -273,10 +281,8 @@ void mma_entry(void **params, tessel_emu_lane *lane) {
   const uint32_t l = lane->lane_id, g = l / 4, t = l % 4;
   uint16_t *sharedA = (uint16_t *)lane->shared;
   uint16_t *sharedB = sharedA + 256;
-  for (uint32_t i = l; i < 256; i += 32)
-    sharedA[i] = a[i];
-  for (uint32_t i = l; i < 128; i += 32)
-    sharedB[i] = b[i];
+  copyToShared(lane, sharedA, a, 256, 32);
+  copyToShared(lane, sharedB, b, 128, 32);
   call(lane, TESSEL_EMU_BARRIER, NULL);
 
   /* A's four 8x8 quarters: matrix q = l / 8 is rows 8 (q % 2) + r,
@@ -319,8 +325,7 @@ void ldmatrix_entry(void **params, tessel_emu_lane *lane) {
   uint32_t *out = PARAM(uint32_t *, 3);
   const uint32_t l = lane->lane_id;
   uint16_t *shared = (uint16_t *)lane->shared;
-  for (uint32_t i = l; i < 256; i += 32)
-    shared[i] = table[i];
+  copyToShared(lane, shared, table, 256, 32);
   call(lane, TESSEL_EMU_BARRIER, NULL);
   tessel_emu_ldmatrix_io io = {0};
   io.address = shared + 8 * rows[l];

@@ -80,6 +80,9 @@
 using namespace mlir;
 using namespace mlir::tessel;
 
+/// The op attribute that overrides the chosen tile configuration.
+static constexpr llvm::StringLiteral kGpuTileAttr = "tessel.gpu_tile";
+
 namespace {
 
 /// Tile configuration. The default, 64x256x32 with 1x4 warps, gives each
@@ -805,7 +808,7 @@ LogicalResult GroupedMatmulBuilder::build(
 LogicalResult applyTileOverride(Operation *op, Config &cfg,
                                 const MmaAtom &atom, int64_t warpSize,
                                 bool aRowsM, bool bRowsN) {
-  auto dict = op->getAttrOfType<DictionaryAttr>("tessel.gpu_tile");
+  auto dict = op->getAttrOfType<DictionaryAttr>(kGpuTileAttr);
   if (!dict)
     return success();
   for (NamedAttribute entry : dict) {
@@ -929,7 +932,7 @@ FailureOr<LaunchGeometry> mlir::tessel::buildGroupedMatmul(OpBuilder &b,
   // read 4 for 4): gfx950's forward 67% -> 76% of the loop's issue cycles,
   // its dgrad 57% -> 69%, at 2 waves a SIMD (2 blocks of 48 KB a CU).
   Config preferred;
-  bool overridden = op->hasAttr("tessel.gpu_tile");
+  bool overridden = op->hasAttr(kGpuTileAttr);
   if (ctx.target.getAsyncCopyBytes() == 0 && !overridden) {
     preferred.tileM = 128;
     preferred.warpsM = preferred.warpsN = 2;
@@ -1029,7 +1032,7 @@ mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
   int64_t deepTileBytes = /*double buffer*/ 2 *
                           (defaults.tileM + defaults.tileN) * 64 *
                           elem.getIntOrFloatBitWidth() / 8;
-  if (ctx.target.getAsyncCopyBytes() == 0 && !op->hasAttr("tessel.gpu_tile") &&
+  if (ctx.target.getAsyncCopyBytes() == 0 && !op->hasAttr(kGpuTileAttr) &&
       2 * deepTileBytes <= ctx.target.getSharedMemoryBytes())
     defaults.tileK = 64;
   int64_t sharedBytes = 0;
