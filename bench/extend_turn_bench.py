@@ -11,9 +11,11 @@ the same way). Prints ms and the KV bandwidth (context K and V bytes read
 checked first against a float64 reference.
 
     python3 bench/extend_turn_bench.py [--bundles .carry] [--smoke]
+                                       [--layout shuffled]
 
 (bench/benchlib.py: the common options.) --smoke: two small turns on the
-host.
+host. --layout shuffled: the caches pre-shuffled (CDNA layout), each way
+also timed on dispatch_sm80.tsb (the sm80 template on the same GPU).
 """
 import sys
 
@@ -31,10 +33,12 @@ WAYS = [("triple: windows", "triple", 0),
         ("unified: splits", "unified", 0)]
 
 
-def run_case(bench, bundle, requests, context, new_tokens):
-    """(ms, plan info) of each way; each output checked."""
+def run_case(bench, bundle, requests, context, new_tokens, layout,
+             baseline):
+    """(ms, plan info) of each way; each output checked. With a
+    `baseline` bundle, each way runs on it too and its row is printed."""
     batch = PagedBatch([(new_tokens, context)] * requests, HEADS, bench.gen,
-                       bench.device)
+                       bench.device, layout)
     case = f"{requests} x {new_tokens} new over {context}"
     ref, results = None, []
     for label, routing, units in WAYS:
@@ -46,18 +50,34 @@ def run_case(bench, bundle, requests, context, new_tokens):
         err = benchlib.relative_error(out, ref)
         bench.check(f"{case}, {label}", err <= 1e-2, f"error {err:.1e}")
         results.append((ms, info))
+        if baseline:
+            base = batch.attention(baseline, routing=routing,
+                                   compute_units=units)
+            base_ms, out, _ = batch.timed_run(base, bench)
+            err = benchlib.relative_error(out, ref)
+            bench.check(f"{case}, {label}, sm80 template", err <= 1e-2,
+                        f"error {err:.1e}")
+            bench.row(f"{case} ({layout}), {label}", "ms", ms,
+                      "sm80 template", base_ms)
+            print(f"{case} ({layout}), {label}: {ms:.3f} ms, sm80 template "
+                  f"{base_ms:.3f} ms: {base_ms / ms:.2f}x")
     return case, results, batch.context_kv_bytes()
 
 
 def main():
-    args = benchlib.parser(__doc__).parse_args()
+    parser = benchlib.parser(__doc__)
+    parser.add_argument("--layout", choices=["nhd", "shuffled"],
+                        default="nhd")
+    args = parser.parse_args()
     bench = benchlib.Bench(args, "extend_turn_bench")
     bundle = bench.bundle("dispatch")
+    baseline = (bench.bundle("dispatch_sm80")
+                if args.layout == "shuffled" and not bench.smoke else None)
     rows = []
     for requests, context, new_tokens in (SMOKE_CASES if bench.smoke
                                           else CASES):
         case, results, kv = run_case(bench, bundle, requests, context,
-                                     new_tokens)
+                                     new_tokens, args.layout, baseline)
         (windows, info), (sequence, seq_info), (unified, uni_info) = results
         bench.check(f"{case}: compute_units=1 runs the chunks in sequence",
                     seq_info["context_chunks_parallel"] == 0)

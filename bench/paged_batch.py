@@ -10,10 +10,12 @@ import tessel
 
 
 class PagedBatch:
-    def __init__(self, requests, heads, gen, device):
+    def __init__(self, requests, heads, gen, device, layout="nhd"):
         """`requests`: (new tokens, cached context) per request, in plan
-        order; `heads`: (Hq, Hkv, D, block size)."""
+        order; `heads`: (Hq, Hkv, D, block size); `layout`: the caches'
+        ("nhd" or "shuffled")."""
         self.hq, self.hkv, self.d, self.bs = heads
+        self.layout = layout
         self.ql = [n for n, _ in requests]
         self.cl = [c for _, c in requests]
         bs = self.bs
@@ -35,6 +37,9 @@ class PagedBatch:
 
         shape = (total, bs, self.hkv, self.d)
         self.k_cache, self.v_cache = rand(*shape), rand(*shape)
+        if layout == "shuffled":
+            self.k_cache, self.v_cache = tessel.shuffle_kv_caches(
+                self.k_cache, self.v_cache)
         T = sum(self.ql)
         self.q, self.k, self.v = (rand(T, self.hq, self.d),
                                   rand(T, self.hkv, self.d),
@@ -50,7 +55,8 @@ class PagedBatch:
     def attention(self, bundle, **config):
         return tessel.Attention(bundle, num_q_heads=self.hq,
                                 num_kv_heads=self.hkv, head_dim=self.d,
-                                block_size=self.bs, **config)
+                                block_size=self.bs, kv_layout=self.layout,
+                                **config)
 
     def buffers(self, out):
         return dict(q=self.q, k=self.k, v=self.v, k_cache=self.k_cache,
@@ -79,8 +85,10 @@ class PagedBatch:
     def reference(self):
         """float64 out [T, Hq, D] of the step (the new tokens must be in
         the caches first)."""
-        return reference(self.q, self.k_cache, self.v_cache, self.table,
-                         self.ql, self.cl)
+        caches = (self.k_cache, self.v_cache)
+        if self.layout == "shuffled":
+            caches = tessel.nhd_kv_caches(*caches)
+        return reference(self.q, *caches, self.table, self.ql, self.cl)
 
 
 def reference(q, k_cache, v_cache, table, query_lens, context_lens):

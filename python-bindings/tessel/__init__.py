@@ -24,7 +24,8 @@ import importlib
 # tessel.compile work where the native module (or torch) is missing.
 _EXPORTS = {"Device": "_tessel", "Error": "_tessel", "StatusCode": "_tessel",
             "Attention": "attention", "Plan": "attention",
-            "permute_rows": "attention", "CompileError": "compiler",
+            "permute_rows": "attention", "shuffle_kv_caches": "attention",
+            "nhd_kv_caches": "attention", "CompileError": "compiler",
             "compile": "compiler", "Bundle": "runtime", "Kernel": "runtime",
             "KernelCache": "cache"}
 

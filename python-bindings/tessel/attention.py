@@ -229,6 +229,28 @@ def permute_rows(order: Sequence[int], rows):
     return rows[order]
 
 
+def shuffle_kv_caches(k_cache, v_cache):
+    """NHD caches (torch tensors) k [blocks, BS, H, D] and v [blocks, BS, H,
+    Dv] in the CDNA pre-shuffled layout (docs/dispatcher.md), new
+    contiguous tensors: with x = 16 bytes of elements, k [blocks, H, D/x,
+    BS, x] and v [blocks, H, BS/x, Dv, x]."""
+    nb, bs, h, d = k_cache.shape
+    x = 16 // k_cache.element_size()
+    dv = v_cache.shape[3]
+    return (k_cache.view(nb, bs, h, d // x, x).permute(0, 2, 3, 1, 4)
+            .contiguous(),
+            v_cache.view(nb, bs // x, x, h, dv).permute(0, 3, 1, 4, 2)
+            .contiguous())
+
+
+def nhd_kv_caches(k_cache, v_cache):
+    """Pre-shuffled caches back in the NHD layout (shuffle_kv_caches'
+    inverse), as views."""
+    nb, h, _, bs, _ = k_cache.shape
+    return (k_cache.permute(0, 3, 1, 2, 4).reshape(nb, bs, h, -1),
+            v_cache.permute(0, 2, 4, 1, 3).reshape(nb, bs, h, -1))
+
+
 def _workspace(workspace, device) -> Tuple[int, int]:
     """(address, bytes) of a workspace: a dense torch tensor of any dtype
     on the plan's device, or None."""
@@ -248,4 +270,5 @@ def _workspace(workspace, device) -> Tuple[int, int]:
     return workspace.data_ptr(), workspace.numel() * workspace.element_size()
 
 
-__all__ = ["Attention", "Plan", "permute_rows"]
+__all__ = ["Attention", "Plan", "permute_rows", "shuffle_kv_caches",
+           "nhd_kv_caches"]

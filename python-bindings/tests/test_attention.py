@@ -185,3 +185,17 @@ def test_a_device_instead_of_a_bundle_compiles_the_set_on_miss(tmp_path):
         tessel.Attention(tessel.Device("host"), num_q_heads=6,
                          num_kv_heads=2, head_dim=48, v_head_dim=32,
                          block_size=BS, cache=tessel.KernelCache(tmp_path))
+
+
+def test_shuffle_kv_caches():
+    """The pre-shuffled layout, element by element, and back."""
+    gen = torch.Generator().manual_seed(7)
+    k = torch.randn(3, 16, 2, 64, generator=gen).bfloat16()
+    v = torch.randn(3, 16, 2, 32, generator=gen).bfloat16()
+    ks, vs = tessel.shuffle_kv_caches(k, v)
+    assert ks.shape == (3, 2, 8, 16, 8) and vs.shape == (3, 2, 2, 32, 8)
+    for b, t, h, d in [(0, 0, 0, 0), (2, 13, 1, 61), (1, 7, 0, 9)]:
+        assert ks[b, h, d // 8, t, d % 8] == k[b, t, h, d]
+        assert vs[b, h, t // 8, d % 32, t % 8] == v[b, t, h, d % 32]
+    kn, vn = tessel.nhd_kv_caches(ks, vs)
+    assert torch.equal(kn, k) and torch.equal(vn, v)

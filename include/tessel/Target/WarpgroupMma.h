@@ -65,6 +65,10 @@ public:
   /// spilled 8 bytes there; 32 / 232 spills none and measured 1.00-1.01x
   /// (H200, 2026-12-02).
   static constexpr RegisterSplit kPrefillSmallRegisters{32, 232};
+  /// Paged attention over pre-shuffled caches: the producer issues a TMA
+  /// box per 8 keys of K and a bulk copy per page of V, from the block id
+  /// and a 64-bit address a page (at 40 / 232 ptxas spilled 20-44 bytes).
+  static constexpr RegisterSplit kShuffledPagesRegisters{56, 224};
   /// The grouped matmuls: the producer walks a persistent grid's tiles (a
   /// group scan each) and may copy B from a pointer table; a consumer
   /// holds one m64n256 accumulator. (56 and 224 left 4-16 bytes spilled
@@ -85,9 +89,15 @@ public:
   /// 128-byte swizzle). K-major: a row holds 64 K-elements of one M or N
   /// index. MN-major: a row holds 64 M or N indices of one K, and the tile
   /// is chunks of 64 M or N indices, `chunkBytes` apart.
+  /// Unswizzled (coreKBytes > 0, K-major only): core matrices of 8 M or N
+  /// indices x 8 K-elements, 128 contiguous bytes each (a row's 16 bytes,
+  /// then the next row's), `coreKBytes` apart along K and `coreMNBytes`
+  /// along M or N: the layout a CDNA pre-shuffled KV cache page already
+  /// has (K [D/8, BS, 8], V [BS/8, D, 8] per head).
   struct SharedOperand {
     bool kMajor = true;
     int64_t chunkBytes = 0;
+    int64_t coreKBytes = 0, coreMNBytes = 0;
   };
   /// The i64 descriptor of the operand tile at shared byte address
   /// `address` (i32).
@@ -99,8 +109,11 @@ public:
   virtual Value advanceDescriptor(OpBuilder &b, Location loc, Value descriptor,
                                   int64_t bytes) const = 0;
   /// Bytes from one MMA's K slice (16 elements) of a tile to the next:
-  /// 32 along a K-major row, 16 rows of an MN-major chunk.
+  /// 32 along a K-major row, 16 rows of an MN-major chunk, two core
+  /// matrices unswizzled.
   static int64_t kStepBytes(SharedOperand operand) {
+    if (operand.coreKBytes)
+      return 2 * operand.coreKBytes;
     return operand.kMajor ? 32 : kDepth * kSwizzleBytes;
   }
   /// acc (an f32 struct of n / 2 members) += A . B for a 64 x n C tile from
@@ -158,6 +171,11 @@ public:
   /// shared memory at `dst`, completing on `bar`.
   virtual void tmaLoad(OpBuilder &b, Location loc, Value dst, Value map,
                        Value bar, ValueRange coordinates) const = 0;
+  /// Copies `bytes` (a multiple of 16) contiguous bytes from global `src`
+  /// (!llvm.ptr<1>, 16-byte aligned) to shared `dst`, completing on `bar`
+  /// (a bulk copy: TMA without a tensor map).
+  virtual void bulkLoad(OpBuilder &b, Location loc, Value dst, Value src,
+                        int64_t bytes, Value bar) const = 0;
   /// Copies 16 bytes from global `src` (!llvm.ptr<1>) to shared `dst`
   /// (!llvm.ptr<3>) asynchronously, reading `srcBytes` (i32, 0 or 16) of
   /// them and zero-filling the rest (cp.async).
@@ -205,6 +223,7 @@ public:
 static_assert(WarpgroupMma::kAttentionRegisters.fits() &&
                   WarpgroupMma::kPrefillRegisters.fits() &&
                   WarpgroupMma::kPrefillSmallRegisters.fits() &&
+                  WarpgroupMma::kShuffledPagesRegisters.fits() &&
                   WarpgroupMma::kGemmRegisters.fits(),
               "setmaxnreg cannot hand out more than the block has");
 

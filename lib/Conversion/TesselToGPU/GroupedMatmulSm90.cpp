@@ -211,24 +211,10 @@ protected:
     return {select(valid, mul(divu(entry, divisor), width), idx(0)),
             select(valid, i32(16), i32(0))};
   }
-  /// The global pointer (!llvm.ptr<1>) of an i64 address.
-  Value globalPointer(Value address) {
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
-  }
-  /// The global pointer to the first element of memref `operand`.
-  Value globalMatrix(Value operand) {
-    return globalPointer(arith::IndexCastOp::create(
-        b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand)));
-  }
   /// Element `element` (index) of the global `matrix` (!llvm.ptr<1>), the
   /// source of a producer thread's cp.async.
   Value globalElement(Value matrix, Value element) {
-    return LLVM::GEPOp::create(
-        b, loc, matrix.getType(), elem, matrix,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), element)
-                       .getResult()});
+    return KernelBuilder::globalElement(matrix, elem, element);
   }
 
   const WarpgroupMma &wg;

@@ -295,6 +295,24 @@ std::pair<Value, Value> KernelBuilder::alignedSharedBase(int64_t alignment) {
   return {pointer, toI32(aligned)};
 }
 
+Value KernelBuilder::globalPointer(Value address) {
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+}
+
+Value KernelBuilder::globalMatrix(Value operand) {
+  return globalPointer(arith::IndexCastOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand)));
+}
+
+Value KernelBuilder::globalElement(Value matrix, Type elem, Value element) {
+  return LLVM::GEPOp::create(
+      b, loc, matrix.getType(), elem, matrix,
+      ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), element)
+                     .getResult()});
+}
+
 Value KernelBuilder::sharedByte(Value base, Value offset) {
   return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
                              ValueRange{toI32(offset)});

@@ -388,6 +388,15 @@ protected:
                       WarpgroupMma::RegisterSplit registers =
                           WarpgroupMma::kAttentionRegisters);
 
+  // --- global memory --------------------------------------------------------
+  /// The global pointer (!llvm.ptr<1>) of an i64 address.
+  Value globalPointer(Value address);
+  /// The global pointer to the first element of memref `operand`.
+  Value globalMatrix(Value operand);
+  /// Element `element` (index) of `elem`s from the global `matrix`
+  /// (!llvm.ptr<1>).
+  Value globalElement(Value matrix, Type elem, Value element);
+
   // --- shared memory --------------------------------------------------------
   /// The block's dynamic shared memory, as bytes.
   Value dynamicSharedBytes();

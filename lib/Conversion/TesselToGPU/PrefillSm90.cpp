@@ -43,11 +43,15 @@
 // those V rows in shared memory before P V reads them (P is 0 there, but
 // 0 x NaN is NaN, and rows outside every request may hold anything).
 //
-// Paged keys (paged_attention with cu_seqlens: extend's cached context,
-// NHD caches): K/V rows are copied page by page, a TMA box per piece of a
-// page (the caches seen as rows [NB * BS, Hkv, D], block ids from the block
-// table clamped into the cache), over the request's context window (split
-// p's in the split form; it may be empty). An extend may bring a few new
+// Paged keys (paged_attention with cu_seqlens: extend's cached context):
+// K/V rows are copied page by page (block ids from the block table clamped
+// into the cache), over the request's context window (split p's in the
+// split form; it may be empty). NHD: a TMA box per piece of a page, the
+// caches seen as rows [NB * BS, Hkv, D]. CDNA pre-shuffled: a page of one
+// head is already in wgmma's unswizzled K-major layout (8 x 16-byte core
+// matrices: K's 8 keys x 8 head-dim elements, V's 8 value columns x 8
+// keys), so the stage keeps it: K by a TMA box per 8 keys, V's piece of a
+// page (contiguous) by one bulk copy. An extend may bring a few new
 // tokens only: a block takes the query heads of one KV head, packed into
 // the tile's rows (row r: token r / g, head r % g), so that 16 tokens at
 // GQA 8 still fill the 128-row tile. With causal (the unified mode's
@@ -129,13 +133,22 @@ struct FlashSm90Problem {
   int64_t qHeads, kvHeads;
   Value scaleLog2;
   bool causal = false;
-  /// The keys are a request's cached context in an NHD paged cache
-  /// (paged_attention with cu_seqlens): rows of the caches seen as [NB *
-  /// BS, Hkv, D], found through the block table, `boxRows` (a divisor of
-  /// the block size and of tileKeys) per TMA box.
+  /// The keys are a request's cached context in a paged cache
+  /// (paged_attention with cu_seqlens), found through the block table and
+  /// copied `boxRows` (a divisor of the block size and of tileKeys) rows at
+  /// a time: NHD, rows of the caches seen as [NB * BS, Hkv, D], a TMA box
+  /// each.
   bool paged = false;
   Value blockTable, contextLens, numBlocks;
   int64_t blockSize = 0, boxRows = 0;
+  /// CDNA pre-shuffled caches (K [NB, Hkv, D/8, BS, 8], V [NB, Hkv, BS/8,
+  /// Dv, 8]): a page's rows keep their layout in the stage, core matrices
+  /// unswizzled (WarpgroupMma::SharedOperand), K as tileKeys / 8 slabs
+  /// [D/8, 8 rows, 8] (a TMA box each of the map {BS * 8, D/8, NB * Hkv}),
+  /// V as tileKeys / 8 slabs [Dv, 8 rows, 8], contiguous in the cache for
+  /// `boxRows` rows (a bulk copy from `vCache`).
+  bool shuffled = false;
+  Value vCache;
   /// out [P, T, Hq, Dv], lse [P, Hq, T]: partial p is the context window
   /// [p W, (p + 1) W), W = ceil(MB / P) * BS.
   bool split = false;
@@ -190,12 +203,18 @@ private:
   std::pair<Value, Value> pagedWindow(Value request);
   /// Paged: the length of `request`'s context, as the windows clamp it.
   Value sequenceLength(Value request);
-  /// Paged: the row of the caches (as [NB * BS, ...]) of context token
-  /// `token` of the tile's request.
-  Value cacheRow(Value token);
+  /// Paged: the cache block (clamped into the cache) and the row in it of
+  /// context token `token` of the tile's request.
+  std::pair<Value, Value> cachePosition(Value token);
+  /// Paged: copies `withK` / `withV` of the K/V tile from `tileStart` to
+  /// the stage at `slot`, completing on `arrival`.
+  void copyPages(Value slot, Value tileStart, Value arrival, bool withK,
+                 bool withV);
   void consume(const Tile &tile, Value consumer);
   /// Zeroes rows [valid, tileKeys) of the V tile at byte `vSlot`.
   void zeroValueRows(Value vSlot, Value valid, Value consumer);
+  /// zeroValueRows of a shuffled V tile: its 16-byte pieces hold 8 rows.
+  void zeroShuffledValueRows(Value vSlot, Value valid, Value consumer);
   void epilogue(const Tile &tile, Value consumer, ArrayRef<Value> state,
                 Value acc);
 
@@ -351,7 +370,6 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
     std::tie(stage, parity) = ringUse(use, cfg.stages, /*flip=*/true);
     Value slot = add(mul(stage, cfg.stageBytes()), cfg.qBytes());
     Value tileStart = add(tile.keyStart, mul(kt, cfg.tileKeys));
-    int64_t boxRows = pb.paged ? pb.boxRows : cfg.tileKeys;
     // Waits for the stage's K (and V, unless separateKV) to be released,
     // then copies K and/or V (`withK`, `withV`).
     auto copy = [&](RingBarrier empty, RingBarrier full, bool withK,
@@ -361,21 +379,19 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
       wg.arriveExpectBytes(b, loc, arrival,
                            (withK ? cfg.kBytes() : 0) +
                                (withV ? cfg.vBytes() : 0));
-      for (int64_t box = 0; box < cfg.tileKeys / boxRows; ++box) {
-        Value row = pb.paged ? cacheRow(add(tileStart, box * boxRows))
-                             : toI32(tileStart);
-        int64_t boxOffset = box * boxRows * WarpgroupMma::kSwizzleBytes;
-        auto chunks = [&](int64_t offset, int64_t dim, Value map) {
-          for (int64_t c = 0; c < dim / chunk; ++c)
-            wg.tmaLoad(b, loc,
-                       ptr(add(slot, offset + c * kvChunk + boxOffset)), map,
-                       arrival, {i32(c * chunk), toI32(kvHead), row});
-        };
-        if (withK)
-          chunks(0, cfg.headDim, pb.mapK);
-        if (withV)
-          chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
+      if (pb.paged) {
+        copyPages(slot, tileStart, arrival, withK, withV);
+        return;
       }
+      auto chunks = [&](int64_t offset, int64_t dim, Value map) {
+        for (int64_t c = 0; c < dim / chunk; ++c)
+          wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk)), map,
+                     arrival, {i32(c * chunk), toI32(kvHead), toI32(tileStart)});
+      };
+      if (withK)
+        chunks(0, cfg.headDim, pb.mapK);
+      if (withV)
+        chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
     };
     if (cfg.separateKV) {
       copy(RingBarrier::KEmpty, RingBarrier::KFull, true, false);
@@ -401,15 +417,53 @@ Value FlashSm90Builder::sequenceLength(Value request) {
       .second;
 }
 
-Value FlashSm90Builder::cacheRow(Value token) {
+std::pair<Value, Value> FlashSm90Builder::cachePosition(Value token) {
   // Past the window the ids are clamped into the cache: every copy reads
   // rows that exist, and the consumers mask them.
   Value maxBlocks = memref::DimOp::create(b, loc, pb.blockTable, 1);
   Value logical = minu(divu(token, pb.blockSize), sub(maxBlocks, idx(1)));
   Value id = toIndex(memref::LoadOp::create(b, loc, pb.blockTable,
                                             ValueRange{request, logical}));
-  Value block = minu(id, sub(pb.numBlocks, idx(1)));
-  return toI32(add(mul(block, pb.blockSize), remu(token, pb.blockSize)));
+  return {minu(id, sub(pb.numBlocks, idx(1))), remu(token, pb.blockSize)};
+}
+
+void FlashSm90Builder::copyPages(Value slot, Value tileStart, Value arrival,
+                                 bool withK, bool withV) {
+  int64_t chunk = FlashSm90Config::chunk;
+  int64_t kvChunk = FlashSm90Config::chunkBytes(cfg.tileKeys);
+  // Bytes of a shuffled slab of 8 rows (K's, V's), slabs a box.
+  int64_t kSlab = 8 * cfg.headDim * kElemBytes;
+  int64_t vSlab = 8 * cfg.valueDim * kElemBytes;
+  int64_t slabs = pb.boxRows / 8;
+  for (int64_t box = 0; box < cfg.tileKeys / pb.boxRows; ++box) {
+    auto [block, inBlock] = cachePosition(add(tileStart, box * pb.boxRows));
+    if (pb.shuffled) {
+      Value page = add(mul(block, pb.kvHeads), kvHead);
+      for (int64_t s = 0; withK && s < slabs; ++s)
+        wg.tmaLoad(b, loc, ptr(add(slot, (box * slabs + s) * kSlab)),
+                   pb.mapK, arrival,
+                   {toI32(mul(add(inBlock, 8 * s), 8)), i32(0), toI32(page)});
+      // The box's rows of V, [slabs, Dv, 8], are contiguous in the cache.
+      Value first = mul(add(mul(page, pb.blockSize), inBlock), cfg.valueDim);
+      if (withV)
+        wg.bulkLoad(b, loc,
+                    ptr(add(slot, cfg.kBytes() + box * slabs * vSlab)),
+                    globalElement(globalMatrix(pb.vCache), elem, first),
+                    slabs * vSlab, arrival);
+      continue;
+    }
+    Value row = toI32(add(mul(block, pb.blockSize), inBlock));
+    int64_t boxOffset = box * pb.boxRows * WarpgroupMma::kSwizzleBytes;
+    auto chunks = [&](int64_t offset, int64_t dim, Value map) {
+      for (int64_t c = 0; c < dim / chunk; ++c)
+        wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk + boxOffset)),
+                   map, arrival, {i32(c * chunk), toI32(kvHead), row});
+    };
+    if (withK)
+      chunks(0, cfg.headDim, pb.mapK);
+    if (withV)
+      chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
+  }
 }
 
 void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
@@ -448,13 +502,64 @@ void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
   wg.barrier(b, loc, i32(1), cfg.consumers * threads);
 }
 
+void FlashSm90Builder::zeroShuffledValueRows(Value vSlot, Value valid,
+                                             Value consumer) {
+  // Piece p (16 bytes) holds rows 8 (p / Dv) .. + 7 of value column
+  // p % Dv. The slabs past the one of row `valid` are zeroed as in
+  // zeroValueRows (pieces that stay go to the scratch line); that one's
+  // Dv pieces, a piece per thread (the two consumers' first Dv / 2
+  // threads), get their rows from `valid` on zeroed element by element.
+  // (Reading the piece to merge it cost the consumers 8-12 bytes of
+  // spills.)
+  int64_t threads = WarpgroupMma::kWarpgroupThreads;
+  int64_t perConsumer = cfg.tileKeys / 8 * cfg.valueDim / cfg.consumers;
+  Value thread = remu(threadId(), threads);
+  Value partial = divu(valid, 8);
+  Value zero = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(VectorType::get({8}, elem), b.getZeroAttr(elem)));
+  Value scratch = idx(cfg.scratchOffset());
+  for (int64_t step = 0; step < perConsumer; step += threads) {
+    Value piece = add(add(thread, step), mul(consumer, perConsumer));
+    Value zeroed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                         divu(piece, cfg.valueDim), partial);
+    Value offset = select(zeroed, add(vSlot, mul(piece, 16)), scratch);
+    LLVM::StoreOp::create(b, loc, zero, ptr(offset), /*alignment=*/16);
+  }
+  assert(cfg.valueDim / cfg.consumers <= threads && "a piece per thread");
+  Value mine = lt(thread, idx(cfg.valueDim / cfg.consumers));
+  Value piece = add(mul(partial, cfg.valueDim),
+                    add(mul(consumer, cfg.valueDim / cfg.consumers), thread));
+  Value first = ptr(add(vSlot, mul(piece, 16)));
+  Value zeroElement = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
+  for (int64_t row = 0; row < 8; ++row) {
+    Value zeroed = andi(mine, arith::CmpIOp::create(
+                                  b, loc, arith::CmpIPredicate::sge,
+                                  add(mul(partial, 8), row), valid));
+    ifThen(zeroed, [&] {
+      LLVM::StoreOp::create(b, loc, zeroElement,
+                            sharedByte(first, idx(row * kElemBytes)));
+    });
+  }
+  wg.fenceSharedForAsync(b, loc);
+  wg.barrier(b, loc, i32(1), cfg.consumers * threads);
+}
+
 void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   int64_t n = cfg.tileKeys, dv = cfg.valueDim;
   int64_t chunk = FlashSm90Config::chunk;
   int64_t kvChunk = FlashSm90Config::chunkBytes(n);
   int64_t nSlots = slots();
   WarpgroupMma::SharedOperand kMajor{true, 0};
+  WarpgroupMma::SharedOperand kLayout = kMajor;
   WarpgroupMma::SharedOperand vLayout{false, kvChunk};
+  // Shuffled: K's core matrices 16 bytes (8 head-dim elements) apart along
+  // the head dim and a slab of 8 keys apart along the keys; V's a slab
+  // apart along the keys and 16 bytes (8 value columns) apart along them.
+  if (pb.shuffled) {
+    kLayout = {true, 0, 128, 8 * cfg.headDim * kElemBytes};
+    vLayout = {true, 0, 8 * dv * kElemBytes, 128};
+  }
   Value thread = remu(threadId(), WarpgroupMma::kWarpgroupThreads);
   // Causal: the position of the query of this consumer's row `row`, the
   // last key it may see; this thread's two rows' (members 4j + {0, 1} and
@@ -515,7 +620,10 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     Value valid = sub(tile.keyEnd, tileStart);
     ifThen(lt(valid, idx(n)), [&] {
       waitFor(RingBarrier::VFull, at);
-      zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
+      if (pb.shuffled)
+        zeroShuffledValueRows(add(slot, cfg.kBytes()), valid, consumer);
+      else
+        zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
     });
     return std::make_pair(slot, tileStart);
   };
@@ -533,17 +641,19 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   auto scoreDescriptors = [&](Value slot) {
     Value descQ =
         wg.sharedDescriptor(b, loc, wg.opaque(b, loc, qAddress), kMajor);
-    Value descK = descriptor(slot, kMajor);
+    Value descK = descriptor(slot, kLayout);
     Operands steps;
     for (int64_t t = 0; t < cfg.headDim / WarpgroupMma::kDepth; ++t) {
       int64_t c = t / (chunk / WarpgroupMma::kDepth);
       int64_t inChunk = (t % (chunk / WarpgroupMma::kDepth)) *
                         WarpgroupMma::kStepBytes(kMajor);
+      int64_t kStep = pb.shuffled ? t * WarpgroupMma::kStepBytes(kLayout)
+                                  : c * kvChunk + inChunk;
       steps.push_back(
           {wg.advanceDescriptor(b, loc, descQ,
                                 c * FlashSm90Config::chunkBytes(cfg.tileRows) +
                                     inChunk),
-           wg.advanceDescriptor(b, loc, descK, c * kvChunk + inChunk)});
+           wg.advanceDescriptor(b, loc, descK, kStep)});
     }
     return steps;
   };
@@ -551,11 +661,12 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
   auto issueScores = [&](const Operands &steps) {
     Value acc;
     for (auto [descQ, descK] : steps)
-      acc = wg.mma(b, loc, elem, n, descQ, kMajor, descK, kMajor, acc);
+      acc = wg.mma(b, loc, elem, n, descQ, kMajor, descK, kLayout, acc);
     return acc;
   };
   // The descriptors of O += P V's MMAs on the V tile of the stage at
-  // `slot`: V's k16 step is 16 rows (2 KB) into each chunk.
+  // `slot`: V's k16 step is 16 rows (2 KB) into each chunk (two slabs
+  // shuffled).
   auto valueDescriptors = [&](Value slot) {
     Value descV = descriptor(add(slot, cfg.kBytes()), vLayout);
     SmallVector<Value> steps;
@@ -1028,7 +1139,8 @@ void FlashSm90Builder::build() {
         forEachTile([&](const Tile &tile) { consume(tile, consumer); });
       },
       /*active=*/nullptr,
-      pb.paged || !cfg.overlap || cfg.valueDim > 128
+      pb.shuffled ? WarpgroupMma::kShuffledPagesRegisters
+      : pb.paged || !cfg.overlap || cfg.valueDim > 128
           ? WarpgroupMma::kAttentionRegisters
       : cfg.valueDim <= 64     ? WarpgroupMma::kPrefillSmallRegisters
                                : WarpgroupMma::kPrefillRegisters);
@@ -1089,7 +1201,6 @@ bool mlir::tessel::hasPagedQueriesSm90(PagedAttentionOp op,
   int64_t blockSize = getCacheBlockSize(
       cast<MemRefType>(op.getKCache().getType()), op.getLayout());
   return op.getCuSeqlens() && !op.getWindowStart() &&
-         op.getLayout() == KVLayout::NHD &&
          flashSm90Serves(target, qType.getElementType(), d, dv) &&
          flashSm90BoxRows(blockSize, flashSm90TileKeys(target, d, dv)) > 0;
 }
@@ -1169,8 +1280,18 @@ buildFlashSm90(OpBuilder &b, Operation *op, KernelContext &ctx,
                               kSwizzle128});
   if (pb.paged)
     pb.boxRows = flashSm90BoxRows(pb.blockSize, cfg.tileKeys);
-  pb.mapK = map(k, pb.paged ? pb.boxRows : cfg.tileKeys);
-  pb.mapV = map(v, pb.paged ? pb.boxRows : cfg.tileKeys);
+  if (pb.shuffled) {
+    // k [NB, Hkv, D/8, BS, 8] as {BS * 8, D/8, NB * Hkv}: a box is 8 rows
+    // (128-byte lines) of every head-dim group of one page, unswizzled.
+    pb.mapK = ctx.addTensorMap({cast<BlockArgument>(k).getArgNumber(),
+                                {{3, 5}, {2, 3}, {0, 2}},
+                                {64, d / 8, 1},
+                                /*swizzle=*/0});
+    pb.vCache = ctx.arg(v);
+  } else {
+    pb.mapK = map(k, pb.paged ? pb.boxRows : cfg.tileKeys);
+    pb.mapV = map(v, pb.paged ? pb.boxRows : cfg.tileKeys);
+  }
   FlashSm90Builder(b, op->getLoc(), target, *atom, *target.getWarpgroupMma(),
                    cfg, pb, elem)
       .build();
@@ -1230,6 +1351,7 @@ mlir::tessel::buildPagedQueriesSm90(OpBuilder &b, PagedAttentionOp op,
   pb.contextLens = ctx.arg(op.getContextLens());
   pb.numBlocks = ctx.dimValue(b, op.getKCache(), 0);
   pb.blockSize = getCacheBlockSize(kType, op.getLayout());
+  pb.shuffled = op.getLayout() == KVLayout::Shuffled;
   pb.split = op.isSplit();
   pb.causal = op.getCausal();
   int64_t group = pb.qHeads / pb.kvHeads;

@@ -36,6 +36,8 @@ public:
   // K-major (1, as CUTLASS sets it), MN-major the stride between 64-element
   // MN chunks; 32-45 the stride between 8-row atoms >> 4 (1024 bytes, along
   // M/N K-major, along K MN-major); 62-63 the swizzle mode (1: 128 bytes).
+  // Unswizzled (mode 0), the leading offset is the stride between core
+  // matrices along K and the stride offset the one along M/N.
   // The low word is computed in 32 bits (shared addresses are below 2^18),
   // the high one is a constant. The low word goes through `opaque`: where
   // LLVM sees its bounds, it folds each advanced descriptor's 32-bit add
@@ -47,6 +49,11 @@ public:
     int64_t leading = operand.kMajor ? 1 : operand.chunkBytes >> 4;
     uint64_t high =
         (uint64_t{kSwizzleAlignment >> 4} << 32) | (uint64_t{1} << 62);
+    if (operand.coreKBytes) {
+      assert(operand.kMajor && "unswizzled operands are K-major");
+      leading = operand.coreKBytes >> 4;
+      high = uint64_t(operand.coreMNBytes >> 4) << 32;
+    }
     Value field = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, address, i32(b, loc, 4)),
         i32(b, loc, 0x3FFF));
@@ -222,6 +229,15 @@ public:
         /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
         /*predicate=*/Value());
+  }
+  void bulkLoad(OpBuilder &b, Location loc, Value dst, Value src,
+                int64_t bytes, Value bar) const override {
+    assert(bytes % 16 == 0 && "bulk copies move 16-byte units");
+    Value cluster = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), dst);
+    NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+        b, loc, cluster, src, bar, i32(b, loc, bytes),
+        /*multicastMask=*/Value(), /*l2CacheHint=*/Value());
   }
   void asyncCopy16(OpBuilder &b, Location loc, Value dst, Value src,
                    Value srcBytes) const override {

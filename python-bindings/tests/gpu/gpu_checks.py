@@ -6,6 +6,7 @@ import math
 
 import torch
 
+import tessel
 import tessel.cache
 import tessel.ops
 
@@ -92,19 +93,6 @@ def nan_full(*shape, dtype=torch.float32, device):
     return torch.full(shape, math.nan, dtype=dtype, device=device)
 
 
-def shuffle(k, v):
-    """NHD caches k [blocks, BS, H, D], v [blocks, BS, H, Dv] in the
-    shuffled layout: 16-byte groups of x elements, k [blocks, H, D/x, BS,
-    x] and v [blocks, H, BS/x, Dv, x] (docs/dispatcher.md)."""
-    nb, bs, h, d = k.shape
-    x = 16 // k.element_size()
-    dv = v.shape[3]
-    return (k.view(nb, bs, h, d // x, x).permute(0, 2, 3, 1, 4).contiguous(),
-            v.view(nb, bs // x, x, h, dv).permute(0, 3, 1, 4, 2).contiguous())
-
-
-def unshuffle(k, v):
-    """The NHD caches of shuffled ones (shuffle's inverse)."""
-    nb, h, _, bs, _ = k.shape
-    return (k.permute(0, 3, 1, 2, 4).reshape(nb, bs, h, -1),
-            v.permute(0, 2, 4, 1, 3).reshape(nb, bs, h, -1))
+# The shuffled layout's conversions (docs/dispatcher.md).
+shuffle = tessel.shuffle_kv_caches
+unshuffle = tessel.nhd_kv_caches
