@@ -231,9 +231,9 @@ def permute_rows(order: Sequence[int], rows):
 
 def shuffle_kv_caches(k_cache, v_cache):
     """NHD caches (torch tensors) k [blocks, BS, H, D] and v [blocks, BS, H,
-    Dv] in the CDNA pre-shuffled layout (docs/dispatcher.md), new
-    contiguous tensors: with x = 16 bytes of elements, k [blocks, H, D/x,
-    BS, x] and v [blocks, H, BS/x, Dv, x]."""
+    Dv] in the CDNA pre-shuffled layout (docs/dispatcher.md), as new
+    contiguous tensors: with x = 16 / element size, k [blocks, H, D/x, BS,
+    x] and v [blocks, H, BS/x, Dv, x]."""
     nb, bs, h, d = k_cache.shape
     x = 16 // k_cache.element_size()
     dv = v_cache.shape[3]
