@@ -385,8 +385,8 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
       }
       auto chunks = [&](int64_t offset, int64_t dim, Value map) {
         for (int64_t c = 0; c < dim / chunk; ++c)
-          wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk)), map,
-                     arrival, {i32(c * chunk), toI32(kvHead), toI32(tileStart)});
+          wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk)), map, arrival,
+                     {i32(c * chunk), toI32(kvHead), toI32(tileStart)});
       };
       if (withK)
         chunks(0, cfg.headDim, pb.mapK);
@@ -440,14 +440,13 @@ void FlashSm90Builder::copyPages(Value slot, Value tileStart, Value arrival,
     if (pb.shuffled) {
       Value page = add(mul(block, pb.kvHeads), kvHead);
       for (int64_t s = 0; withK && s < slabs; ++s)
-        wg.tmaLoad(b, loc, ptr(add(slot, (box * slabs + s) * kSlab)),
-                   pb.mapK, arrival,
+        wg.tmaLoad(b, loc, ptr(add(slot, (box * slabs + s) * kSlab)), pb.mapK,
+                   arrival,
                    {toI32(mul(add(inBlock, 8 * s), 8)), i32(0), toI32(page)});
       // The box's rows of V, [slabs, Dv, 8], are contiguous in the cache.
       Value first = mul(add(mul(page, pb.blockSize), inBlock), cfg.valueDim);
       if (withV)
-        wg.bulkLoad(b, loc,
-                    ptr(add(slot, cfg.kBytes() + box * slabs * vSlab)),
+        wg.bulkLoad(b, loc, ptr(add(slot, cfg.kBytes() + box * slabs * vSlab)),
                     globalElement(globalMatrix(pb.vCache), elem, first),
                     slabs * vSlab, arrival);
       continue;
@@ -533,9 +532,9 @@ void FlashSm90Builder::zeroShuffledValueRows(Value vSlot, Value valid,
   Value first = ptr(add(vSlot, mul(piece, 16)));
   Value zeroElement = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
   for (int64_t row = 0; row < 8; ++row) {
-    Value zeroed = andi(mine, arith::CmpIOp::create(
-                                  b, loc, arith::CmpIPredicate::sge,
-                                  add(mul(partial, 8), row), valid));
+    Value zeroed =
+        andi(mine, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                         add(mul(partial, 8), row), valid));
     ifThen(zeroed, [&] {
       LLVM::StoreOp::create(b, loc, zeroElement,
                             sharedByte(first, idx(row * kElemBytes)));
@@ -1142,8 +1141,8 @@ void FlashSm90Builder::build() {
       pb.shuffled ? WarpgroupMma::kShuffledPagesRegisters
       : pb.paged || !cfg.overlap || cfg.valueDim > 128
           ? WarpgroupMma::kAttentionRegisters
-      : cfg.valueDim <= 64     ? WarpgroupMma::kPrefillSmallRegisters
-                               : WarpgroupMma::kPrefillRegisters);
+      : cfg.valueDim <= 64 ? WarpgroupMma::kPrefillSmallRegisters
+                           : WarpgroupMma::kPrefillRegisters);
 }
 
 } // namespace

@@ -230,8 +230,8 @@ public:
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
         /*predicate=*/Value());
   }
-  void bulkLoad(OpBuilder &b, Location loc, Value dst, Value src,
-                int64_t bytes, Value bar) const override {
+  void bulkLoad(OpBuilder &b, Location loc, Value dst, Value src, int64_t bytes,
+                Value bar) const override {
     assert(bytes % 16 == 0 && "bulk copies move 16-byte units");
     Value cluster = LLVM::AddrSpaceCastOp::create(
         b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), dst);
