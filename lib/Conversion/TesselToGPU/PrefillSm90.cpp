@@ -206,6 +206,11 @@ private:
   /// Paged: the cache block (clamped into the cache) and the row in it of
   /// context token `token` of the tile's request.
   std::pair<Value, Value> cachePosition(Value token);
+  /// Copies `withK` / `withV` of the `boxRows` rows from cache row `row`
+  /// (i32) into the stage at `slot`, `boxOffset` bytes into each of its
+  /// 128-byte-swizzled chunks, completing on `arrival`.
+  void copyRows(Value slot, int64_t boxOffset, Value row, Value arrival,
+                bool withK, bool withV);
   /// Paged: copies `withK` / `withV` of the K/V tile from `tileStart` to
   /// the stage at `slot`, completing on `arrival`.
   void copyPages(Value slot, Value tileStart, Value arrival, bool withK,
@@ -213,8 +218,6 @@ private:
   void consume(const Tile &tile, Value consumer);
   /// Zeroes rows [valid, tileKeys) of the V tile at byte `vSlot`.
   void zeroValueRows(Value vSlot, Value valid, Value consumer);
-  /// zeroValueRows of a shuffled V tile: its 16-byte pieces hold 8 rows.
-  void zeroShuffledValueRows(Value vSlot, Value valid, Value consumer);
   void epilogue(const Tile &tile, Value consumer, ArrayRef<Value> state,
                 Value acc);
 
@@ -348,7 +351,6 @@ void FlashSm90Builder::forEachTile(function_ref<void(const Tile &)> fn) {
 
 void FlashSm90Builder::produce(const Tile &tile, Value lead) {
   int64_t qChunk = FlashSm90Config::chunkBytes(cfg.tileRows);
-  int64_t kvChunk = FlashSm90Config::chunkBytes(cfg.tileKeys);
   int64_t chunk = FlashSm90Config::chunk;
   ifThen(lead, [&] {
     wg.waitParity(b, loc, qEmpty(), barrierParity(tile.tilesBefore, true));
@@ -379,19 +381,10 @@ void FlashSm90Builder::produce(const Tile &tile, Value lead) {
       wg.arriveExpectBytes(b, loc, arrival,
                            (withK ? cfg.kBytes() : 0) +
                                (withV ? cfg.vBytes() : 0));
-      if (pb.paged) {
+      if (pb.paged)
         copyPages(slot, tileStart, arrival, withK, withV);
-        return;
-      }
-      auto chunks = [&](int64_t offset, int64_t dim, Value map) {
-        for (int64_t c = 0; c < dim / chunk; ++c)
-          wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk)), map, arrival,
-                     {i32(c * chunk), toI32(kvHead), toI32(tileStart)});
-      };
-      if (withK)
-        chunks(0, cfg.headDim, pb.mapK);
-      if (withV)
-        chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
+      else
+        copyRows(slot, 0, toI32(tileStart), arrival, withK, withV);
     };
     if (cfg.separateKV) {
       copy(RingBarrier::KEmpty, RingBarrier::KFull, true, false);
@@ -427,10 +420,23 @@ std::pair<Value, Value> FlashSm90Builder::cachePosition(Value token) {
   return {minu(id, sub(pb.numBlocks, idx(1))), remu(token, pb.blockSize)};
 }
 
-void FlashSm90Builder::copyPages(Value slot, Value tileStart, Value arrival,
-                                 bool withK, bool withV) {
+void FlashSm90Builder::copyRows(Value slot, int64_t boxOffset, Value row,
+                                Value arrival, bool withK, bool withV) {
   int64_t chunk = FlashSm90Config::chunk;
   int64_t kvChunk = FlashSm90Config::chunkBytes(cfg.tileKeys);
+  auto chunks = [&](int64_t offset, int64_t dim, Value map) {
+    for (int64_t c = 0; c < dim / chunk; ++c)
+      wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk + boxOffset)), map,
+                 arrival, {i32(c * chunk), toI32(kvHead), row});
+  };
+  if (withK)
+    chunks(0, cfg.headDim, pb.mapK);
+  if (withV)
+    chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
+}
+
+void FlashSm90Builder::copyPages(Value slot, Value tileStart, Value arrival,
+                                 bool withK, bool withV) {
   // Bytes of a shuffled slab of 8 rows (K's, V's), slabs a box.
   int64_t kSlab = 8 * cfg.headDim * kElemBytes;
   int64_t vSlab = 8 * cfg.valueDim * kElemBytes;
@@ -451,17 +457,9 @@ void FlashSm90Builder::copyPages(Value slot, Value tileStart, Value arrival,
                     slabs * vSlab, arrival);
       continue;
     }
-    Value row = toI32(add(mul(block, pb.blockSize), inBlock));
-    int64_t boxOffset = box * pb.boxRows * WarpgroupMma::kSwizzleBytes;
-    auto chunks = [&](int64_t offset, int64_t dim, Value map) {
-      for (int64_t c = 0; c < dim / chunk; ++c)
-        wg.tmaLoad(b, loc, ptr(add(slot, offset + c * kvChunk + boxOffset)),
-                   map, arrival, {i32(c * chunk), toI32(kvHead), row});
-    };
-    if (withK)
-      chunks(0, cfg.headDim, pb.mapK);
-    if (withV)
-      chunks(cfg.kBytes(), cfg.valueDim, pb.mapV);
+    copyRows(slot, box * pb.boxRows * WarpgroupMma::kSwizzleBytes,
+             toI32(add(mul(block, pb.blockSize), inBlock)), arrival, withK,
+             withV);
   }
 }
 
@@ -488,57 +486,44 @@ void FlashSm90Builder::zeroValueRows(Value vSlot, Value valid,
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(VectorType::get({4}, b.getI32Type()),
                                      b.getI32IntegerAttr(0).getValue()));
+  // Shuffled, piece p holds rows 8 (p / Dv) .. + 7 of value column p % Dv:
+  // the slabs of 8 rows past the one of row `valid` are zeroed here, that
+  // one's Dv pieces below.
+  Value partial = pb.shuffled ? divu(valid, 8) : Value();
   for (int64_t step = 0; step < perConsumer; step += threads) {
     Value piece = add(add(thread, step), mul(consumer, perConsumer));
-    Value row = remu(divu(piece, piecesPerRow), cfg.tileKeys);
-    Value zeroed =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row, valid);
+    Value zeroed;
+    if (pb.shuffled) {
+      zeroed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                     divu(piece, cfg.valueDim), partial);
+    } else {
+      Value row = remu(divu(piece, piecesPerRow), cfg.tileKeys);
+      zeroed =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row, valid);
+    }
     Value offset = select(zeroed, add(vSlot, mul(piece, 16)),
                           idx(cfg.scratchOffset()));
     LLVM::StoreOp::create(b, loc, zero, ptr(offset), /*alignment=*/16);
   }
-  wg.fenceSharedForAsync(b, loc);
-  wg.barrier(b, loc, i32(1), cfg.consumers * threads);
-}
-
-void FlashSm90Builder::zeroShuffledValueRows(Value vSlot, Value valid,
-                                             Value consumer) {
-  // Piece p (16 bytes) holds rows 8 (p / Dv) .. + 7 of value column
-  // p % Dv. The slabs past the one of row `valid` are zeroed as in
-  // zeroValueRows (pieces that stay go to the scratch line); that one's
-  // Dv pieces, a piece per thread (the two consumers' first Dv / 2
-  // threads), get their rows from `valid` on zeroed element by element.
-  // (Reading the piece to merge it cost the consumers 8-12 bytes of
-  // spills.)
-  int64_t threads = WarpgroupMma::kWarpgroupThreads;
-  int64_t perConsumer = cfg.tileKeys / 8 * cfg.valueDim / cfg.consumers;
-  Value thread = remu(threadId(), threads);
-  Value partial = divu(valid, 8);
-  Value zero = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(VectorType::get({8}, elem), b.getZeroAttr(elem)));
-  Value scratch = idx(cfg.scratchOffset());
-  for (int64_t step = 0; step < perConsumer; step += threads) {
-    Value piece = add(add(thread, step), mul(consumer, perConsumer));
-    Value zeroed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                         divu(piece, cfg.valueDim), partial);
-    Value offset = select(zeroed, add(vSlot, mul(piece, 16)), scratch);
-    LLVM::StoreOp::create(b, loc, zero, ptr(offset), /*alignment=*/16);
-  }
-  assert(cfg.valueDim / cfg.consumers <= threads && "a piece per thread");
-  Value mine = lt(thread, idx(cfg.valueDim / cfg.consumers));
-  Value piece = add(mul(partial, cfg.valueDim),
-                    add(mul(consumer, cfg.valueDim / cfg.consumers), thread));
-  Value first = ptr(add(vSlot, mul(piece, 16)));
-  Value zeroElement = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
-  for (int64_t row = 0; row < 8; ++row) {
-    Value zeroed =
-        andi(mine, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
-                                         add(mul(partial, 8), row), valid));
-    ifThen(zeroed, [&] {
-      LLVM::StoreOp::create(b, loc, zeroElement,
-                            sharedByte(first, idx(row * kElemBytes)));
-    });
+  if (pb.shuffled) {
+    // The partial slab, a piece per thread (the two consumers' first Dv / 2
+    // threads), its rows from `valid` on by 2-byte stores. (Reading the
+    // piece to merge it cost the consumers 8-12 bytes of spills.)
+    assert(cfg.valueDim / cfg.consumers <= threads && "a piece per thread");
+    Value mine = lt(thread, idx(cfg.valueDim / cfg.consumers));
+    Value piece = add(mul(partial, cfg.valueDim),
+                      add(mul(consumer, cfg.valueDim / cfg.consumers), thread));
+    Value first = ptr(add(vSlot, mul(piece, 16)));
+    Value zeroElement = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
+    for (int64_t row = 0; row < 8; ++row) {
+      Value zeroed =
+          andi(mine, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                           add(mul(partial, 8), row), valid));
+      ifThen(zeroed, [&] {
+        LLVM::StoreOp::create(b, loc, zeroElement,
+                              sharedByte(first, idx(row * kElemBytes)));
+      });
+    }
   }
   wg.fenceSharedForAsync(b, loc);
   wg.barrier(b, loc, i32(1), cfg.consumers * threads);
@@ -619,10 +604,7 @@ void FlashSm90Builder::consume(const Tile &tile, Value consumer) {
     Value valid = sub(tile.keyEnd, tileStart);
     ifThen(lt(valid, idx(n)), [&] {
       waitFor(RingBarrier::VFull, at);
-      if (pb.shuffled)
-        zeroShuffledValueRows(add(slot, cfg.kBytes()), valid, consumer);
-      else
-        zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
+      zeroValueRows(add(slot, cfg.kBytes()), valid, consumer);
     });
     return std::make_pair(slot, tileStart);
   };
