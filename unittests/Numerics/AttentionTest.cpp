@@ -120,10 +120,14 @@ AttentionRef prefillReference(const PrefillCase &c, PrefillInputs &in,
       onlyTokens);
 }
 
+/// `adjust` may change the random inputs before the kernel runs.
 void checkPrefill(const PrefillCase &c, const std::vector<int32_t> &lengths,
-                  uint64_t seed) {
+                  uint64_t seed,
+                  const std::function<void(PrefillInputs &)> &adjust = {}) {
   Rng rng(seed);
   PrefillInputs in(c, lengths, rng);
+  if (adjust)
+    adjust(in);
   TESSEL_KERNEL_OR_SKIP(kernel, defaultBundle().path, c.kernel);
   ASSERT_TRUE(kernel.run(in.args(c.hasLse)));
   AttentionRef r = prefillReference(c, in);
@@ -172,6 +176,28 @@ TEST(Prefill, Bf16Gqa4Dim128NonCausal) {
 // Large enough that a maximum of the unscaled scores would overflow exp2.
 TEST(Prefill, Bf16NegativeScale) {
   checkPrefill(kPrefillBf16NegativeScale, {300, 17, 64}, 113);
+}
+
+/// Keys grown along each request (token i of it times 1 + i / 8), so that
+/// a query's running maximum keeps rising by more than the slack the lazy
+/// rescaling of O allows (kRescaleSlack, 8 in log2 units), tile after tile
+/// and in some lanes of a wave but not others: those tiles must rescale.
+void growKeys(PrefillInputs &in) {
+  int64_t width = in.k.numel() / in.tokens;
+  for (size_t b = 0; b + 1 < in.cu.size(); ++b)
+    for (int32_t t = in.cu[b]; t < in.cu[b + 1]; ++t)
+      for (int64_t e = 0; e < width; ++e) {
+        size_t i = t * width + e;
+        in.k.set(i, in.k.at(i) * (1 + (t - in.cu[b]) / 8.0));
+      }
+}
+
+TEST(Prefill, Bf16GrowingScores) {
+  checkPrefill(kPrefillBf16Gqa1, {300, 17, 129}, 114, growKeys);
+}
+
+TEST(Prefill, Bf16GrowingScoresNonCausal) {
+  checkPrefill(kPrefillBf16NonCausal, {300, 1, 200}, 115, growKeys);
 }
 
 TEST(Prefill, Bf16OnlyEmptyRequests) {

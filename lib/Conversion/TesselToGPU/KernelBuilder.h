@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <functional>
@@ -76,6 +77,12 @@ protected:
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  /// `c` (i1), marked as usually false (llvm.expect): the back end lays
+  /// the branch it guards out of the way of the usual path.
+  Value unlikely(Value c) {
+    return LLVM::ExpectOp::create(
+        b, loc, c, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0));
   }
   Value toIndex(Value v) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);

@@ -11,7 +11,9 @@
 //   LDS, no barrier for it;
 // - a lane's scores are all of one query: its maximum is its own but for
 //   one exchange with the lane 32 away, its row sum its own until the
-//   epilogue, and O^T's rescale one factor a lane;
+//   epilogue, and O^T's rescale one factor a lane, skipped (by a branch
+//   uniform over the wave) unless a lane's maximum moved past the slack
+//   (kRescaleSlack);
 // - Q^T's B fragments come from global memory once a query tile (no Q in
 //   LDS: gfx942's 64 KB holds two 64-key K/V stages instead);
 // - scores go in pairs through packed FMAs into exp2 and to bf16;
@@ -26,6 +28,7 @@
 #include "PrefillBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
@@ -143,14 +146,18 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
 
   // Online softmax of the lane's queries (one a query atom): their scores
   // are the lane's and the lane's 32 away.
+  // Maxima in threes (each one v_max3_f32), sums in pairs.
   auto reduceAll = [&](ArrayRef<Value> values, bool isMax) {
+    size_t fanIn = isMax ? 3 : 2;
     SmallVector<Value> v(values);
     while (v.size() > 1) {
       SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < v.size(); i += 2)
-        next.push_back(isMax ? fmax(v[i], v[i + 1]) : fadd(v[i], v[i + 1]));
-      if (v.size() % 2)
-        next.push_back(v.back());
+      for (size_t i = 0; i < v.size(); i += fanIn) {
+        Value r = v[i];
+        for (size_t j = i + 1; j < std::min(i + fanIn, v.size()); ++j)
+          r = isMax ? fmax(r, v[j]) : fadd(r, v[j]);
+        next.push_back(r);
+      }
       v = std::move(next);
     }
     return v.front();
@@ -166,14 +173,23 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   auto half = [&](Value pair, int64_t i) -> Value {
     return vector::ExtractOp::create(b, loc, pair, i);
   };
-  SmallVector<Value> p16;
+  SmallVector<Value> p16, alphas;
+  Value grows;
   for (int64_t a = 0; a < queryAtoms; ++a) {
     MutableArrayRef<Value> sa = scoresOf(s, a);
     Value localMax = reduceAll(sa, /*isMax=*/true);
-    Value tileMax =
-        fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2));
+    Value tileMax = fmul(
+        fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2)),
+        multiplier);
+    // Lazy rescaling (kRescaleSlack): m moves only when the tile's maximum
+    // passes it by more than the slack (always from -inf), so on most tiles
+    // alpha is 1 and O^T's rescale below is skipped.
     Value mOld = state[a];
-    Value mNew = fmax(mOld, fmul(tileMax, multiplier));
+    Value grown =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, tileMax,
+                              fadd(mOld, f32(kRescaleSlack)));
+    grows = grows ? arith::OrIOp::create(b, loc, grows, grown) : grown;
+    Value mNew = select(grown, tileMax, mOld);
     Value mSafe = finiteOrZero(mNew);
     Value alpha = exp2(fsub(mOld, mSafe));
     Value negM = arith::NegFOp::create(b, loc, mSafe);
@@ -189,15 +205,37 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     state[a] = mNew;
     state[queryAtoms + a] = fadd(fmul(state[queryAtoms + a], alpha),
                                  reduceAll(sa, /*isMax=*/false));
-    // O^T rescaled in pairs too (v_pk_mul_f32).
-    Value alphaPair = splat(alpha);
-    MutableArrayRef<Value> o = outOf(a);
-    for (size_t i = 0; i < o.size(); i += 2) {
-      Value scaled = fmul(pairOf(o[i], o[i + 1]), alphaPair);
-      o[i] = half(scaled, 0);
-      o[i + 1] = half(scaled, 1);
-    }
+    alphas.push_back(alpha);
   }
+  // O^T rescaled, in pairs (v_pk_mul_f32), where a lane of the wave moved
+  // its m: a uniform branch the back end lays out of the loop as unlikely.
+  MutableArrayRef<Value> out =
+      MutableArrayRef<Value>(state).drop_front(2 * queryAtoms);
+  Value lanes = target.ballot(b, loc, grows);
+  Value anyLane = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, lanes,
+      arith::ConstantIntOp::create(b, loc, lanes.getType(), 0));
+  auto rescale = scf::IfOp::create(b, loc, ValueRange(out).getTypes(),
+                                   unlikely(anyLane), /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rescale.thenBlock());
+    SmallVector<Value> scaled(out);
+    for (int64_t a = 0; a < queryAtoms; ++a) {
+      Value alphaPair = splat(alphas[a]);
+      MutableArrayRef<Value> o = MutableArrayRef<Value>(scaled).slice(
+          a * outAtoms * acc, outAtoms * acc);
+      for (size_t i = 0; i < o.size(); i += 2) {
+        Value pair = fmul(pairOf(o[i], o[i + 1]), alphaPair);
+        o[i] = half(pair, 0);
+        o[i + 1] = half(pair, 1);
+      }
+    }
+    scf::YieldOp::create(b, loc, scaled);
+    b.setInsertionPointToStart(rescale.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange(out));
+  }
+  llvm::copy(rescale.getResults(), out.begin());
 
   // O^T += V^T P^T; each V^T fragment serves every query atom.
   SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);

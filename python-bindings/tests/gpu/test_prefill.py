@@ -1,11 +1,13 @@
 """The prefill kernels (tessel.specs.prefill, from the default kernel
 cache) against float64 torch: heads, qk and v head dims (64 to 256, 192 /
 128 for DeepSeek's non-absorbed MLA, 192 / 192 on sm_90a's 64-key tiles),
-bf16 or f16, causal or not, with or without LSE, on five batches: ragged
+bf16 or f16, causal or not, with or without LSE, on six batches: ragged
 lengths with an empty request, lengths around the 64-row tile, one long
 request, 50 NaN rows of no request after the last (no kernel may read them
-into a result), and a negative softmax scale (the sm_90a kernel takes
-another path where the scale is not positive). Outputs are poisoned with
+into a result), a negative softmax scale (the sm_90a kernel takes another
+path where the scale is not positive), and keys that grow along each
+request (a row's maximum keeps passing the slack of the lazy O rescaling,
+tile after tile, in some rows and not others). Outputs are poisoned with
 NaN before the launch: out within 1e-2 of the largest reference value, LSE
 (natural log) within 1e-3. On the host backend (preparing) the long
 requests are shorter; the kernels are the same. (conftest.py: how to run
@@ -38,16 +40,17 @@ CONFIGS = [
 ]
 
 # name: (lengths on the GPU, lengths on the host, NaN rows after the last
-# request, sign of the softmax scale d**-0.5). The host lengths are shorter
-# where the float64 reference (single-threaded torch there) would take
-# many seconds.
+# request, sign of the softmax scale d**-0.5, whether key i of a request is
+# scaled by 1 + i / 32). The host lengths are shorter where the float64
+# reference (single-threaded torch there) would take many seconds.
 BATCHES = {
     "ragged": ([1, 5, 129, 1000, 0, 77, 1333], [1, 5, 129, 200, 0, 77, 263],
-               0, 1),
-    "around_tile": ([64, 63, 65, 1, 2], [64, 63, 65, 1, 2], 0, 1),
-    "long": ([3000], [449], 0, 1),
-    "nan_tail": ([200, 70], [200, 70], 50, 1),
-    "negative_scale": ([300, 129], [300, 129], 0, -1),
+               0, 1, False),
+    "around_tile": ([64, 63, 65, 1, 2], [64, 63, 65, 1, 2], 0, 1, False),
+    "long": ([3000], [449], 0, 1, False),
+    "nan_tail": ([200, 70], [200, 70], 50, 1, False),
+    "negative_scale": ([300, 129], [300, 129], 0, -1, False),
+    "growing_keys": ([1000, 129, 300], [300, 129], 0, 1, True),
 }
 
 
@@ -79,12 +82,16 @@ def reference(q, k, v, lens, causal, scale):
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_prefill(config, batch, device, on_gpu, gen):
     hq, hkv, d, dv, dtype, causal, lse = config
-    gpu_lens, host_lens, pad, sign = BATCHES[batch]
+    gpu_lens, host_lens, pad, sign, grow = BATCHES[batch]
     lens = gpu_lens if on_gpu else host_lens
     rows = sum(lens)
     q, k, v = (torch.randn(rows + pad, h, width, generator=gen,
-                           device=device).to(dtype)
+                           device=device)
                for h, width in ((hq, d), (hkv, d), (hkv, dv)))
+    if grow:
+        position = torch.cat([torch.arange(n, device=device) for n in lens])
+        k[:rows] *= (1 + position / 32)[:, None, None]
+    q, k, v = (t.to(dtype) for t in (q, k, v))
     for t in (q, k, v):
         t[rows:] = math.nan
     cu = torch.tensor([0] + lens, device=device).cumsum(0).int()

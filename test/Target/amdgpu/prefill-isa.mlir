@@ -14,6 +14,8 @@
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
 // RUN: FileCheck %s --check-prefix=QWAIT942 < %t.942.s
 // RUN: FileCheck %s --check-prefix=QWAIT950 < %t.950.s
+// RUN: FileCheck %s --check-prefixes=LAZY,LAZY942 < %t.942.s
+// RUN: FileCheck %s --check-prefixes=LAZY,LAZY950 < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here),
 // on transposed scores: each wave computes S^T = K Q^T for 32 queries with
@@ -72,6 +74,22 @@
 // QWAIT950-NOT:  buffer_load
 // QWAIT950:      s_waitcnt vmcnt(0)
 // QWAIT950-NEXT: buffer_load_dwordx4
+
+// Lazy rescaling: the unmasked K/V loop rescales O^T (v_pk_mul_f32) only
+// where a lane's maximum passed its m by more than the slack, in a block
+// the back end placed after the loop (llvm.expect false) that branches
+// back into it; the loop itself has no v_pk_mul_f32. (gfx950's waves hold
+// two query atoms: 64 pairs of O^T.)
+// LAZY-LABEL:   prefill:
+// LAZY:         s_cbranch_vccnz [[RESCALE:.LBB0_[0-9]+]]
+// LAZY-NEXT:    [[JOIN:.LBB0_[0-9]+]]:
+// LAZY-NOT:     v_pk_mul_f32
+// LAZY:         s_cbranch_scc0
+// LAZY-NEXT:    s_branch
+// LAZY-NEXT:    [[RESCALE]]:
+// LAZY942-COUNT-32: v_pk_mul_f32
+// LAZY950-COUNT-64: v_pk_mul_f32
+// LAZY-NEXT:    s_branch [[JOIN]]
 
 // NOU16-NOT:   ds_read_u16
 // NOU16-NOT:   ds_write_b16
