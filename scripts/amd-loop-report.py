@@ -18,13 +18,15 @@ ones (a wait with no MFMA since a load it waits for: a load waited for
 before the next is issued or any compute overlaps it; a vmcnt(0) after
 the compute, for the loads of the next tile, or before a tile's loads, for
 what the tile before loaded, is not), `lgkmcnt(0)`, flat loads, and 2-byte
-LDS reads/writes.
+LDS reads/writes; and the KiB an iteration loads by vector memory times
+the waves a CU holds (what a CU can have in flight where a tile's loads
+are issued before any is waited for: no serialized vmcnt(0)).
 Scratch anywhere in a kernel is reported too. --explain KERNEL lists that
 kernel's main-loop instructions by mnemonic.
 
 With --check it exits 1 when a kernel family breaks a threshold of
-THRESHOLDS (no scratch anywhere; per family a floor on the MFMA share and
-waves per SIMD and a ceiling on serialized waits (vmcnt(0), lgkmcnt(0)),
+THRESHOLDS (no scratch anywhere; per family a floor on the MFMA share,
+waves per SIMD and (paged families) KiB loaded a CU, and a ceiling on serialized waits (vmcnt(0), lgkmcnt(0)),
 flat loads and 2-byte LDS accesses per iteration), so CI fails when a change makes the AMD code
 worse. The thresholds are today's values: lower the ceilings / raise the
 floors as the kernels improve (issue 16's targets).
@@ -61,8 +63,8 @@ MCA_TIMEOUT_S = int(os.environ.get("TESSEL_MCA_TIMEOUT_S", "20"))
 # The per-iteration counts THRESHOLDS caps.
 CEILINGS = ("vmcnt0", "serial", "lgkmcnt0", "flat", "lds16")
 
-# family (the kernel's op) -> limits; "share" and "waves" are floors, the
-# rest ceilings per main-loop iteration: the worst of the default set on
+# family (the kernel's op) -> limits; "share", "waves" and "kib_cu" are
+# floors, the rest ceilings per main-loop iteration: the worst of the default set on
 # either chip on 2026-12-01; the attention families' since their tile loads
 # left their branches and V is staged transposed (2026-12-02: 21 waits a
 # decode tile on gfx950 before, prefill 13% MFMA share and 144 2-byte LDS
@@ -95,9 +97,11 @@ THRESHOLDS = {
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
     # -> 46% gfx950 (MLA 46% -> 49%).
+    # KiB loaded a CU (2026-12-04): one 64-key K/V tile a CU, 33 (MLA's
+    # context windows: 21 gfx942, 41 gfx950).
     "tessel.paged_attention cu_seqlens": dict(share=0.45, waves=1, vmcnt0=1,
                                               serial=0, lgkmcnt0=21, flat=0,
-                                              lds16=0),
+                                              lds16=0, kib_cu=21),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead
     # (decode 15% -> 19% gfx942, 9% -> 11% gfx950; shuffled 13% -> 23%,
@@ -113,10 +117,14 @@ THRESHOLDS = {
     # 19% -> 46% (shuffled 23% -> 53%) on gfx942, 11% -> 30% (17% -> 37%)
     # on gfx950 (32x32 atoms: more MFMA cycles for the same tokens; decode
     # stays bound by its loads).
+    # KiB loaded a CU (2026-12-04): 132, both layouts and chips (8 waves a
+    # CU, 32 tokens of K and V each).
     "tessel.paged_attention": dict(share=0.30, waves=2, vmcnt0=2,
-                                   serial=0, lgkmcnt0=1, flat=0, lds16=0),
+                                   serial=0, lgkmcnt0=1, flat=0, lds16=0,
+                                   kib_cu=132),
     "tessel.decode_attention": dict(share=0.30, waves=2, vmcnt0=2,
-                                    serial=0, lgkmcnt0=1, flat=0, lds16=0),
+                                    serial=0, lgkmcnt0=1, flat=0, lds16=0,
+                                    kib_cu=132),
     # MLA decode at 4 waves a block and 1 a SIMD, no MFMA repeated
     # (2026-12-02: 2 waves scored the same tokens before, 0.5 a SIMD);
     # since 2026-12-03 01:50 its tiles by buffer loads like the paged
@@ -127,8 +135,9 @@ THRESHOLDS = {
     # registers (TargetInfo::loadInterleavedFragments): 2-byte LDS
     # accesses 68 -> 4 (gfx942) and 132 -> 4 (gfx950; the 4 left are P's
     # writes), share 26% -> 30% and 20% -> 26%.
+    # KiB loaded a CU (2026-12-04): 37 gfx942, 73 gfx950.
     "tessel.mla_decode": dict(share=0.25, waves=1, vmcnt0=1, serial=0,
-                              lgkmcnt0=24, flat=0, lds16=4),
+                              lgkmcnt0=24, flat=0, lds16=4, kib_cu=37),
     # The K loop itself (before 2026-12-01 18:55 the report took a branch
     # back to the exit block for a loop and measured most of the kernel);
     # the K = 512 kernels unroll it whole (gfx950's, and since gfx942 took
@@ -360,6 +369,13 @@ def analyse(llvm_mca, chip, asm, lds):
     other = sum(pressure.get(u, 0.0)
                 for u in ("HWVALU", "HWSALU", "HWLGKM", "HWVMEM", "HWBranch"))
     text = "\n".join(instructions)
+    # Bytes a lane loads by vector memory in an iteration, from each load's
+    # width (dword x1-x4, 16- and 8-bit forms).
+    widths = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16,
+              "ushort": 2, "sshort": 2, "short_d16": 2, "short_d16_hi": 2,
+              "ubyte": 1, "sbyte": 1}
+    lane_bytes = sum(widths.get(m.group(1), 0) for m in re.finditer(
+        r"\b(?:global|buffer)_load_(?:lds_)?(\w+)", text))
     return dict(
         serial=serialized_waits(instructions),
         vgpr=arch, agpr=vgprs - arch, sgpr=meta.get("sgpr_count", 0),
@@ -375,6 +391,7 @@ def analyse(llvm_mca, chip, asm, lds):
         lgkmcnt0=len(re.findall(r"s_waitcnt[^\n]*lgkmcnt\(0\)", text)),
         flat=len(re.findall(r"\bflat_(?:load|store)", text)),
         lds16=len(re.findall(r"\bds_(?:read_u16|read_i16|write_b16)", text)),
+        kib_cu=lane_bytes * 64 * waves * SIMDS / 1024,
         mix=collections.Counter(l.split()[0] for l in instructions))
 
 
@@ -405,6 +422,8 @@ def violations(op, r, thresholds):
         found.append(f"MFMA share {r['share']:.0%} < {limits['share']:.0%}")
     if r["waves"] < limits["waves"]:
         found.append(f"{r['waves']:g} waves/SIMD < {limits['waves']}")
+    if r["kib_cu"] < limits.get("kib_cu", 0):
+        found.append(f"{r['kib_cu']:g} KiB loaded a CU < {limits['kib_cu']}")
     for key in CEILINGS:
         if key in limits and r[key] > limits[key]:
             found.append(f"{key} {r[key]} > {limits[key]}")
@@ -446,9 +465,9 @@ def main():
             print("| kernel | VGPR/AGPR/SGPR | LDS | waves/SIMD | loop instr "
                   "| MFMA | VALU | SALU | LDS+SMEM | VMEM | MFMA share | "
                   "vmcnt(0) | lgkmcnt(0) | flat | 2-byte LDS | serialized "
-                  "vmcnt(0) |")
+                  "vmcnt(0) | KiB loaded a CU |")
             print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-                  "---:|---:|---:|---:|---:|")
+                  "---:|---:|---:|---:|---:|---:|")
             explained = []
             for name in sorted(asm):
                 r = analyse(args.llvm_mca, chip, asm[name], lds.get(name, 0))
@@ -459,15 +478,17 @@ def main():
                       f"{r['mfma']:.0f} | {r['valu']:.0f} | {r['salu']:.0f} "
                       f"| {r['lgkm']:.0f} | {r['vmem']:.0f} | "
                       f"{r['share']:.0%} | {r['vmcnt0']} | {r['lgkmcnt0']} | "
-                      f"{r['flat']} | {r['lds16']} | {r['serial']} |")
+                      f"{r['flat']} | {r['lds16']} | {r['serial']} | "
+                      f"{r['kib_cu']:g} |")
                 failed += [f"{chip} {name}: {v}" for v in
                            violations(ops.get(name), r, args.thresholds)]
                 worst = families.setdefault(ops.get(name), dict(
-                    share=1.0, waves=MAX_WAVES,
+                    share=1.0, waves=MAX_WAVES, kib_cu=float("inf"),
                     **{key: 0 for key in CEILINGS}))
                 if r["mfma"]:
                     worst["share"] = min(worst["share"], r["share"])
                 worst["waves"] = min(worst["waves"], r["waves"])
+                worst["kib_cu"] = min(worst["kib_cu"], r["kib_cu"])
                 for key in CEILINGS:
                     worst[key] = max(worst[key], r[key])
             for name, mix in explained:

@@ -8,16 +8,18 @@
 // RUN: FileCheck %s --check-prefix=EXPLAIN-ADDR < %t.explain
 // RUN: not %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
 // RUN:   --tessel-opt tessel-opt --chips gfx942 --thresholds \
-// RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "lgkmcnt0": 0, "flat": 0, "lds16": 0}}' \
+// RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "lgkmcnt0": 0, "flat": 0, "lds16": 0, "kib_cu": 100}}' \
 // RUN:   | FileCheck %s --check-prefix=STRICT
 
 // The static loop report (scripts/amd-loop-report.py, issue 16) over the
 // whole default set for both chips holds every threshold: no scratch, and
 // per kernel family today's floors on the main loop's MFMA share of issue
 // cycles and on waves per SIMD, and ceilings on vmcnt(0) and lgkmcnt(0)
-// waits, flat loads and 2-byte LDS accesses (a change that makes the AMD code worse fails
-// here). Then one grouped matmul: its row, and thresholds it cannot meet
-// make the check fail, naming each one. Its main loop is the K loop, which
+// waits, flat loads and 2-byte LDS accesses, and (paged families) on the KiB
+// an iteration loads a CU (a change that makes the AMD code worse fails
+// here). Then one grouped matmul: its row (its 8 16-byte loads an
+// iteration x 64 lanes x 8 waves a CU: 64 KiB), and thresholds it cannot
+// meet make the check fail, naming each one. Its main loop is the K loop, which
 // takes K-tiles in pairs, one from each stage (32 MFMAs, 256 issue cycles,
 // about 140 instructions on gfx942, 2 waves a SIMD with its 32 KB of
 // LDS), not the
@@ -33,7 +35,7 @@
 // DEFAULT:     PASS (every threshold holds)
 
 // CHECK:       ### gfx942
-// CHECK:       | gmm | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 | {{[0-9][0-9][0-9]?}} | 256 | 0 |
+// CHECK:       | gmm | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 | {{[0-9][0-9][0-9]?}} | 256 | 0 | {{.*}} | 64 |{{$}}
 // CHECK:       ### gfx950
 // CHECK:       | gmm |
 // CHECK:       PASS
@@ -60,6 +62,7 @@
 // STRICT:      thresholds broken:
 // STRICT-NEXT: gfx942 gmm: MFMA share {{[0-9]+}}% < 99%
 // STRICT-NEXT: gfx942 gmm: 2 waves/SIMD < 8
+// STRICT-NEXT: gfx942 gmm: 64 KiB loaded a CU < 100
 // STRICT-NEXT: gfx942 gmm: vmcnt0 {{[1-9][0-9]*}} > 0
 // STRICT-NEXT: gfx942 gmm: lgkmcnt0 {{[1-9][0-9]*}} > 0
 // STRICT:      FAIL

@@ -47,9 +47,9 @@
 // MFMA:          .end_amdhsa_kernel
 
 // LOOP:        ### gfx942
-// LOOP:        | mla | {{.*}} | 0 | 4 | 0 |{{$}}
+// LOOP:        | mla | {{.*}} | 0 | 4 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | mla | {{.*}} | 0 | 4 | 0 |{{$}}
+// LOOP:        | mla | {{.*}} | 0 | 4 | 0 | {{[0-9.]+}} |{{$}}
 
 // NO16-LABEL:  mla:
 // NO16-NOT:    ds_read_u16

@@ -27,11 +27,12 @@
 // (gfx942's NHD slices: 32 KB a block); no scratch.
 //
 // The block ids of a tile are loaded the tile before: the main loop has no
-// serialized s_waitcnt vmcnt(0) (the last column). What vmcnt(0) is left
-// waits, at the head of a tile, for those ids; the block ids go through
-// per-lane loads, not scalar ones that would be waited for at once.
-// LOOP:        | decode_nhd | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 32768 | 2 | {{.*}} | 0 | 0 |{{$}}
-// LOOP:        | decode_shuffled | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 17152 | 2 | {{.*}} | 0 | 0 |{{$}}
+// serialized s_waitcnt vmcnt(0) (the next to last column). What vmcnt(0)
+// is left waits, at the head of a tile, for those ids; the block ids go
+// through per-lane loads, not scalar ones that would be waited for at
+// once.
+// LOOP:        | decode_nhd | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 32768 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | decode_shuffled | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 17152 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP-NOT:    s_barrier
 // LOOP-NOT:    flat_load
 

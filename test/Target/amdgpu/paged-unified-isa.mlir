@@ -14,16 +14,16 @@
 // MFMA (as the unpaged prefill), no scratch (not run on hardware here). The
 // context's K/V tiles come by buffer loads, their block ids loaded a tile
 // ahead: the main loop has no serialized s_waitcnt vmcnt(0) (the report's
-// last column) and no 2-byte LDS access (the column before: NHD V goes
-// to LDS transposed in runs of 4 tokens, 8-byte writes; before, 32 2-byte
-// writes a tile), for either layout on either chip.
+// next to last column) and no 2-byte LDS access (the column before: NHD V
+// goes to LDS transposed in runs of 4 tokens, 8-byte writes; before, 32
+// 2-byte writes a tile), for either layout on either chip.
 
 // LOOP:        ### gfx942
-// LOOP:        | unified | {{.*}} | 0 | 0 |{{$}}
-// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 |{{$}}
+// LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | unified | {{.*}} | 0 | 0 |{{$}}
-// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 |{{$}}
+// LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16
