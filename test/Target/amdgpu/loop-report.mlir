@@ -3,9 +3,10 @@
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
 // RUN:   --tessel-opt tessel-opt | FileCheck %s
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --chips gfx942 \
-// RUN:   --explain gmm --tessel-opt tessel-opt > %t.explain
+// RUN:   --explain gmm --explain wgrad --tessel-opt tessel-opt > %t.explain
 // RUN: FileCheck %s --check-prefix=EXPLAIN < %t.explain
 // RUN: FileCheck %s --check-prefix=EXPLAIN-ADDR < %t.explain
+// RUN: FileCheck %s --check-prefix=WGRAD < %t.explain
 // RUN: not %python %tessel_src_root/scripts/amd-loop-report.py %s --check \
 // RUN:   --tessel-opt tessel-opt --chips gfx942 --thresholds \
 // RUN:   '{"tessel.grouped_matmul": {"share": 0.99, "waves": 8, "vmcnt0": 0, "lgkmcnt0": 0, "flat": 0, "lds16": 0, "kib_cu": 100}}' \
@@ -58,6 +59,16 @@
 // EXPLAIN-DAG: {{^ +}}8 buffer_load_dwordx4
 // EXPLAIN-ADDR:     gfx942 gmm: main-loop instructions by mnemonic
 // EXPLAIN-ADDR-NOT: {{v_cndmask|v_xor_b32|v_lshlrev_b32|v_lshl_add_u64|global_load}}
+// EXPLAIN-ADDR:     gfx942 wgrad: main-loop instructions by mnemonic
+
+// The wgrad's K loop: a pair of K-tiles' 32 MFMAs, and each tile's rows
+// of the group (the buffer windows' sizes) counted in 32 bits: no 64-bit
+// ordering compare (a VALU compare and two selects for each max / min of
+// 64-bit indices, 2026-12-04 before 06:45; the loop's own counter is a
+// 64-bit equality).
+// WGRAD:     gfx942 wgrad: main-loop instructions by mnemonic
+// WGRAD-DAG: {{^ +}}32 v_mfma_f32_32x32x8_bf16
+// WGRAD-NOT: {{v_cmp_(gt|lt|ge|le)_[iu]64}}
 
 // STRICT:      thresholds broken:
 // STRICT-NEXT: gfx942 gmm: MFMA share {{[0-9]+}}% < 99%
@@ -72,5 +83,13 @@ func.func @gmm(%a: memref<?x2048xbf16>, %b: memref<128x1024x2048xbf16>,
   tessel.grouped_matmul a(%a : memref<?x2048xbf16>)
       b(%b : memref<128x1024x2048xbf16>) group_offsets(%g : memref<128xi32>)
       c(%c : memref<?x1024xbf16>) {trans_b}
+  return
+}
+
+func.func @wgrad(%a: memref<?x1024xbf16>, %b: memref<?x2048xbf16>,
+                 %g: memref<128xi32>, %c: memref<128x1024x2048xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x1024xbf16>)
+      b(%b : memref<?x2048xbf16>) group_offsets(%g : memref<128xi32>)
+      c(%c : memref<128x1024x2048xf32>)
   return
 }
