@@ -91,15 +91,18 @@ THRESHOLDS = {
     # out of the loop (64 v_pk_mul_f32 an iteration on gfx950, 32 on
     # gfx942), and row maxima are v_max3_f32 trees: 61% -> 63% gfx942, 50%
     # -> 54-55% gfx950, MLA 58% -> 61% / 49% -> 51%; 25 -> 22 lgkmcnt(0).
-    "tessel.prefill_attention": dict(share=0.51, waves=1, vmcnt0=1,
+    # Since 06:55 the K/V windows' sizes in i32 (KernelBuilder::clampI32):
+    # 64% / 56%, MLA 62% / 52%.
+    "tessel.prefill_attention": dict(share=0.52, waves=1, vmcnt0=1,
                                      serial=0, lgkmcnt0=22, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
-    # -> 46% gfx950 (MLA 46% -> 49%).
+    # -> 46% gfx950 (MLA 46% -> 49%); the windows in i32: MLA 60% gfx942,
+    # 46-47% gfx950.
     # KiB loaded a CU (2026-12-04): one 64-key K/V tile a CU, 33 (MLA's
     # context windows: 21 gfx942, 41 gfx950).
-    "tessel.paged_attention cu_seqlens": dict(share=0.45, waves=1, vmcnt0=1,
+    "tessel.paged_attention cu_seqlens": dict(share=0.46, waves=1, vmcnt0=1,
                                               serial=0, lgkmcnt0=21, flat=0,
                                               lds16=0, kib_cu=21),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave

@@ -369,12 +369,8 @@ GroupedMatmulBuilder::windows(Value k0) {
   Value start = uniform(rowStart), end = uniform(rowEnd);
   if (raggedK) {
     // The K-tile's rows of the group: `width` columns each, from `first`.
-    // (Counted in i32: CDNA's scalar unit has no 64-bit compare, so an
-    // index max / min took a vector compare and two selects each.)
     Value first = add(start, k0);
-    Value left = arith::SubIOp::create(b, loc, toI32(end), toI32(first));
-    Value rows = toIndex(arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, left, i32(0)), i32(cfg.tileK)));
+    Value rows = clampI32(sub(end, first), 0, cfg.tileK);
     auto groupRows = [&](Windowed &w, Value operand, int64_t width,
                          Value firstCol, int64_t tile) {
       w.window = bufferWindow(operand, mul(first, width), mul(rows, width),

@@ -78,6 +78,14 @@ protected:
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
+  /// `x` (index, within i32) clamped to [lo, hi], compared in i32: CDNA's
+  /// scalar unit has no 64-bit ordering compare, so an index max or min
+  /// there is a vector compare and two selects (the buffer windows' sizes,
+  /// computed every tile).
+  Value clampI32(Value x, int64_t lo, int64_t hi) {
+    Value c = arith::MaxSIOp::create(b, loc, toI32(x), i32(lo));
+    return toIndex(arith::MinSIOp::create(b, loc, c, i32(hi)));
+  }
   /// `c` (i1), marked as usually false (llvm.expect): the back end lays
   /// the branch it guards out of the way of the usual path.
   Value unlikely(Value c) {

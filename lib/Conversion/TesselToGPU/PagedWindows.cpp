@@ -136,10 +136,10 @@ void AttentionBuilder::forEachWindowedChunk(
   auto nhdWindow = [&](Value cache, int64_t k) {
     int64_t width = shapeOf(cache).back(), rowElements = rowElementsOf(cache);
     Value first = add(t.tileStart, pieceRow(k));
-    Value valid = minu(arith::MaxSIOp::create(b, loc, sub(t.end, first), none),
-                       idx(span));
-    Value elements = arith::MaxSIOp::create(
-        b, loc, sub(mul(valid, rowElements), idx(rowElements - width)), none);
+    Value valid = clampI32(sub(t.end, first), 0, span);
+    Value elements =
+        clampI32(sub(mul(valid, rowElements), idx(rowElements - width)), 0,
+                 span * rowElements);
     Value head = t.kvHead ? mul(t.kvHead, width) : none;
     // A piece shorter than a block starts inside it.
     Value rowInBlock = span == bs ? none : remu(first, bs);

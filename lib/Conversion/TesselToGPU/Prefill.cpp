@@ -131,11 +131,10 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
     if (!pb.paged && target.hasBufferLoads()) {
       auto shape = cast<MemRefType>(src.getType()).getShape();
       rowElements = shape[1] * shape[2];
-      Value keys = minu(
-          sub(arith::MaxSIOp::create(b, loc, keyEnd, tileStart), tileStart),
-          idx(cfg.tileKeys));
-      Value elements = arith::MaxSIOp::create(
-          b, loc, sub(mul(keys, rowElements), idx(rowElements - width)), none);
+      Value keys = clampI32(sub(keyEnd, tileStart), 0, cfg.tileKeys);
+      Value elements =
+          clampI32(sub(mul(keys, rowElements), idx(rowElements - width)), 0,
+                   cfg.tileKeys * rowElements);
       window = bufferWindow(
           src, add(mul(tileStart, rowElements), mul(kvHead, width)), elements,
           cfg.tileKeys * rowElements);
