@@ -65,7 +65,8 @@
 // The Q fragments' loads (one per k step) are waited for before the
 // first tile's: without that wait the back end moved them below the loop's
 // prologue and waited for them inside the loop, each wait (vmcnt(15) ...
-// vmcnt(2)) holding up the next tile's loads too.
+// vmcnt(2)) holding up the next tile's loads too. (On gfx950 a register
+// move may come between the wait and the first tile load.)
 // QWAIT942:      global_load_dwordx2 {{.*}} offset:240
 // QWAIT942-NOT:  buffer_load
 // QWAIT942:      s_waitcnt vmcnt(0)
@@ -73,7 +74,8 @@
 // QWAIT950:      global_load_dwordx4 {{.*}} offset:224
 // QWAIT950-NOT:  buffer_load
 // QWAIT950:      s_waitcnt vmcnt(0)
-// QWAIT950-NEXT: buffer_load_dwordx4
+// QWAIT950-NOT:  {{s_waitcnt|v_mfma}}
+// QWAIT950:      buffer_load_dwordx4
 
 // Lazy rescaling: the unmasked K/V loop rescales O^T (v_pk_mul_f32) only
 // where a lane's maximum passed its m by more than the slack, in a block
