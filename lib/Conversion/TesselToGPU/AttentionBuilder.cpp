@@ -122,11 +122,9 @@ Value AttentionBuilder::rescaleRows(const WarpgroupMma &wg, Value acc,
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, f, f32(1));
     changed = changed ? arith::OrIOp::create(b, loc, changed, c) : c;
   }
-  Value anyLane =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                            target.ballot(b, loc, changed), i32(0));
-  auto branch = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, anyLane,
-                                  /*withElseRegion=*/true);
+  auto branch =
+      scf::IfOp::create(b, loc, TypeRange{acc.getType()}, anyLane(changed),
+                        /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());
   Value scaled = acc;

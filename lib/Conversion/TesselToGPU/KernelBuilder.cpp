@@ -100,6 +100,13 @@ Value KernelBuilder::broadcast(Value x, Value srcLane) {
       .getShuffleResult();
 }
 
+Value KernelBuilder::anyLane(Value pred) {
+  Value lanes = target.ballot(b, loc, pred);
+  return arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, lanes,
+      arith::ConstantIntOp::create(b, loc, lanes.getType(), 0));
+}
+
 std::pair<Value, Value> KernelBuilder::ringUse(Value use, int64_t stages,
                                                bool flip) {
   Value u = toI32(use), count = i32(stages);

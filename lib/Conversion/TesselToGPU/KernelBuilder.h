@@ -124,6 +124,9 @@ protected:
   Value warpReduce(Value x, function_ref<Value(Value, Value)> combine,
                    int64_t width = 0);
   Value broadcast(Value x, Value lane);
+  /// Whether `pred` (i1) holds in any lane of the warp, in every lane (a
+  /// value uniform over the warp, for a branch all its lanes take).
+  Value anyLane(Value pred);
   /// `x` (index or i1) from lane 0 of the warp: the same value, but one
   /// ptxas can see is warp-uniform. Without it, wgmmas under branches and
   /// loops on values from shuffle scans, loads or thread ids count as

@@ -211,25 +211,20 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   // its m: a uniform branch the back end lays out of the loop as unlikely.
   MutableArrayRef<Value> out =
       MutableArrayRef<Value>(state).drop_front(2 * queryAtoms);
-  Value lanes = target.ballot(b, loc, grows);
-  Value anyLane = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne, lanes,
-      arith::ConstantIntOp::create(b, loc, lanes.getType(), 0));
   auto rescale = scf::IfOp::create(b, loc, ValueRange(out).getTypes(),
-                                   unlikely(anyLane), /*withElseRegion=*/true);
+                                   unlikely(anyLane(grows)),
+                                   /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(rescale.thenBlock());
-    SmallVector<Value> scaled(out);
-    for (int64_t a = 0; a < queryAtoms; ++a) {
-      Value alphaPair = splat(alphas[a]);
-      MutableArrayRef<Value> o = MutableArrayRef<Value>(scaled).slice(
-          a * outAtoms * acc, outAtoms * acc);
-      for (size_t i = 0; i < o.size(); i += 2) {
-        Value pair = fmul(pairOf(o[i], o[i + 1]), alphaPair);
-        o[i] = half(pair, 0);
-        o[i + 1] = half(pair, 1);
-      }
+    SmallVector<Value> factors, scaled(out);
+    for (Value alpha : alphas)
+      factors.push_back(splat(alpha));
+    for (size_t i = 0; i < scaled.size(); i += 2) {
+      Value pair =
+          fmul(pairOf(scaled[i], scaled[i + 1]), factors[i / (outAtoms * acc)]);
+      scaled[i] = half(pair, 0);
+      scaled[i + 1] = half(pair, 1);
     }
     scf::YieldOp::create(b, loc, scaled);
     b.setInsertionPointToStart(rescale.elseBlock());
