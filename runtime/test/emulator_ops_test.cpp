@@ -177,6 +177,52 @@ TEST(EmulatedAmdOps, DppQuadPermAndMirrors) {
             (std::vector<uint32_t>{15, 14, 13, 12}));
 }
 
+TEST(EmulatedAmdOps, DppShiftsAndRowBroadcasts) {
+  std::vector<uint32_t> old = sequence(128, 5000), src = sequence(128, 0);
+  // Source lane within the wave, or -1 for none; the row mask of the
+  // control as the scan uses it (rows it leaves out keep `old`).
+  struct Case {
+    uint32_t control, rowMask;
+    std::function<int(uint32_t)> source;
+  };
+  const Case cases[] = {
+      {0x111, 0xf, [](uint32_t l) { return l % 16 < 1 ? -1 : int(l - 1); }},
+      {0x114, 0xf, [](uint32_t l) { return l % 16 < 4 ? -1 : int(l - 4); }},
+      {0x11f, 0xf, [](uint32_t l) { return l % 16 < 15 ? -1 : int(l - 15); }},
+      {0x138, 0xf, [](uint32_t l) { return l == 0 ? -1 : int(l - 1); }},
+      {0x142, 0xf,
+       [](uint32_t l) { return l < 16 ? -1 : int(l / 16 * 16 - 1); }},
+      {0x142, 0xa,
+       [](uint32_t l) { return l < 16 ? -1 : int(l / 16 * 16 - 1); }},
+      {0x143, 0xc, [](uint32_t l) { return l < 32 ? -1 : 31; }},
+  };
+  for (const Case &c : cases)
+    for (bool bound : {true, false}) {
+      std::vector<uint32_t> out =
+          runDpp("emu-gfx942", c.control, old, src, c.rowMask, 0xf, bound);
+      for (uint32_t t = 0; t < 128; ++t) {
+        const uint32_t lane = t % 64;
+        const int source = c.source(lane);
+        uint32_t expected = old[t];
+        if ((c.rowMask >> (lane / 16)) & 1)
+          expected = source >= 0 ? t / 64 * 64 + uint32_t(source)
+                                 : (bound ? 0 : old[t]);
+        ASSERT_EQ(out[t], expected)
+            << "control 0x" << std::hex << c.control << " rows 0x" << c.rowMask
+            << std::dec << " bound " << bound << " thread " << t;
+      }
+    }
+  // Spelled out: row_bcast:15 gives row 2 lane 31, row_bcast:31 row 3 lane
+  // 31; wave_shr:1 crosses rows (lane 16 reads 15), row_shr does not.
+  std::vector<uint32_t> rows =
+      runDpp("emu-gfx950", 0x142, old, src, 0xf, 0xf, false);
+  EXPECT_EQ(rows[40], 31u);
+  EXPECT_EQ(rows[5], old[5]);
+  EXPECT_EQ(runDpp("emu-gfx950", 0x143, old, src, 0xc)[50], 31u);
+  EXPECT_EQ(runDpp("emu-gfx950", 0x138, old, src)[16], 15u);
+  EXPECT_EQ(runDpp("emu-gfx950", 0x111, old, src)[16], 0u);
+}
+
 TEST(EmulatedAmdOps, DppMasksAndBoundControl) {
   std::vector<uint32_t> old = sequence(64, 5000), src = sequence(64, 0);
   // Rows 1 and 3 and bank 2 (lanes 8-11 of each row) keep `old`.
@@ -342,6 +388,20 @@ TEST(EmulatedAmdOps, ReadFirstLaneTakesTheLowestLiveLane) {
                std::vector<uint32_t>(threads), threads, 4, 0);
   for (uint32_t t = 0; t < threads; ++t)
     EXPECT_EQ(out[t], exits(t, 64, 4, 0) ? kUnwritten : values[t / 64 * 64 + 1])
+        << "thread " << t;
+}
+
+TEST(EmulatedAmdOps, ReadLaneGivesEveryLaneOneLanesValue) {
+  // Wave 0 reads lane 37, wave 1 lane 2; lanes 3, 7, ... return.
+  const uint32_t threads = 128;
+  std::vector<uint32_t> values = sequence(threads, 900), lanes(threads);
+  for (uint32_t t = 0; t < threads; ++t)
+    lanes[t] = t < 64 ? 37 : 2;
+  std::vector<uint32_t> out =
+      runU32Op("emu-gfx950", TESSEL_EMU_READLANE, values, lanes, threads, 4, 3);
+  for (uint32_t t = 0; t < threads; ++t)
+    EXPECT_EQ(out[t],
+              exits(t, 64, 4, 3) ? kUnwritten : values[t / 64 * 64 + lanes[t]])
         << "thread " << t;
 }
 
@@ -934,9 +994,37 @@ TEST(EmulatedErrors, DsSwizzlePatternsOutsideTheKnownModes) {
   }
 }
 
+TEST(EmulatedErrors, ReadLaneOfDifferentOrMissingLanes) {
+  struct Case {
+    std::vector<uint32_t> lanes;
+    const char *message;
+  };
+  std::vector<uint32_t> differ(64, 5);
+  differ[9] = 6;
+  for (const Case &c :
+       {Case{differ, "(wave 0, lane 9): v_readlane: the lane reads lane "
+                     "6 but lane 0 reads lane 5 (the index must be the same "
+                     "in the whole wave)"},
+        Case{std::vector<uint32_t>(64, 64),
+             "(wave 0, lane 0): v_readlane: lane 64 is not a lane of "
+             "the wave of 64"},
+        // Lanes 3, 7, ... return.
+        Case{std::vector<uint32_t>(64, 7),
+             "(wave 0, lane 0): v_readlane: lane 7 has returned"}}) {
+    std::vector<int32_t> config = {TESSEL_EMU_READLANE, 4, 3};
+    std::vector<uint32_t> a(64), b = c.lanes, out(64);
+    EmuLaunch launch;
+    launch.device = "emu-gfx942";
+    launch.entry = "u32_op";
+    launch.buffers = {emuBuffer("config", config), emuBuffer("a", a),
+                      emuBuffer("b", b), emuBuffer("out", out)};
+    EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_INTERNAL, {c.message}));
+  }
+}
+
 TEST(EmulatedErrors, DppControlsTheEmulatorDoesNotModel) {
-  // row_bcast15, row_shl 1: no Tessel template uses them.
-  for (uint32_t control : {0x142u, 0x101u}) {
+  // wave_rol:1, row_shl 1: no Tessel template uses them.
+  for (uint32_t control : {0x134u, 0x101u}) {
     std::vector<int32_t> config = {0, 0, int32_t(control), 0xf, 0xf, 1};
     std::vector<uint32_t> a(64), b(64), out(64);
     EmuLaunch launch;
@@ -947,8 +1035,10 @@ TEST(EmulatedErrors, DppControlsTheEmulatorDoesNotModel) {
     char message[160];
     snprintf(message, sizeof message,
              "v_mov_b32_dpp: DPP control 0x%03x is not one the emulator "
-             "implements (it knows quad_perm, 0x00-0xff, row_mirror, 0x140, "
-             "and row_half_mirror, 0x141)",
+             "implements (it knows quad_perm, 0x00-0xff, row_shr, "
+             "0x111-0x11f, wave_shr:1, 0x138, row_mirror, 0x140, "
+             "row_half_mirror, 0x141, row_bcast:15, 0x142, and row_bcast:31, "
+             "0x143)",
              control);
     EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                           {"emu-gfx942: block (0, 0, 0), thread (0, 0, 0) "

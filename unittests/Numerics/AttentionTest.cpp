@@ -368,18 +368,22 @@ void runPagedQueries(const char *name, PrefillInputs &in, PagedKV &cache,
                           {"scale", &in.scale}}));
 }
 
-TEST(Paged, F32NhdWithCuSeqlens) {
-  Rng rng(301);
-  std::vector<int32_t> contexts = {463, 18, 100, 0};
-  PagedKV cache({F32, ref::Layout::NHD, 16, 2, 64, 64}, contexts, rng);
-  PrefillCase shape{"", F32, F32, 4, 2, 64, 64, kScale64, false, true};
-  PrefillInputs in(shape, {1, 17, 0, 5}, rng);
-  runPagedQueries("paged_f32_nhd_h4kv2_d64_bs16_cu", in, cache, in.out, in.lse);
-  if (IsSkipped() || HasFatalFailure())
+/// Runs paged_attention kernel `kernel` (cu_seqlens, no window) with
+/// `queries` new tokens a request over contexts of `contexts` tokens in a
+/// cache of `spec`, and checks that every query saw its whole context.
+void checkWholeContexts(const char *kernel, const PagedSpec &spec,
+                        const PrefillCase &shape,
+                        const std::vector<int32_t> &contexts,
+                        const std::vector<int32_t> &queries, uint64_t seed) {
+  Rng rng(seed);
+  PagedKV cache(spec, contexts, rng);
+  PrefillInputs in(shape, queries, rng);
+  runPagedQueries(kernel, in, cache, in.out, in.lse);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure())
     return;
   std::vector<int64_t> owner = requestOfToken(in.cu);
   AttentionRef r =
-      attendAll(tokenRows(in.q), 2, 64, kScale64,
+      attendAll(tokenRows(in.q), shape.kvHeads, shape.vDim, shape.scale,
                 [&](int64_t t, int64_t kvHead, auto &keys, auto &values) {
                   for (int64_t j = 0; j < contexts[owner[t]]; ++j) {
                     keys.push_back(cache.keys[owner[t]].row(j, kvHead));
@@ -388,6 +392,23 @@ TEST(Paged, F32NhdWithCuSeqlens) {
                 });
   EXPECT_TRUE(near("out", in.out, r.out));
   EXPECT_TRUE(nearLse("lse", in.lse, r.lse));
+}
+
+TEST(Paged, F32NhdWithCuSeqlens) {
+  checkWholeContexts("paged_f32_nhd_h4kv2_d64_bs16_cu",
+                     {F32, ref::Layout::NHD, 16, 2, 64, 64},
+                     {"", F32, F32, 4, 2, 64, 64, kScale64, false, true},
+                     {463, 18, 100, 0}, {1, 17, 0, 5}, 301);
+}
+
+/// MLA's qk 192 / v 128 heads in bf16 (extend's context windows of
+/// DeepSeek's non-absorbed prefill): contexts of 7 64-key tiles and a
+/// partial one, short and empty ones.
+TEST(Paged, Bf16MlaQk192V128WithCuSeqlens) {
+  checkWholeContexts("paged_bf16_nhd_mla_h4kv2_qk192_v128_bs16_cu",
+                     {BF16, ref::Layout::NHD, 16, 2, 192, 128},
+                     {"", BF16, BF16, 4, 2, 192, 128, kScale192, false, true},
+                     {463, 18, 130, 0}, {1, 17, 0, 40}, 307);
 }
 
 /// The split form with cu_seqlens (extend's context chunks): partial p of

@@ -479,3 +479,10 @@ func.func @decode_bf16_nhd_h32kv1_d128_bs16(%q: memref<?x32x128xbf16>, %kc: memr
   tessel.decode_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x1x128xbf16>) v_cache(%vc : memref<?x16x1x128xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) lse(%lse : memref<32x?xf32>) layout(nhd) scale(%scale)
   return
 }
+// MLA's non-absorbed heads (qk 192, v 128) over a paged context with
+// cu_seqlens (extend's context windows): on gfx942 one register-staged
+// 64-key stage (two do not fit its LDS).
+func.func @paged_bf16_nhd_mla_h4kv2_qk192_v128_bs16_cu(%q: memref<?x4x192xbf16>, %kc: memref<?x16x2x192xbf16>, %vc: memref<?x16x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x4x128xbf16>, %lse: memref<4x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x4x192xbf16>) k_cache(%kc : memref<?x16x2x192xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x4x128xbf16>) lse(%lse : memref<4x?xf32>) layout(nhd) scale(%scale)
+  return
+}

@@ -318,6 +318,27 @@ public:
   virtual std::pair<Value, Value> shuffleUp(OpBuilder &b, Location loc, Value x,
                                             int64_t d) const = 0;
 
+  /// The value a lane combines `x` (i32) with at step `step` (0, 1, ...,
+  /// log2(warp size) - 1, in that order) of an inclusive scan
+  /// (KernelBuilder::warpScan), and whether it has one: after the last step
+  /// every lane holds the combine of lanes 0 to itself. The default reads
+  /// lane - 2^step (shuffleUp); a target may read other lanes that give
+  /// the same result, filling lanes without a partner with `identity` (the
+  /// validity is then null). Every lane of the warp must execute it.
+  virtual std::pair<Value, Value> scanPartner(OpBuilder &b, Location loc,
+                                              Value x, int64_t step,
+                                              Value identity) const;
+
+  /// How many lanes of the warp `pred` (i1) holds in, as an i32 in every
+  /// lane. The default sums it over reductionPartner's butterfly; a target
+  /// may count a ballot's bits instead. Every lane of the warp must execute
+  /// it.
+  virtual Value countLanes(OpBuilder &b, Location loc, Value pred) const;
+
+  /// `x` (i32) of lane `lane` (i32, the same in every lane of the warp) in
+  /// every lane. The default is gpu.shuffle idx.
+  virtual Value readLane(OpBuilder &b, Location loc, Value x, Value lane) const;
+
   /// Starts copying `elements` contiguous elements (getAsyncCopyBytes()
   /// bytes) from `src[srcIndices...]` to `dst[dstIndices...]` in shared
   /// memory; only the first `validElements` are read, the rest written as

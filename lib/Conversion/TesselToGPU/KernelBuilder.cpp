@@ -75,11 +75,12 @@ SmallVector<Value, 3> KernelBuilder::l2LocalBlockIds(ArrayRef<Value> sizes) {
 }
 
 Value KernelBuilder::warpScan(Value x,
-                              function_ref<Value(Value, Value)> combine) {
-  for (int64_t d = 1; d < warpSize; d *= 2) {
-    // Lanes below d get no value and keep theirs.
-    auto [up, valid] = target.shuffleUp(b, loc, x, d);
-    x = select(valid, combine(x, up), x);
+                              function_ref<Value(Value, Value)> combine,
+                              Value identity) {
+  for (int64_t step = 0; (int64_t(1) << step) < warpSize; ++step) {
+    // Lanes without a partner keep their value.
+    auto [partner, valid] = target.scanPartner(b, loc, x, step, identity);
+    x = valid ? select(valid, combine(x, partner), x) : combine(x, partner);
   }
   return x;
 }
@@ -384,8 +385,7 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     ahead = p.lookahead ? p.lookahead(idx(1)) : SmallVector<Value>{};
     init.append(ahead);
   }
-  assert((!p.tailFrom || (!async && stages == 2)) &&
-         "a tail loop needs register-staged tiles in two stages");
+  assert((!p.tailFrom || !async) && "a tail loop needs register-staged tiles");
   SmallVector<Value> carried(init);
   if (failed(runTileLoop(p, idx(0), p.tailFrom ? p.tailFrom : p.numTiles,
                          p.compute, state.size(), carried)) ||
@@ -595,7 +595,8 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
     Value isGroup = lt(entry, count);
     Value loadAt = minu(entry, sub(count, idx(1)));
     Value raw = select(isGroup, loadEnd(loadAt), tail ? T32 : zero);
-    Value end = warpScan(maxsi(raw, carryEnd), maxsi);
+    // Ends and tile counts are >= 0: 0 is an identity of both scans.
+    Value end = warpScan(maxsi(raw, carryEnd), maxsi, zero);
     end = arith::MinSIOp::create(b, loc, end, T32);
     auto [prev, hasPrev] = target.shuffleUp(b, loc, end, 1);
     Value start = select(hasPrev, prev, carryEnd);
@@ -604,20 +605,21 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
         b, loc, addi(arith::SubIOp::create(b, loc, end, start),
                      i32(tileRows - 1)),
         i32(tileRows));
-    Value inclusive = addi(warpScan(tiles, addi), carryTiles);
-    // The owner is the first lane whose tiles end after the block's tile.
-    Value before = arith::ExtUIOp::create(
-        b, loc, i32Type,
+    Value inclusive = addi(warpScan(tiles, addi, zero), carryTiles);
+    // The owner is the first lane whose tiles end after the block's tile:
+    // `inclusive` grows with the lane, so the lanes before it are those
+    // whose tiles end at or before it.
+    Value owner = target.countLanes(
+        b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, inclusive,
                               tile32));
-    Value owner = warpReduce(before, addi);
     Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                         owner, i32(warpSize));
     Value ownerLane = arith::MinUIOp::create(b, loc, owner, i32(warpSize - 1));
     Value exclusive = arith::SubIOp::create(b, loc, inclusive, tiles);
-    Value ownerStart = broadcast(start, ownerLane);
-    Value ownerEnd = broadcast(end, ownerLane);
-    Value ownerTilesBefore = broadcast(exclusive, ownerLane);
+    Value ownerStart = readLane(start, ownerLane);
+    Value ownerEnd = readLane(end, ownerLane);
+    Value ownerTilesBefore = readLane(exclusive, ownerLane);
     Value first = arith::AddIOp::create(
         b, loc, ownerStart,
         arith::MulIOp::create(
@@ -630,10 +632,10 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
     Value last = arith::MinSIOp::create(b, loc, ownerEnd,
                                         addi(first, i32(tileRows)));
     Value lastLane = i32(warpSize - 1);
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{broadcast(end, lastLane), broadcast(inclusive, lastLane),
-                   found, first, last, ownerGroup});
+    scf::YieldOp::create(b, loc,
+                         ValueRange{readLane(end, lastLane),
+                                    readLane(inclusive, lastLane), found, first,
+                                    last, ownerGroup});
   }
   return {loop.getResult(2), toIndex(loop.getResult(3)),
           toIndex(loop.getResult(4)), toIndex(loop.getResult(5))};

@@ -116,14 +116,20 @@ protected:
   Value threadId() { return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x); }
 
   // --- warp collectives ---------------------------------------------------
-  /// Inclusive scan of `x` (i32) over the lanes with `combine`.
-  Value warpScan(Value x, function_ref<Value(Value, Value)> combine);
+  /// Inclusive scan of `x` (i32) over the lanes with `combine`, of which
+  /// `identity` (i32) is an identity on the values scanned.
+  Value warpScan(Value x, function_ref<Value(Value, Value)> combine,
+                 Value identity);
   /// `combine` (commutative and associative) of `x` over all lanes (i32 or
   /// f32), in every lane; with `width` < warpSize, over each aligned group
   /// of `width` lanes (TargetInfo::reductionPartner's steps).
   Value warpReduce(Value x, function_ref<Value(Value, Value)> combine,
                    int64_t width = 0);
   Value broadcast(Value x, Value lane);
+  /// `x` (i32) of lane `lane` (i32, the same in every lane) in every lane.
+  Value readLane(Value x, Value lane) {
+    return target.readLane(b, loc, x, lane);
+  }
   /// Whether `pred` (i1) holds in any lane of the warp, in every lane (a
   /// value uniform over the warp, for a branch all its lanes take).
   Value anyLane(Value pred);

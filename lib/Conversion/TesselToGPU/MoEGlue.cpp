@@ -210,7 +210,7 @@ Value MoEGlueBuilder::blockScan(Value x,
                                 Value scratch) {
   Value tid = threadId();
   Value warp = divu(tid, warpSize);
-  Value inclusive = warpScan(x, combine);
+  Value inclusive = warpScan(x, combine, i32(0));
   ifThen(eq(remu(tid, warpSize), idx(warpSize - 1)),
          [&] { store(inclusive, scratch, warp); });
   barrier();

@@ -591,14 +591,27 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // form, whose tiles of 256 rows would take a decode's few rows.
   if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 128)
     cfg.queryAtoms = 2;
-  for (auto [warps, keys] : {std::pair<int64_t, int64_t>{4, 64}, {4, 32},
-                             {4, 16}, {2, 32}, {2, 16}}) {
+  // Register-staged transposed scores whose two 64-key stages do not fit
+  // (MLA's 192 / 128 on gfx942's 64 KB) take one 64-key stage rather than
+  // two of 32 keys: tile t+1 waits in registers while tile t is computed,
+  // and goes to LDS after a second barrier (runTileLoop). Twice the K/V
+  // bytes in flight a CU and the MFMAs a tile's loop overhead pays for.
+  int64_t stagesWanted = cfg.stages;
+  bool oneStageFits = !async && cfg.transposedScores && ctx.stages <= 0;
+  for (auto [warps, keys, stages] :
+       {std::tuple<int64_t, int64_t, int64_t>{4, 64, stagesWanted},
+        {4, 64, oneStageFits ? 1 : stagesWanted},
+        {4, 32, stagesWanted},
+        {4, 16, stagesWanted},
+        {2, 32, stagesWanted},
+        {2, 16, stagesWanted}}) {
     if (pb.headDim > 192 && keys > 32)
       continue;
     if (keys % atom.k || keys % atom.n)
       continue;
     cfg.warps = warps;
     cfg.tileKeys = keys;
+    cfg.stages = stages;
     int64_t rows = cfg.warps * atom.m * cfg.queryAtoms;
     int64_t threads = cfg.warps * target.getWarpSize();
     if ((keys * kChunk) % threads)

@@ -15,7 +15,8 @@
 //   uniform over the wave) unless a lane's maximum moved past the slack
 //   (kRescaleSlack);
 // - Q^T's B fragments come from global memory once a query tile (no Q in
-//   LDS: gfx942's 64 KB holds two 64-key K/V stages instead);
+//   LDS: gfx942's 64 KB holds two 64-key K/V stages instead, or one at
+//   MLA's 192 / 128);
 // - scores go in pairs through packed FMAs into exp2 and to bf16;
 // - the tiles that need a mask run in a loop of their own
 //   (TilePipeline::tailFrom), so the main loop has no compare or select.

@@ -403,6 +403,13 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
              << "the GPU emulator models rocdl.readfirstlane of i32 only";
     return replace(u32Op(TESSEL_EMU_READFIRSTLANE, op->getOperand(0), Value()));
   }
+  if (name == "rocdl.readlane") {
+    if (op->getOperand(0).getType() != i32)
+      return op->emitError()
+             << "the GPU emulator models rocdl.readlane of i32 only";
+    return replace(
+        u32Op(TESSEL_EMU_READLANE, op->getOperand(0), op->getOperand(1)));
+  }
   if (name == "rocdl.mbcnt.lo" || name == "rocdl.mbcnt.hi")
     return replace(
         u32Op(name.ends_with("lo") ? TESSEL_EMU_MBCNT_LO : TESSEL_EMU_MBCNT_HI,

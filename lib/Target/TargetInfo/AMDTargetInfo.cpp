@@ -31,6 +31,23 @@ using namespace mlir::tessel;
 
 namespace {
 
+// DPP controls (CDNA3 ISA, "DPP_CTRL"; all GFX9).
+constexpr int32_t kRowShiftRight = 0x110;   // + n: lane i of a row reads i - n
+constexpr int32_t kWaveShiftRight1 = 0x138; // lane l reads l - 1
+constexpr int32_t kRowMirror = 0x140;       // lane i of a row reads 15 - i
+constexpr int32_t kRowHalfMirror = 0x141;   // lane i of 8 reads 7 - i
+constexpr int32_t kRowBroadcast15 = 0x142;  // row r reads lane 16 r - 1
+constexpr int32_t kRowBroadcast31 = 0x143;  // rows 2, 3 read lane 31
+
+/// v_mov_b32_dpp of `src` (i32) under `control`: lanes of the rows that
+/// `rowMask` leaves out get `old`, and so do lanes whose source lane does
+/// not exist unless `zeroMissing` (they get 0).
+Value dpp(OpBuilder &b, Location loc, Value old, Value src, int32_t control,
+          int32_t rowMask, bool zeroMissing = false) {
+  return ROCDL::DPPUpdateOp::create(b, loc, b.getI32Type(), old, src, control,
+                                    rowMask, /*bankMask=*/0xf, zeroMissing);
+}
+
 class CDNATargetInfo : public TargetInfo {
 public:
   /// gfx950 doubles the K of the bf16 MFMAs and has 160 KB of LDS.
@@ -116,7 +133,6 @@ public:
                          int64_t distance) const override {
     constexpr int32_t kQuadSwapPairs = 1 | 0 << 2 | 3 << 4 | 2 << 6;
     constexpr int32_t kQuadSwapHalves = 2 | 3 << 2 | 0 << 4 | 1 << 6;
-    constexpr int32_t kRowMirror = 0x140, kRowHalfMirror = 0x141;
     int32_t control;
     switch (distance) {
     case 1:
@@ -138,9 +154,7 @@ public:
     Value bits = x.getType() == i32
                      ? x
                      : arith::BitcastOp::create(b, loc, i32, x).getResult();
-    Value moved = ROCDL::DPPUpdateOp::create(b, loc, i32, bits, bits, control,
-                                             /*rowMask=*/0xf, /*bankMask=*/0xf,
-                                             /*boundCtrl=*/true);
+    Value moved = dpp(b, loc, bits, bits, control, 0xf, /*zeroMissing=*/true);
     return x.getType() == i32
                ? moved
                : arith::BitcastOp::create(b, loc, x.getType(), moved)
@@ -153,13 +167,47 @@ public:
   // was wrong). The validity is the lane id's instead.
   std::pair<Value, Value> shuffleUp(OpBuilder &b, Location loc, Value x,
                                     int64_t d) const override {
-    auto up = gpu::ShuffleOp::create(b, loc, x, d, getWarpSize(),
-                                     gpu::ShuffleMode::UP);
     Value lane = gpu::LaneIdOp::create(b, loc, /*upper_bound=*/nullptr);
     Value valid =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane,
                               arith::ConstantIndexOp::create(b, loc, d));
+    // One lane up is DPP's wave_shr:1 (GFX9): no LDS round trip.
+    if (d == 1 && x.getType().isInteger(32))
+      return {dpp(b, loc, x, x, kWaveShiftRight1, 0xf), valid};
+    auto up = gpu::ShuffleOp::create(b, loc, x, d, getWarpSize(),
+                                     gpu::ShuffleMode::UP);
     return {up.getShuffleResult(), valid};
+  }
+
+  // A wave64 scan in six DPP moves (no LDS): row_shr 1, 2, 4, 8 scan each
+  // row of 16 lanes; row_bcast:15 then adds row 0's total to row 1 and
+  // row 2's to row 3, and row_bcast:31 the total of rows 0-1 to rows 2-3
+  // (the GFX9 sequence of AMD's "AMD GCN Assembly: Cross-Lane Operations").
+  // Lanes without a source, and the rows a step's row mask leaves out, get
+  // `identity`.
+  std::pair<Value, Value> scanPartner(OpBuilder &b, Location loc, Value x,
+                                      int64_t step,
+                                      Value identity) const override {
+    if (step < 4)
+      return {dpp(b, loc, identity, x, kRowShiftRight + (1 << step), 0xf),
+              Value()};
+    if (step == 4)
+      return {dpp(b, loc, identity, x, kRowBroadcast15, 0xa), Value()};
+    return {dpp(b, loc, identity, x, kRowBroadcast31, 0xc), Value()};
+  }
+
+  // s_bcnt1 of the ballot's SGPR pair: a value uniform over the wave (a
+  // lane index for readLane) with no LDS round trip.
+  Value countLanes(OpBuilder &b, Location loc, Value pred) const override {
+    Value lanes = ballot(b, loc, pred);
+    Value count = LLVM::CtPopOp::create(b, loc, lanes.getType(), lanes);
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), count);
+  }
+
+  // v_readlane_b32: the lane is an SGPR, the result is uniform.
+  Value readLane(OpBuilder &b, Location loc, Value x,
+                 Value lane) const override {
+    return ROCDL::ReadlaneOp::create(b, loc, x.getType(), x, lane);
   }
 
   int64_t getAccumulatorRun(const MmaAtom &) const override { return 1; }

@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever a record, an op number or the lane layout changes; a
  * kernel carries it as its bundle parameter "emulator_abi" and the runtime
  * refuses any other. */
-#define TESSEL_EMU_ABI_VERSION 5
+#define TESSEL_EMU_ABI_VERSION 6
 
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
@@ -136,12 +136,16 @@ enum tessel_emu_op_index {
 
   /* --- AMD, continued ----------------------------------------------------- */
   /* v_mov_b32_dpp (llvm.amdgcn.update.dpp), wave op, tessel_emu_dpp_io.
-   * Lane l reads `src` of the lane the control selects within its row of
-   * 16: quad_perm (0x00-0xff: lane 4q+i reads 4q + control[2i+1:2i]),
-   * row_mirror (0x140: row lane i reads 15 - i), row_half_mirror (0x141:
-   * i of 8 reads 7 - i); any other control is an error naming it. Lanes
-   * whose row (row_mask bit l / 16) or bank (bank_mask bit l % 16 / 4) is
-   * masked off get `old`; a lane whose source returned gets 0 with
+   * Lane l reads `src` of the lane the control selects: quad_perm
+   * (0x00-0xff: lane 4q+i reads 4q + control[2i+1:2i]), row_shr n
+   * (0x110 + n, n = 1..15: row lane i reads i - n, none for i < n),
+   * wave_shr:1 (0x138: lane l reads l - 1, none for lane 0), row_mirror
+   * (0x140: row lane i reads 15 - i), row_half_mirror (0x141: i of 8 reads
+   * 7 - i), row_bcast:15 (0x142: row r reads lane 16 r - 1, none for row
+   * 0), row_bcast:31 (0x143: rows 2 and 3 read lane 31, none for rows 0
+   * and 1); any other control is an error naming it. Lanes whose row
+   * (row_mask bit l / 16) or bank (bank_mask bit l % 16 / 4) is masked off
+   * get `old`; a lane with no source, or whose source returned, gets 0 with
    * bound_ctrl, else `old`. */
   TESSEL_EMU_UPDATE_DPP = 19,
   /* buffer_load_dword{,x2,x3,x4} of a raw buffer (llvm.amdgcn.raw.ptr.
@@ -164,8 +168,12 @@ enum tessel_emu_op_index {
    * 4 (j % 4)..+3 of a 4 x 16 block; lane i gets column i: element e of its
    * result is element i % 4 of lane 4 e + i / 4's read. */
   TESSEL_EMU_DS_READ_TR16 = 23,
+  /* v_readlane_b32, wave op, tessel_emu_u32_io {a = value, b = lane}:
+   * every lane gets `a` of lane b; b must be the same in every live lane
+   * (one SGPR on the chip) and name a live lane. */
+  TESSEL_EMU_READLANE = 24,
 
-  TESSEL_EMU_OP_COUNT = 24
+  TESSEL_EMU_OP_COUNT = 25
 };
 
 /* Operands a, b; result. */

@@ -55,19 +55,35 @@ int swizzleSource(uint32_t pattern, uint32_t lane, OpFailure &failure) {
   return int((lane & 32) | (((lane & andMask) | orMask) ^ xorMask));
 }
 
-/// The lane of its row of 16 that DPP `control` makes `lane` read, or -1
-/// with `failure` filled if the control is not one the emulator implements.
+/// dppSource's answer for a lane the control gives no source (lanes below
+/// the shift, rows before a broadcast's).
+constexpr int kNoSource = -2;
+
+/// The lane that DPP `control` makes `lane` read, kNoSource, or -1 with
+/// `failure` filled if the control is not one the emulator implements.
 int dppSource(uint32_t control, uint32_t lane, OpFailure &failure) {
-  const uint32_t rowStart = lane & ~15u, inRow = lane % 16;
+  const uint32_t rowStart = lane & ~15u, inRow = lane % 16, row = lane / 16;
   if (control <= 0xff)
     return int((lane & ~3u) | ((control >> (2 * (lane % 4))) & 3));
+  if (control > 0x110 && control < 0x120) {
+    const uint32_t shift = control - 0x110;
+    return inRow < shift ? kNoSource : int(lane - shift);
+  }
+  if (control == 0x138)
+    return lane == 0 ? kNoSource : int(lane - 1);
   if (control == 0x140)
     return int(rowStart + 15 - inRow);
   if (control == 0x141)
     return int(rowStart + (inRow & 8) + 7 - inRow % 8);
+  if (control == 0x142)
+    return row == 0 ? kNoSource : int(rowStart - 1);
+  if (control == 0x143)
+    return row < 2 ? kNoSource : 31;
   fail(failure, TESSEL_UNSUPPORTED, int(lane),
        "DPP control 0x%03x is not one the emulator implements (it knows "
-       "quad_perm, 0x00-0xff, row_mirror, 0x140, and row_half_mirror, 0x141)",
+       "quad_perm, 0x00-0xff, row_shr, 0x111-0x11f, wave_shr:1, 0x138, "
+       "row_mirror, 0x140, row_half_mirror, 0x141, row_bcast:15, 0x142, and "
+       "row_bcast:31, 0x143)",
        control);
   return -1;
 }
@@ -80,11 +96,13 @@ bool updateDpp(const WaveCall &call, OpFailure &failure) {
     if (!io)
       continue;
     int source = dppSource(io->control, lane, failure);
-    if (source < 0)
+    if (source == -1)
       return false;
     const bool written = (io->row_mask >> (lane / 16)) & 1 &&
                          (io->bank_mask >> (lane % 16 / 4)) & 1;
-    const auto *from = ioOf<tessel_emu_dpp_io>(call, uint32_t(source));
+    const auto *from = source == kNoSource
+                           ? nullptr
+                           : ioOf<tessel_emu_dpp_io>(call, uint32_t(source));
     if (!written)
       io->result = io->old_value;
     else if (from)
@@ -194,6 +212,37 @@ bool readFirstLane(const WaveCall &call, OpFailure &) {
   for (uint32_t lane = 0; lane < kWave; ++lane)
     if (auto *io = ioOf<tessel_emu_u32_io>(call, lane))
       io->result = first->a;
+  return true;
+}
+
+bool readLane(const WaveCall &call, OpFailure &failure) {
+  // The lane index is one SGPR on the chip: every live lane names the same.
+  const tessel_emu_u32_io *first = nullptr;
+  uint32_t firstLane = 0;
+  for (uint32_t lane = 0; lane < kWave; ++lane) {
+    const auto *io = ioOf<tessel_emu_u32_io>(call, lane);
+    if (!io)
+      continue;
+    if (!first) {
+      first = io;
+      firstLane = lane;
+    } else if (io->b != first->b) {
+      return fail(failure, TESSEL_INTERNAL, int(lane),
+                  "the lane reads lane %u but lane %u reads "
+                  "lane %u (the index must be the same in the whole wave)",
+                  io->b, firstLane, first->b);
+    }
+  }
+  if (first->b >= kWave)
+    return fail(failure, TESSEL_INTERNAL, int(firstLane),
+                "lane %u is not a lane of the wave of 64", first->b);
+  const auto *from = ioOf<tessel_emu_u32_io>(call, first->b);
+  if (!from)
+    return fail(failure, TESSEL_INTERNAL, int(firstLane),
+                "lane %u has returned", first->b);
+  for (uint32_t lane = 0; lane < kWave; ++lane)
+    if (auto *io = ioOf<tessel_emu_u32_io>(call, lane))
+      io->result = from->a;
   return true;
 }
 

@@ -52,8 +52,9 @@ const OpInfo kOps[] = {
      nullptr},
     {"wave_barrier", OpKind::Wave, Availability::Amd, false, waveBarrier,
      nullptr},
-    {"ds_read_b64_tr_b16", OpKind::Wave, Availability::Gfx950, true,
-     dsReadTr16, nullptr},
+    {"ds_read_b64_tr_b16", OpKind::Wave, Availability::Gfx950, true, dsReadTr16,
+     nullptr},
+    {"v_readlane", OpKind::Wave, Availability::Amd, true, readLane, nullptr},
 };
 static_assert(sizeof kOps / sizeof kOps[0] == TESSEL_EMU_OP_COUNT,
               "one row per op of emulator_abi.h");

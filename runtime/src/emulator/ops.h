@@ -123,6 +123,7 @@ bool mbcnt(const LaneCall &call, OpFailure &failure);
 bool mfma(const WaveCall &call, OpFailure &failure);
 bool bufferLoad(const LaneCall &call, OpFailure &failure);
 bool readFirstLane(const WaveCall &call, OpFailure &failure);
+bool readLane(const WaveCall &call, OpFailure &failure);
 /// The lanes have met; nothing else happens.
 bool waveBarrier(const WaveCall &call, OpFailure &failure);
 

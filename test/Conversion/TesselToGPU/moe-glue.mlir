@@ -40,10 +40,21 @@
 // CHECK:         memref.store %{{.*}}, %[[COUNTS]][%{{.*}}] : memref<128xi32>
 // CHECK-NEXT:    memref.store %{{.*}}, %[[ENDS]][%{{.*}}] : memref<128xi32>
 // CHECK:         gpu.return
-// 16 waves of 64 lanes on CDNA (512 + 16 * 4 bytes).
+// 16 waves of 64 lanes on CDNA (512 + 16 * 4 bytes); a wave's scan is six
+// DPP moves (row_shr 1, 2, 4, 8 = 0x111..0x118; row_bcast:15 = 0x142 into
+// rows 1 and 3; row_bcast:31 = 0x143 into rows 2 and 3), lanes without a
+// source getting the identity 0.
 // CDNA-LABEL:  gpu.func @histogram(
 // CDNA-SAME:     tessel.shared_bytes = 576 : i64}
-// CDNA:          gpu.shuffle up %{{.*}}, %{{.*}}, %c64_i32{{(_[0-9]+)?}} : i32
+// CDNA-NOT:      gpu.shuffle
+// CDNA:          rocdl.update.dpp %[[ZERO:.*]], %{{.*}} with 273, 15, 15, false : i32
+// CDNA:          rocdl.update.dpp %[[ZERO]], %{{.*}} with 274, 15, 15, false : i32
+// CDNA:          rocdl.update.dpp %[[ZERO]], %{{.*}} with 276, 15, 15, false : i32
+// CDNA:          rocdl.update.dpp %[[ZERO]], %{{.*}} with 280, 15, 15, false : i32
+// CDNA:          rocdl.update.dpp %[[ZERO]], %{{.*}} with 322, 10, 15, false : i32
+// CDNA:          rocdl.update.dpp %[[ZERO]], %{{.*}} with 323, 12, 15, false : i32
+// CDNA-NOT:      gpu.shuffle
+// CDNA:          gpu.return
 func.func @histogram(%ids: memref<?x8xi32>, %counts: memref<128xi32>,
                      %offsets: memref<128xi32>) {
   tessel.expert_histogram topk_ids(%ids : memref<?x8xi32>)

@@ -10,6 +10,8 @@
 // RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.950.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
+// RUN: FileCheck %s --check-prefix=SCAN < %t.942.s
+// RUN: FileCheck %s --check-prefix=SCAN < %t.950.s
 
 // The AMDGCN of the grouped matmul template on CDNA3 and CDNA4 (not run on
 // hardware here; this is how the AMD path is checked): wave64 MFMA of the
@@ -20,13 +22,13 @@
 // dgrad and both operands of the wgrad: on gfx942 transposed in registers
 // on their way to LDS, so that they are read the same way; on gfx950
 // stored as they lie and read by ds_read_b64_tr_b16; the 16-bit reads they
-// took before are gone), the group search by ds_bpermute shuffles, and no scratch memory or spills anywhere. After
+// took before are gone), the group search in registers (below), and no
+// scratch memory or spills anywhere. After
 // each kernel, its code-object metadata: LDS only as dynamic shared memory
 // (the launch passes the template's 40 KB), the 256-lane block the
 // template asked for, no scratch (private segment), wave64.
 
 // CHECK-LABEL: moe_gate:
-// CHECK-DAG:   ds_bpermute_b32
 // CHECK-DAG:   buffer_load_dwordx4
 // CHECK-DAG:   ds_write_b128
 // CHECK-DAG:   s_barrier
@@ -60,6 +62,29 @@
 // GFX942:      amdhsa.target: amdgcn-amd-amdhsa--gfx942
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
+// The search for the block's group (KernelBuilder::findRowTile) stays in
+// registers: each scan of 64 groups' ends and tile counts in six DPP steps
+// (row_shr 1, 2, 4, 8, then row_bcast:15 into rows 1 and 3 and
+// row_bcast:31 into rows 2 and 3), the previous group's end by wave_shr:1,
+// the owning group by a ballot's popcount and its values by v_readlane
+// with that lane in an SGPR. Before 2026-12-04 each chunk of 64 groups
+// took ~20 dependent ds_bpermute round trips (51 in this kernel).
+// SCAN-LABEL: moe_gate:
+// SCAN-NOT:   ds_bpermute
+// SCAN:       row_shr:8
+// SCAN-NOT:   ds_bpermute
+// SCAN:       row_bcast:15 row_mask:0xa
+// SCAN-NOT:   ds_bpermute
+// SCAN:       row_bcast:31 row_mask:0xc
+// SCAN-NOT:   ds_bpermute
+// SCAN:       wave_shr:1
+// SCAN-NOT:   ds_bpermute
+// SCAN:       s_bcnt1_i32_b64
+// SCAN-NOT:   ds_bpermute
+// SCAN:       v_readlane_b32 s{{[0-9]+}}, v{{[0-9]+}}, s{{[0-9]+}}
+// SCAN-NOT:   ds_bpermute
+// SCAN:       .end_amdhsa_kernel
+
 // gfx942 reads two k-steps' fragments at once (TargetInfo::
 // loadJointFragments; before 2026-12-03, 8-byte reads, twice as many).
 // RUN: FileCheck %s --check-prefix=JOINT < %t.942.s
@@ -68,7 +93,8 @@
 // JOINT:     amdhsa.target: amdgcn-amd-amdhsa--gfx942
 
 // From a pointer table, each block reads its group's 64-bit address first
-// (a global load), then the group's B by buffer loads: flat loads would
+// (a scalar load: the group, found by v_readlane, is in an SGPR; a global
+// load before 2026-12-04), then the group's B by buffer loads: flat loads would
 // also count against the LDS wait counter, so every LDS wait would stall on
 // the next B tile.
 // TABLE-LABEL: table_dgrad:
@@ -77,7 +103,7 @@
 // TABLE-NOT:   flat_load
 // TABLE:       .end_amdhsa_kernel
 // CHECK-LABEL: table_dgrad:
-// CHECK-DAG:   global_load_dwordx2
+// CHECK-DAG:   s_load_dwordx2 s[{{[0-9]+:[0-9]+}}], s[{{[0-9]+:[0-9]+}}], s{{[0-9]+}}
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK:       .end_amdhsa_kernel

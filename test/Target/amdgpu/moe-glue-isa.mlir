@@ -4,22 +4,28 @@
 // RUN: tessel-opt %s --tessel-rocdl-pipeline=chip=gfx950 \
 // RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.950.s
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
+// RUN: FileCheck %s --check-prefix=NOPERM < %t.942.s
+// RUN: FileCheck %s --check-prefix=NOPERM < %t.950.s
 
 // The AMDGCN of the MoE glue on CDNA3 and CDNA4 (not run on hardware
 // here). The routing kernels are one 1024-lane workgroup (16 waves): ids in
-// 16-byte loads, counted with LDS atomics (ds_add_u32), scans by
-// ds_bpermute shuffles; the sort's ballots are v_cmp into an SGPR pair,
+// 16-byte loads, counted with LDS atomics (ds_add_u32), scans by DPP moves
+// (row_shr, then row_bcast:15 and :31 across rows; before 2026-12-04 six
+// ds_bpermute round trips); the sort's ballots are v_cmp into an SGPR pair,
 // its ranks v_bcnt, the group's base one returning LDS atomic
 // (ds_add_rtn_u32) handed out by ds_bpermute. LDS is dynamic shared memory
 // only (the launch passes the template's bytes: 1088 and 18496 here), so
 // the group segment in the metadata is 0. The copies are 16-byte global
 // loads and stores. No scratch, no calls (no ROCm device library needed).
 
+// NOPERM-LABEL: histogram:
+// NOPERM-NOT:   ds_bpermute_b32
+// NOPERM:       .end_amdhsa_kernel
 // CHECK-LABEL: histogram:
 // CHECK-DAG:   global_load_dwordx4
 // CHECK-DAG:   ds_add_u32
 // CHECK-DAG:   s_barrier
-// CHECK-DAG:   ds_bpermute_b32
+// CHECK-DAG:   row_bcast:31
 // CHECK-DAG:   global_store_dword v
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .group_segment_fixed_size: 0
@@ -35,6 +41,7 @@
 // CHECK-DAG:   v_bcnt_u32_b32
 // CHECK-DAG:   ds_add_rtn_u32
 // CHECK-DAG:   ds_bpermute_b32
+// CHECK-DAG:   row_bcast:31
 // CHECK-DAG:   global_store_dword v
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .group_segment_fixed_size: 0

@@ -81,8 +81,10 @@
 // where a lane's maximum passed its m by more than the slack, in a block
 // the back end placed after the loop (llvm.expect false) that branches
 // back into it; the loop itself has no v_pk_mul_f32. (gfx950's waves hold
-// two query atoms: 64 pairs of O^T.)
+// two query atoms: 64 pairs of O^T.) The first MFMA is the loop's (the
+// request search before it branches too).
 // LAZY-LABEL:   prefill:
+// LAZY:         v_mfma_f32_32x32
 // LAZY:         s_cbranch_vccnz [[RESCALE:.LBB0_[0-9]+]]
 // LAZY-NEXT:    [[JOIN:.LBB0_[0-9]+]]:
 // LAZY-NOT:     v_pk_mul_f32

@@ -6,8 +6,8 @@
 module attributes {gpu.container_module} {
   gpu.module @k {
     llvm.func @kern(%x: i32) attributes {rocdl.kernel} {
-      // expected-error @+1 {{the GPU emulator does not model rocdl.readlane}}
-      %r = rocdl.readlane %x, %x : (i32, i32) -> i32
+      // expected-error @+1 {{the GPU emulator does not model rocdl.s.sleep}}
+      rocdl.s.sleep 1
       llvm.return
     }
   }
@@ -130,6 +130,18 @@ module attributes {gpu.container_module} {
     llvm.func @kern(%x: i64) attributes {rocdl.kernel} {
       // expected-error @+1 {{the GPU emulator models rocdl.readfirstlane of i32 only}}
       %r = rocdl.readfirstlane %x : i64
+      llvm.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    llvm.func @kern(%x: i64, %l: i32) attributes {rocdl.kernel} {
+      // expected-error @+1 {{the GPU emulator models rocdl.readlane of i32 only}}
+      %r = rocdl.readlane %x, %l : (i64, i32) -> i64
       llvm.return
     }
   }
