@@ -12,7 +12,8 @@
 // sum_g ceil(size_g / tileM) <= ceil((T + (G + 1) (tileM - 1)) / tileM);
 // blocks past the last tile exit at once. Every warp of a block finds the
 // block's tile by scanning group_offsets one warp-width of groups at a time
-// (shuffle scans; no shared memory, no host synchronisation).
+// (KernelBuilder::findRowTile: shuffle scans on NVIDIA, DPP on CDNA; no
+// shared memory, no host synchronisation).
 //
 // Tile loop. A and B tiles are staged in shared memory, K-contiguous, by
 // 16-byte asynchronous copies in a `stages`-deep ring, zero-filled past the
