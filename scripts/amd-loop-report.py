@@ -93,7 +93,7 @@ THRESHOLDS = {
     # -> 54-55% gfx950, MLA 58% -> 61% / 49% -> 51%; 25 -> 22 lgkmcnt(0).
     # Since 06:55 the K/V windows' sizes in i32 (KernelBuilder::clampI32):
     # 64% / 56%, MLA 62% / 52%.
-    # Since 2026-12-04 09:30 MLA's 192 / 128 on gfx942 runs one 64-key
+    # Since 2026-12-04 09:05 MLA's 192 / 128 on gfx942 runs one 64-key
     # register-staged stage instead of two of 32 keys (LDS holds no two
     # 64-key ones): 62% -> 67%, and its iteration twice the keys, so 35
     # lgkmcnt(0) where 32 keys had 17 (the same per key).
@@ -105,7 +105,7 @@ THRESHOLDS = {
     # -> 46% gfx950 (MLA 46% -> 49%); the windows in i32: MLA 60% gfx942,
     # 46-47% gfx950.
     # KiB loaded a CU (2026-12-04): one 64-key K/V tile a CU, 33 (MLA's
-    # context windows: 21 gfx942, 41 gfx950). Since 09:30 gfx942's MLA
+    # context windows: 21 gfx942, 41 gfx950). Since 09:05 gfx942's MLA
     # context windows take one 64-key stage (as its prefill): 60% -> 66%,
     # 21 -> 41 KiB a CU, 34 lgkmcnt(0) an iteration (17 a 32-key one).
     "tessel.paged_attention cu_seqlens": dict(share=0.46, waves=1, vmcnt0=1,

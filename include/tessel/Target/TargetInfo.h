@@ -330,10 +330,10 @@ public:
                                               Value identity) const;
 
   /// How many lanes of the warp `pred` (i1) holds in, as an i32 in every
-  /// lane. The default sums it over reductionPartner's butterfly; a target
-  /// may count a ballot's bits instead. Every lane of the warp must execute
-  /// it.
-  virtual Value countLanes(OpBuilder &b, Location loc, Value pred) const;
+  /// lane, where the target has a cheaper way than a butterfly sum (a
+  /// ballot's bits counted); else null, and KernelBuilder::countLanes sums
+  /// it (warpReduce). Every lane of the warp must execute it.
+  virtual Value countLanes(OpBuilder &, Location, Value) const { return {}; }
 
   /// `x` (i32) of lane `lane` (i32, the same in every lane of the warp) in
   /// every lane. The default is gpu.shuffle idx.

@@ -101,6 +101,14 @@ Value KernelBuilder::broadcast(Value x, Value srcLane) {
       .getShuffleResult();
 }
 
+Value KernelBuilder::countLanes(Value pred) {
+  if (Value count = target.countLanes(b, loc, pred))
+    return count;
+  return warpReduce(
+      arith::ExtUIOp::create(b, loc, b.getI32Type(), pred),
+      [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); });
+}
+
 Value KernelBuilder::anyLane(Value pred) {
   Value lanes = target.ballot(b, loc, pred);
   return arith::CmpIOp::create(
@@ -609,10 +617,8 @@ KernelBuilder::findRowTile(function_ref<Value(Value)> loadEnd, Value count,
     // The owner is the first lane whose tiles end after the block's tile:
     // `inclusive` grows with the lane, so the lanes before it are those
     // whose tiles end at or before it.
-    Value owner = target.countLanes(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, inclusive,
-                              tile32));
+    Value owner = countLanes(arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sle, inclusive, tile32));
     Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                         owner, i32(warpSize));
     Value ownerLane = arith::MinUIOp::create(b, loc, owner, i32(warpSize - 1));

@@ -130,6 +130,9 @@ protected:
   Value readLane(Value x, Value lane) {
     return target.readLane(b, loc, x, lane);
   }
+  /// How many lanes of the warp `pred` (i1) holds in, as an i32 in every
+  /// lane (TargetInfo::countLanes, or a butterfly sum).
+  Value countLanes(Value pred);
   /// Whether `pred` (i1) holds in any lane of the warp, in every lane (a
   /// value uniform over the warp, for a branch all its lanes take).
   Value anyLane(Value pred);

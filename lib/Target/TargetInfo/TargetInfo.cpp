@@ -31,14 +31,6 @@ std::pair<Value, Value> TargetInfo::scanPartner(OpBuilder &b, Location loc,
   return shuffleUp(b, loc, x, int64_t(1) << step);
 }
 
-Value TargetInfo::countLanes(OpBuilder &b, Location loc, Value pred) const {
-  Value count = arith::ExtUIOp::create(b, loc, b.getI32Type(), pred);
-  for (int64_t d = 1; d < getWarpSize(); d *= 2)
-    count = arith::AddIOp::create(b, loc, count,
-                                  reductionPartner(b, loc, count, d));
-  return count;
-}
-
 Value TargetInfo::readLane(OpBuilder &b, Location loc, Value x,
                            Value lane) const {
   return gpu::ShuffleOp::create(b, loc, x, lane,
