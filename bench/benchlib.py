@@ -154,6 +154,18 @@ class Bench:
         torch.cuda.synchronize()
         return self.time_ms(graph.replay) / repeat
 
+    def peer_ms(self, call) -> float:
+        """Milliseconds of one plain `call` of a peer, over as many calls
+        as launch_ms replays of Tessel's kernels (10 a timed call), so that
+        both run equally long: the H200 holds its 700 W limit by lowering
+        the SM clock within a fraction of a second (1.98 GHz in a burst,
+        1.67-1.74 GHz sustained under prefill, 2026-12-04), so a peer timed
+        over a tenth of the calls ran at a clock Tessel's kernels did not
+        get."""
+        if self.smoke:
+            return self.time_ms(call)
+        return self.time_ms(call, reps=10 * self.reps, warmup=10 * 5)
+
     def copy_ceiling(self) -> float:
         """TB/s of a large device-to-device copy (bytes read + written):
         2 GiB on the GPU, 64 MiB on the host."""
