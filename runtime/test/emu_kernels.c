@@ -390,6 +390,43 @@ void buffer_load_entry(void **params, tessel_emu_lane *lane) {
   memcpy(out + 4 * t, load.result, config[2] < 16 ? (uint32_t)config[2] : 16);
 }
 
+/* buffer_load_lds: a raw buffer over `data` of config[0] bytes; wave w
+ * (64 lanes) loads, with M0 = shared + 1024 w, the 16 bytes at offset 16 t
+ * (t the thread) into region 0 and, with M0 = shared + 1024 (waves + w),
+ * those at 16 t + 1024 waves into region 1; then records (out [threads, 4,
+ * 16 bytes]) its lane's slot of region 0 before any wait, both slots after
+ * s_waitcnt vmcnt(1), and region 1's after vmcnt(0). config[1] = 1 makes
+ * wave 0's first M0 the end of shared memory instead, 2 the loads 12
+ * bytes. */
+void buffer_load_lds_entry(void **params, tessel_emu_lane *lane) {
+  const int32_t *config = PARAM(const int32_t *, 0);
+  const uint32_t *data = PARAM(const uint32_t *, 1);
+  char *out = PARAM(char *, 2);
+  const uint32_t t = threadInBlock(lane), wave = t / 64;
+  const uint32_t waves = lane->block_dim[0] / 64;
+  tessel_emu_buffer_resource resource = {data, (uint32_t)config[0], 0};
+  char *region0 = lane->shared + 1024 * wave;
+  char *region1 = lane->shared + 1024 * (waves + wave);
+  tessel_emu_buffer_load_lds_io load = {
+      &resource,
+      config[1] == 1 && wave == 0 ? lane->shared + 2048 * waves : region0,
+      16 * t, 0, config[1] == 2 ? 12 : 16};
+  call(lane, TESSEL_EMU_BUFFER_LOAD_LDS, &load);
+  load.lds = region1;
+  load.offset = 16 * t + 1024 * waves;
+  call(lane, TESSEL_EMU_BUFFER_LOAD_LDS, &load);
+  char *record = out + 64 * t;
+  const uint32_t slot = 16 * lane->lane_id;
+  memcpy(record, region0 + slot, 16);
+  tessel_emu_u32_io wait = {1, 0, 0};
+  call(lane, TESSEL_EMU_VMCNT_WAIT, &wait);
+  memcpy(record + 16, region0 + slot, 16);
+  memcpy(record + 32, region1 + slot, 16);
+  wait.a = 0;
+  call(lane, TESSEL_EMU_VMCNT_WAIT, &wait);
+  memcpy(record + 48, region1 + slot, 16);
+}
+
 /* split: lanes below config[0] of every wave call op config[1], the others
  * op config[2] (TESSEL_EMU_BARRIER or a u32 op); config[3] = 1 makes the
  * lanes of waves after the first call the barrier only. Makes divergences

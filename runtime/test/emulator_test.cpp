@@ -261,8 +261,8 @@ TEST(EmulatedErrors, UnknownOpIndex) {
   std::vector<int32_t> config = {32, 40, 40, 0};
   EXPECT_TRUE(failsWith(runEmu(splitLaunch(config, 64)), TESSEL_INTERNAL,
                         {"block (0, 0, 0), thread (0, 0, 0) (wave 0, lane 0): "
-                         "unknown op index 40 (emulator ABI 6 has ops 0 to "
-                         "24)"}));
+                         "unknown op index 40 (emulator ABI 7 has ops 0 to "
+                         "26)"}));
 }
 
 TEST(EmulatedErrors, OpOfAnotherChip) {
@@ -329,11 +329,11 @@ TEST(EmulatedLoad, RefusesAnotherAbiVersion) {
   launch.params = {{"emulator_abi", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': compiled for emulator ABI version 1, "
-                         "but this runtime implements version 6"}));
+                         "but this runtime implements version 7"}));
   launch.params = {{"x86_64_level", 1}};
   EXPECT_TRUE(failsWith(runEmu(launch), TESSEL_UNSUPPORTED,
                         {"kernel 'ids': has no 'emulator_abi' parameter",
-                         "this runtime implements version 6"}));
+                         "this runtime implements version 7"}));
 }
 
 TEST(EmulatedLoad, RespectsTheX86Level) {

@@ -116,6 +116,25 @@ public:
   virtual Value bufferLoad(OpBuilder &b, Location loc, Type type,
                            Value resource, Value offset,
                            Value tileOffset) const;
+  /// Whether buffer loads can write a tile's chunks straight into shared
+  /// memory (gfx950's buffer_load_dwordx4 ... lds): no registers, no LDS
+  /// store. The wave's 64 lanes then fill 64 consecutive 16-byte slots.
+  virtual bool hasBufferLoadsToShared() const { return false; }
+  /// Loads this lane's 16 bytes as bufferLoad does (zeros past the
+  /// resource) into `shared` 16 x lane bytes past element `waveIndices`
+  /// (uniform over the wave: the chip takes that base from M0).
+  /// Asynchronous: waitForLoadsToShared.
+  virtual void bufferLoadToShared(OpBuilder &b, Location loc, Value resource,
+                                  Value offset, Value tileOffset, Value shared,
+                                  ValueRange waveIndices) const;
+  /// Waits until at most `pending` of this wave's loads to shared memory
+  /// are in flight (the chip's vmcnt: its other vector loads count too, so
+  /// the wait is never weaker than asked). The back end waits by itself
+  /// before a read of shared memory that such a load may write, from the
+  /// same wave; other waves need this before a barrier.
+  virtual void waitForLoadsToShared(OpBuilder &b, Location loc,
+                                    int64_t pending) const;
+
   /// Buffers end below this, so that an offset of kMaxBufferBytes plus any
   /// tileOffset below it is out of bounds (a chunk that must read zeros).
   static constexpr int64_t kMaxBufferBytes = int64_t(1) << 31;

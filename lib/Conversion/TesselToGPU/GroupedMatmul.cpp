@@ -19,7 +19,8 @@
 // 16-byte asynchronous copies in a `stages`-deep ring, zero-filled past the
 // group's rows, past N and past K (so no masking in the MMA loop); on CDNA
 // by buffer loads from windows that end with the data, which zero-fill in
-// hardware (windows()). Each warp
+// hardware (windows()), on gfx950 straight into LDS (loadsToShared: each
+// lane loads the chunk the swizzle puts in its slot). Each warp
 // owns a (tileM / warpsM) x (tileN / warpsN) block of C as MMA atoms whose
 // accumulators stay in registers across the K loop: the fragments are
 // indexed with compile-time indices only (dynamic indexing of an
@@ -200,6 +201,10 @@ private:
   SmallVector<std::pair<Value, Value>> gatheredRows;
   /// Ragged K with gathered rows: the index of a's (b's) rows, or null.
   Value aIndex, bIndex;
+  /// Whether the K loop's tiles go to shared memory by buffer loads to
+  /// LDS (gfx950; mainLoop decides), and then the wave's index (uniform).
+  bool loadsToShared = false;
+  Value waveIndex;
   /// The divisor of gathered rows' entries (a_rows_divisor, rows_divisor).
   int64_t rowsDivisor = 1;
   /// The fused SwiGLU's act [T, N / 2] (or null), its first column in the
@@ -244,7 +249,12 @@ void GroupedMatmulBuilder::forEachChunk(
     for (int64_t i = 0; i < rows * chunksPerRow / threads; ++i) {
       Value id = add(tid, i * threads);
       Value row = divu(id, chunksPerRow);
-      Value col = mul(remu(id, chunksPerRow), kChunk);
+      // Loaded to shared memory, the wave's lanes fill consecutive slots:
+      // lane id's slot of the row holds the chunk the swizzle puts there.
+      Value inRow = remu(id, chunksPerRow);
+      if (loadsToShared)
+        inRow = arith::XOrIOp::create(b, loc, inRow, swizzleOf(row, width));
+      Value col = mul(inRow, kChunk);
       auto [valid, srcIndices] = source(i, row, col);
       // Zero-filled copies still need an in-bounds source address.
       for (Value &index : srcIndices)
@@ -252,6 +262,11 @@ void GroupedMatmulBuilder::forEachChunk(
       StagedChunk chunk{shared, sharedIndices(stage, row, col, width), src,
                         srcIndices, select(valid, idx(kChunk), none)};
       chunk.zeroFill = zeroFill;
+      if (loadsToShared)
+        chunk.waveDst = {
+            stage,
+            divu(add(mul(waveIndex, warpSize), i * threads), chunksPerRow),
+            idx(0)};
       inWindow(chunk, windowed, row, col);
       fn(chunk);
     }
@@ -491,8 +506,10 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
     else if (failed(mmas(*fa, *fb)))
       return failure();
   }
-  if (readsFirst)
+  if (readsFirst) {
+    issueLoadsAfterReads();
     target.fenceScheduling(b, loc);
+  }
   for (auto &[fa, fb] : read)
     if (failed(mmas(fa, fb)))
       return failure();
@@ -512,6 +529,18 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
     return computeStage(stage, carried);
   };
   pipeline.pairStages = true;
+  // gfx950: every tile loaded to shared memory where both operands are
+  // read through windows (rows not gathered) and staged as they lie.
+  loadsToShared = target.hasBufferLoadsToShared() && cfg.stages == 2 &&
+                  !kRowsTransposed() && gatheredRows.empty() && !aIndex &&
+                  !bIndex;
+  if (loadsToShared) {
+    waveIndex = uniform(divu(tid, warpSize));
+    loadChunksToShared(pipeline,
+                       [this](Value stage, Value kt, ValueRange, auto fn) {
+                         forEachChunk(stage, kt, fn);
+                       });
+  }
   return runTilePipeline(pipeline, acc);
 }
 

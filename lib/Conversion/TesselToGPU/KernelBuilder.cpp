@@ -352,17 +352,45 @@ SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
   // chunk fill 8 different 16-byte slots of a bank line. For rows of 8 or
   // more chunks only the low 3 bits of the chunk change, so a chunk stays in
   // its row (width is then a multiple of 64).
-  int64_t chunks = width / kChunk;
-  int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
-  Value line = divu(row, rowsPerLine);
-  if (rowGroups)
-    line = arith::XOrIOp::create(b, loc, line, divu(line, 8));
-  Value swz = remu(line, std::min<int64_t>(chunks, 8));
+  Value swz = swizzleOf(row, width, rowGroups);
   Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
   SmallVector<Value> indices(outer);
   indices.push_back(row);
   indices.push_back(add(mul(chunk, kChunk), remu(col, kChunk)));
   return indices;
+}
+
+Value KernelBuilder::swizzleOf(Value row, int64_t width, bool rowGroups) {
+  int64_t chunks = width / kChunk;
+  int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
+  Value line = divu(row, rowsPerLine);
+  if (rowGroups)
+    line = arith::XOrIOp::create(b, loc, line, divu(line, 8));
+  return remu(line, std::min<int64_t>(chunks, 8));
+}
+
+void KernelBuilder::loadChunksToShared(TilePipeline &p,
+                                       ChunkEnumerator forEachChunk) {
+  assert(target.hasBufferLoadsToShared() && p.pairStages);
+  p.loadToShared = [this, forEachChunk](Value stage, Value tile) {
+    forEachChunk(stage, tile, {}, [&](const StagedChunk &c) {
+      assert(c.window && c.scatter.empty() && !c.partial &&
+             !c.waveDst.empty() &&
+             "loads to shared memory take whole windowed chunks");
+      target.bufferLoadToShared(b, loc, c.window, c.windowOffset, c.tileOffset,
+                                c.shared, c.waveDst);
+    });
+  };
+}
+
+void KernelBuilder::issueLoadsAfterReads() {
+  if (!loadsAfterReads)
+    return;
+  // Behind a fence: the back end does not see a load to LDS as a write of
+  // it, so it would hoist the loads above the reads, and then wait for
+  // them (vmcnt(0)) before the reads.
+  target.fenceScheduling(b, loc);
+  std::exchange(loadsAfterReads, nullptr)();
 }
 
 LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
@@ -475,12 +503,34 @@ SmallVector<Value> KernelBuilder::fetchWhere(const TilePipeline &p, Value cond,
 LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
                                                     SmallVector<Value> &state) {
   assert(!p.lookahead && "paired stages load nothing ahead");
-  p.store(idx(0), idx(0), p.fetch(idx(0), {}));
+  bool toShared = bool(p.loadToShared);
+  if (toShared)
+    p.loadToShared(idx(0), idx(0));
+  else
+    p.store(idx(0), idx(0), p.fetch(idx(0), {}));
   // Tile t from `stage`: every warp is past tile t - 1 (whose stage the
   // step refills) and sees tile t stored; tile `next` (if any; where
-  // `hasNext` holds, if given) is loaded before the MMAs and stored after.
+  // `hasNext` holds, if given) is loaded before the MMAs and stored after
+  // (loaded to shared memory: issued between the compute's reads and its
+  // MMAs, and this wave's loads of tile t waited for before the barrier,
+  // where the other waves' reads depend on them).
   auto step = [&](Value t, int64_t stage, Value next, Value hasNext,
                   SmallVector<Value> &st) -> LogicalResult {
+    if (toShared) {
+      target.waitForLoadsToShared(b, loc, 0);
+      gpu::BarrierOp::create(b, loc);
+      if (next)
+        loadsAfterReads = [this, &p, stage, next, hasNext] {
+          auto load = [&] { p.loadToShared(idx(1 - stage), next); };
+          if (hasNext)
+            ifThen(hasNext, load);
+          else
+            load();
+        };
+      LogicalResult computed = p.compute(idx(stage), t, st);
+      issueLoadsAfterReads();
+      return computed;
+    }
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fetched;
     // The tile's loads, its MMAs and the stores of the next tile in this

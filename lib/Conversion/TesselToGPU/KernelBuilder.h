@@ -279,7 +279,17 @@ protected:
     /// limit with it (gfx942 prefill 216 -> 254 VGPRs) for no better MFMA
     /// share.
     bool pairStages = false;
+    /// Register-staged with pairStages, optional (loadChunksToShared): tile
+    /// `t`'s chunks straight into stage `s` by loads to shared memory,
+    /// instead of fetch and store. They are issued where the compute
+    /// calls issueLoadsAfterReads (after its fragment reads, before its
+    /// MMAs), so that the back end need not wait for them before those
+    /// reads, and waited for before the next tile's barrier.
+    std::function<void(Value s, Value t)> loadToShared;
   };
+  /// In a TilePipeline::compute: issues the next tile's loadToShared now,
+  /// if the pipeline runs one and it is not issued yet.
+  void issueLoadsAfterReads();
   LogicalResult runTilePipeline(const TilePipeline &p,
                                 SmallVector<Value> &state);
   /// One loop of runTilePipeline over the tiles [from, to), `compute` on
@@ -335,6 +345,10 @@ protected:
     /// the same for every chunk of the tile) holds.
     Value window = {}, windowOffset = {}, tileOffset = {};
     Value mayBePartial = {};
+    /// Loads to shared memory (TilePipeline::loadToShared): the indices in
+    /// `shared` of the first of the 64 consecutive 16-byte slots the
+    /// wave's lanes fill (uniform), this lane's being `dst`.
+    SmallVector<Value> waveDst = {};
   };
   /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
   /// same chunks in the same order on every call. `ahead`: the tile's
@@ -348,6 +362,10 @@ protected:
   /// `elem` into registers (loadChunk) and 16-byte shared-memory stores.
   TilePipeline chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
                              Type elem, ChunkEnumerator forEachChunk);
+  /// Sets p.loadToShared (TargetInfo::hasBufferLoadsToShared) for chunks
+  /// that `forEachChunk` enumerates windowed (readFromWindow), whole and
+  /// unscattered, with their waveDst.
+  void loadChunksToShared(TilePipeline &p, ChunkEnumerator forEachChunk);
   /// 16 bytes of `src` at `indices`, of which the first `validElements` are
   /// kept and the rest zeroed (only `partial` chunks need that mask); zeros
   /// when none is valid, read from `src`'s first chunk instead (tiles past
@@ -448,11 +466,16 @@ protected:
   /// hit different bank groups too.
   SmallVector<Value> swizzledIndices(ValueRange outer, Value row, Value col,
                                      int64_t width, bool rowGroups = false);
+  /// What swizzledIndices XORs row `row`'s chunk index with (its own
+  /// inverse: chunk slot s of the row holds chunk s ^ swizzleOf(row)).
+  Value swizzleOf(Value row, int64_t width, bool rowGroups = false);
 
   OpBuilder &b;
   Location loc;
   const TargetInfo &target;
   int64_t warpSize;
+  /// The loads issueLoadsAfterReads issues (runRegisterStagedPairs).
+  std::function<void()> loadsAfterReads;
 };
 
 } // namespace mlir::tessel

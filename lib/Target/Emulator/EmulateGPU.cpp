@@ -363,9 +363,21 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   }
 
   // --- AMD ----------------------------------------------------------------
-  // A lane's loads have returned when they return: a wait is nothing; so
-  // is an order for the back end's scheduler.
-  if (name == "rocdl.s.waitcnt" || name == "rocdl.sched.barrier") {
+  // A lane's loads to registers have returned when they return and an
+  // order for the back end's scheduler is nothing; a wait on the vector
+  // memory counter retires loads to LDS (gfx9 s_waitcnt: vmcnt in bits
+  // [3:0] and [15:14], 63 = no wait).
+  if (auto wait = dyn_cast<ROCDL::SWaitcntOp>(op)) {
+    uint32_t bits = static_cast<uint32_t>(wait.getBitfield());
+    uint32_t vmcnt = (bits & 0xf) | ((bits >> 14) & 0x3) << 4;
+    if (vmcnt < 63) {
+      calls.put(loc, offsetof(tessel_emu_u32_io, a), vmcnt);
+      calls.call(loc, TESSEL_EMU_VMCNT_WAIT);
+    }
+    op->erase();
+    return success();
+  }
+  if (name == "rocdl.sched.barrier") {
     op->erase();
     return success();
   }
@@ -490,6 +502,23 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     calls.call(loc, TESSEL_EMU_BUFFER_LOAD);
     return replace(
         calls.get(loc, offsetof(tessel_emu_buffer_load_io, result), type));
+  }
+  if (auto load = dyn_cast<ROCDL::RawPtrBufferLoadLdsOp>(op)) {
+    calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, resource),
+              load.getRsrc());
+    calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, lds),
+              load.getLdsPtr());
+    // The instruction's offset field adds to the voffset.
+    calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, offset),
+              LLVM::AddOp::create(b, loc, load.getVoffset(), load.getOffset())
+                  .getResult());
+    calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, soffset),
+              load.getSoffset());
+    calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, bytes),
+              load.getSize());
+    calls.call(loc, TESSEL_EMU_BUFFER_LOAD_LDS);
+    op->erase();
+    return success();
   }
   if (name.starts_with("rocdl.mfma.")) {
     std::optional<MfmaShape> shape = parseMfma(name);

@@ -472,10 +472,56 @@ public:
   }
 
   // gfx9 s_waitcnt fields: vmcnt [3:0] and [15:14], expcnt [6:4], lgkmcnt
-  // [11:8]; vmcnt 0 and the others at their maximum (no wait).
+  // [11:8]; vmcnt n and the others at their maximum (no wait).
+  static void waitVmcnt(OpBuilder &b, Location loc, int64_t n) {
+    assert(n >= 0 && n < 63 && "vmcnt is 6 bits");
+    ROCDL::SWaitcntOp::create(b, loc, (n & 0xf) | (n >> 4) << 14 | 0x0f70);
+  }
   void waitForGlobalLoads(OpBuilder &b, Location loc) const override {
-    constexpr int32_t kVmcntZero = 0x0f70;
-    ROCDL::SWaitcntOp::create(b, loc, kVmcntZero);
+    waitVmcnt(b, loc, 0);
+  }
+  void waitForLoadsToShared(OpBuilder &b, Location loc,
+                            int64_t pending) const override {
+    waitVmcnt(b, loc, pending);
+  }
+
+  // gfx950's 16-byte buffer_load ... lds (CDNA4 ISA, "Global Load LDS"):
+  // lane l's bytes go to LDS at M0 + 16 l, M0 the wave's base.
+  bool hasBufferLoadsToShared() const override { return isGfx950; }
+  void bufferLoadToShared(OpBuilder &b, Location loc, Value resource,
+                          Value offset, Value tileOffset, Value shared,
+                          ValueRange waveIndices) const override {
+    assert(isGfx950 && "16-byte loads to LDS are gfx950's");
+    auto type = cast<MemRefType>(shared.getType());
+    auto [strides, staticOffset] = type.getStridesAndOffset();
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto i64Const = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+    auto toI64 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, loc, i64, index);
+    };
+    Value element = i64Const(staticOffset);
+    for (auto [index, stride] : llvm::zip(waveIndices, strides))
+      element = arith::AddIOp::create(
+          b, loc, element,
+          arith::MulIOp::create(b, loc, toI64(index), i64Const(stride)));
+    // In 64 bits, as addresses are in the emulator; the chip's LDS
+    // addresses are 32-bit, and the back end drops the high word.
+    Value base = arith::AddIOp::create(
+        b, loc,
+        toI64(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, shared)),
+        arith::MulIOp::create(b, loc, element,
+                              i64Const(type.getElementTypeBitWidth() / 8)));
+    Value m0 = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), base);
+    auto i32Const = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i32, v);
+    };
+    ROCDL::RawPtrBufferLoadLdsOp::create(
+        b, loc, resource, m0, i32Const(16), offset, tileOffset, i32Const(0),
+        i32Const(0), /*alias_scopes=*/nullptr, /*noalias_scopes=*/nullptr,
+        /*tbaa=*/nullptr);
   }
 
   // A raw buffer (stride 0): the resource's word 3 as MLIR's

@@ -49,6 +49,16 @@ Value TargetInfo::bufferLoad(OpBuilder &, Location, Type, Value, Value,
   llvm_unreachable("bufferLoad on a target without buffer loads");
 }
 
+void TargetInfo::bufferLoadToShared(OpBuilder &, Location, Value, Value, Value,
+                                    Value, ValueRange) const {
+  llvm_unreachable("bufferLoadToShared on a target without it");
+}
+
+void TargetInfo::waitForLoadsToShared(OpBuilder &, Location, int64_t) const {
+  llvm_unreachable("waitForLoadsToShared on a target without loads to shared "
+                   "memory");
+}
+
 Fragment TargetInfo::accumulatorsAsOperandB(OpBuilder &, Location,
                                             const MmaAtom &, ArrayRef<Value>,
                                             int64_t) const {

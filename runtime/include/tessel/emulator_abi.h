@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever a record, an op number or the lane layout changes; a
  * kernel carries it as its bundle parameter "emulator_abi" and the runtime
  * refuses any other. */
-#define TESSEL_EMU_ABI_VERSION 6
+#define TESSEL_EMU_ABI_VERSION 7
 
 typedef struct tessel_emu_lane tessel_emu_lane;
 typedef void (*tessel_emu_op)(tessel_emu_lane *lane, void *io);
@@ -172,8 +172,21 @@ enum tessel_emu_op_index {
    * every lane gets `a` of lane b; b must be the same in every live lane
    * (one SGPR on the chip) and name a live lane. */
   TESSEL_EMU_READLANE = 24,
+  /* buffer_load_dwordx4 ... lds (gfx950, llvm.amdgcn.raw.ptr.buffer.load.
+   * lds of 16 bytes), per lane, tessel_emu_buffer_load_lds_io: the lane's
+   * 16 bytes, read as TESSEL_EMU_BUFFER_LOAD reads them (0 out of range),
+   * go to shared memory at lds + 16 lane_id (lds is M0, the same in every
+   * lane of the wave: the kernel makes it so by readfirstlane), written
+   * when an s_waitcnt retires them (TESSEL_EMU_VMCNT_WAIT), so that a
+   * kernel that reads them before waiting reads what was there before. */
+  TESSEL_EMU_BUFFER_LOAD_LDS = 25,
+  /* s_waitcnt vmcnt(n), per lane, tessel_emu_u32_io {a = n}: the lane's
+   * loads to LDS but the newest n are written. The emulator's other vector
+   * loads complete at once and are not counted, so a wait is never weaker
+   * here than on the chip. */
+  TESSEL_EMU_VMCNT_WAIT = 26,
 
-  TESSEL_EMU_OP_COUNT = 25
+  TESSEL_EMU_OP_COUNT = 27
 };
 
 /* Operands a, b; result. */
@@ -242,6 +255,13 @@ typedef struct tessel_emu_buffer_load_io {
   uint32_t bytes; /* 4, 8, 12 or 16 */
   uint32_t result[4];
 } tessel_emu_buffer_load_io;
+
+typedef struct tessel_emu_buffer_load_lds_io {
+  const tessel_emu_buffer_resource *resource;
+  void *lds;
+  uint32_t offset, soffset;
+  uint32_t bytes; /* 16 */
+} tessel_emu_buffer_load_lds_io;
 
 typedef struct tessel_emu_ds_read_tr_io {
   const void *address;

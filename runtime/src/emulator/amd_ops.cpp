@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cp_async.h"
 #include "half.h"
 #include "ops.h"
 
@@ -257,35 +258,77 @@ bool mbcnt(const LaneCall &call, OpFailure &) {
   return true;
 }
 
-bool bufferLoad(const LaneCall &call, OpFailure &failure) {
-  auto &io = *static_cast<tessel_emu_buffer_load_io *>(call.io);
-  const tessel_emu_buffer_resource &resource = *io.resource;
+namespace {
+
+/// Reads `bytes` bytes through a raw buffer resource as buffer_load does
+/// (a word out of range reads 0) into `words`.
+bool readBuffer(const LaneCall &call,
+                const tessel_emu_buffer_resource &resource, uint32_t offset,
+                uint32_t soffset, uint32_t bytes, uint32_t *words,
+                OpFailure &failure) {
   if (resource.stride != 0)
     return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
                 "buffer load through a resource of stride %u: only raw "
                 "buffers (stride 0) are modelled",
                 resource.stride);
-  if (io.bytes == 0 || io.bytes > 16 || io.bytes % 4)
-    return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
-                "buffer load of %u bytes (4, 8, 12 or 16)", io.bytes);
   // 64-bit sums: the hardware's 32-bit offsets do not wrap here.
   const uint64_t records = resource.num_records;
-  for (uint32_t w = 0; w < io.bytes / 4; ++w) {
-    const uint64_t at = uint64_t(io.offset) + 4 * w;
+  for (uint32_t w = 0; w < bytes / 4; ++w) {
+    const uint64_t at = uint64_t(offset) + 4 * w;
     const bool inside = at < records;
-    if (inside != (at + io.soffset < records))
+    if (inside != (at + soffset < records))
       return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
                   "buffer load at offset %llu + soffset %u of a %u-byte "
                   "buffer is %s bounds only if soffset is not checked: the "
                   "chips differ there",
-                  static_cast<unsigned long long>(at), io.soffset,
+                  static_cast<unsigned long long>(at), soffset,
                   resource.num_records, inside ? "in" : "out of");
-    io.result[w] = 0;
+    words[w] = 0;
     if (inside)
-      std::memcpy(&io.result[w],
-                  static_cast<const char *>(resource.base) + io.soffset + at,
-                  4);
+      std::memcpy(&words[w],
+                  static_cast<const char *>(resource.base) + soffset + at, 4);
   }
+  return true;
+}
+
+} // namespace
+
+bool bufferLoad(const LaneCall &call, OpFailure &failure) {
+  auto &io = *static_cast<tessel_emu_buffer_load_io *>(call.io);
+  if (io.bytes == 0 || io.bytes > 16 || io.bytes % 4)
+    return fail(failure, TESSEL_INTERNAL, int(call.lane.lane_id),
+                "buffer load of %u bytes (4, 8, 12 or 16)", io.bytes);
+  return readBuffer(call, *io.resource, io.offset, io.soffset, io.bytes,
+                    io.result, failure);
+}
+
+bool bufferLoadLds(const LaneCall &call, OpFailure &failure) {
+  auto &io = *static_cast<tessel_emu_buffer_load_lds_io *>(call.io);
+  const int lane = int(call.lane.lane_id);
+  if (io.bytes != 16)
+    return fail(failure, TESSEL_UNSUPPORTED, lane,
+                "buffer load to LDS of %u bytes: the emulator models the "
+                "16-byte form (buffer_load_dwordx4 ... lds) only",
+                io.bytes);
+  char *dst = static_cast<char *>(io.lds) + 16 * call.lane.lane_id;
+  if (!call.shared.contains(dst, 16) ||
+      reinterpret_cast<uintptr_t>(dst) % 16 != 0)
+    return fail(failure, TESSEL_INTERNAL, lane,
+                "buffer load to LDS at %p (M0 %p + 16 x lane %d) is not a "
+                "16-byte aligned slot of shared memory [%p, %p + %zu)",
+                static_cast<void *>(dst), io.lds, lane,
+                static_cast<void *>(call.shared.base),
+                static_cast<void *>(call.shared.base), call.shared.size);
+  uint32_t words[4];
+  if (!readBuffer(call, *io.resource, io.offset, io.soffset, 16, words,
+                  failure))
+    return false;
+  call.copies.addLoaded(dst, words, 16);
+  return true;
+}
+
+bool vmcntWait(const LaneCall &call, OpFailure &) {
+  call.copies.wait(static_cast<const tessel_emu_u32_io *>(call.io)->a);
   return true;
 }
 

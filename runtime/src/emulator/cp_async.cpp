@@ -16,7 +16,14 @@ void CpAsyncQueue::clear() {
 
 void CpAsyncQueue::add(void *dst, const void *src, uint32_t bytes,
                        uint32_t srcBytes) {
-  copies.push_back({dst, src, bytes, srcBytes});
+  copies.push_back({dst, src, bytes, srcBytes, {}});
+}
+
+void CpAsyncQueue::addLoaded(void *dst, const void *data, uint32_t bytes) {
+  Copy copy{dst, nullptr, bytes, bytes, {}};
+  std::memcpy(copy.loaded, data, bytes);
+  copies.push_back(copy);
+  commit();
 }
 
 void CpAsyncQueue::commit() { groupEnds.push_back(copies.size()); }
@@ -25,7 +32,7 @@ void CpAsyncQueue::wait(uint32_t keep) {
   while (groupEnds.size() - retired > keep) {
     for (; done < groupEnds[retired]; ++done) {
       const Copy &copy = copies[done];
-      std::memcpy(copy.dst, copy.src, copy.srcBytes);
+      std::memcpy(copy.dst, copy.src ? copy.src : copy.loaded, copy.srcBytes);
       std::memset(static_cast<char *>(copy.dst) + copy.srcBytes, 0,
                   copy.bytes - copy.srcBytes);
     }

@@ -24,6 +24,9 @@ public:
   /// Queues a copy of `srcBytes` bytes followed by `bytes - srcBytes` zeros
   /// in the open group.
   void add(void *dst, const void *src, uint32_t bytes, uint32_t srcBytes);
+  /// Queues the write of `bytes` (at most 16) bytes read already, `data`, as
+  /// a group of its own (a load to LDS: each is one vmcnt unit).
+  void addLoaded(void *dst, const void *data, uint32_t bytes);
   /// Closes the open group (empty or not: an empty group still counts).
   void commit();
   /// Performs, oldest first, the copies of the committed groups but the
@@ -33,8 +36,10 @@ public:
 private:
   struct Copy {
     void *dst;
+    /// Null where the data was read when queued (`loaded`).
     const void *src;
     uint32_t bytes, srcBytes;
+    uint8_t loaded[16];
   };
   /// Oldest first; the first `done` have been performed.
   std::vector<Copy> copies;

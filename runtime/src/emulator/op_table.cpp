@@ -55,6 +55,10 @@ const OpInfo kOps[] = {
     {"ds_read_b64_tr_b16", OpKind::Wave, Availability::Gfx950, true, dsReadTr16,
      nullptr},
     {"v_readlane", OpKind::Wave, Availability::Amd, true, readLane, nullptr},
+    {"buffer_load_lds", OpKind::Lane, Availability::Gfx950, true, nullptr,
+     bufferLoadLds},
+    {"s_waitcnt_vmcnt", OpKind::Lane, Availability::Amd, true, nullptr,
+     vmcntWait},
 };
 static_assert(sizeof kOps / sizeof kOps[0] == TESSEL_EMU_OP_COUNT,
               "one row per op of emulator_abi.h");

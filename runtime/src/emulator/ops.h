@@ -122,6 +122,8 @@ bool amdBallot(const WaveCall &call, OpFailure &failure);
 bool mbcnt(const LaneCall &call, OpFailure &failure);
 bool mfma(const WaveCall &call, OpFailure &failure);
 bool bufferLoad(const LaneCall &call, OpFailure &failure);
+bool bufferLoadLds(const LaneCall &call, OpFailure &failure);
+bool vmcntWait(const LaneCall &call, OpFailure &failure);
 bool readFirstLane(const WaveCall &call, OpFailure &failure);
 bool readLane(const WaveCall &call, OpFailure &failure);
 /// The lanes have met; nothing else happens.

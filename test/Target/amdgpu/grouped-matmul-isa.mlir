@@ -9,7 +9,7 @@
 // RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.942.s
 // RUN: FileCheck %s --check-prefix=TRANSPOSED < %t.950.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
-// RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
+// RUN: FileCheck %s --check-prefix=LDSLOAD < %t.950.s
 // RUN: FileCheck %s --check-prefix=SCAN < %t.942.s
 // RUN: FileCheck %s --check-prefix=SCAN < %t.950.s
 
@@ -18,7 +18,8 @@
 // chip's bf16 shape (32x32x8 on gfx942, 32x32x16 on gfx950), A and
 // K-contiguous B fragments as one 16-byte LDS read per lane (on gfx942,
 // whose MFMA takes 8 bytes a lane, for two k-steps at once), tiles staged
-// by 16-byte buffer loads and 16-byte LDS writes (the N-contiguous B of the
+// by 16-byte buffer loads and 16-byte LDS writes on gfx942, by 16-byte
+// buffer loads straight to LDS on gfx950 (below; the N-contiguous B of the
 // dgrad and both operands of the wgrad: on gfx942 transposed in registers
 // on their way to LDS, so that they are read the same way; on gfx950
 // stored as they lie and read by ds_read_b64_tr_b16; the 16-bit reads they
@@ -30,7 +31,7 @@
 
 // CHECK-LABEL: moe_gate:
 // CHECK-DAG:   buffer_load_dwordx4
-// CHECK-DAG:   ds_write_b128
+// GFX942-DAG:  ds_write_b128
 // CHECK-DAG:   s_barrier
 // CHECK-DAG:   ds_read_b128
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
@@ -119,7 +120,6 @@
 // CHECK-LABEL: wgrad_down:
 // GFX942-DAG:  ds_write2_b32
 // GFX942-DAG:  ds_read_b128
-// GFX950-DAG:  ds_write_b128
 // GFX950-DAG:  ds_read_b64_tr_b16
 // GFX942-DAG:  v_mfma_f32_32x32x8_bf16
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
@@ -147,7 +147,8 @@
 // TRANSPOSED-NOT:   ds_read_u16
 // TRANSPOSED:       .end_amdhsa_kernel
 
-// Every tile is read by buffer loads (TargetInfo::bufferResource): per
+// Every tile is read by buffer loads (TargetInfo::bufferResource; gfx942
+// here, gfx950's below): per
 // lane an offset that stays the same over the K loop, the K-tile's offset
 // in an SGPR (`soffset`; 0 where each K-tile has its own window, the
 // wgrad's), the window's end (the M-tile's or K-tile's rows of the group,
@@ -171,6 +172,29 @@
 // BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen
 // BUFFER-NOT:   global_load_dwordx4
 // BUFFER:       .end_amdhsa_kernel
+
+// On gfx950 every tile goes to LDS by buffer_load_dwordx4 ... lds (M0 the
+// wave's first 16-byte slot, from SGPRs; TargetInfo::bufferLoadToShared):
+// no staging registers, no LDS writes, no global loads. Before 2026-12-04
+// the tiles came into registers and went on by ds_write_b128.
+// LDSLOAD-LABEL: moe_gate:
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD:       s_mov_b32 m0, s{{[0-9]+}}
+// LDSLOAD:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen lds
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD-LABEL: dgrad_down:
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen lds
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD-LABEL: table_dgrad:
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen lds
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD-LABEL: wgrad_down:
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen lds
+// LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
+// LDSLOAD:       .end_amdhsa_kernel
 
 // No spills or dynamic stack (checked over the whole file; scratch is the
 // private segment size checked per kernel above).
