@@ -897,6 +897,17 @@ TEST(EmulatedErrors, BufferLoads) {
                          "if soffset is not checked"}));
 }
 
+/// Runs `launch`, whose `records` buffer holds 64 bytes a thread, and
+/// copies those bytes to `out`.
+tessel_status runRecordingBytes(EmuLaunch &launch,
+                                const std::vector<uint32_t> &records,
+                                std::vector<uint8_t> &out) {
+  tessel_status status = runEmu(launch);
+  out.resize(64 * launch.block[0]);
+  std::memcpy(out.data(), records.data(), out.size());
+  return status;
+}
+
 /// Runs buffer_load_lds (emu_kernels.c) on 128 threads over 1024 words of
 /// random `data`, the buffer `records` bytes long; `mode` 1 puts wave 0's
 /// first slots past shared memory, 2 loads 12 bytes.
@@ -917,10 +928,7 @@ tessel_status runBufferLoadLds(const char *device, int32_t records,
   launch.sharedBytes = 2 * 16 * threads;
   launch.buffers = {emuBuffer("config", config), emuBuffer("data", data),
                     emuBuffer("out", recorded)};
-  tessel_status status = runEmu(launch);
-  out.resize(64 * threads);
-  std::memcpy(out.data(), recorded.data(), out.size());
-  return status;
+  return runRecordingBytes(launch, recorded, out);
 }
 
 TEST(EmulatedAmdOps, BufferLoadToLdsLandsAtM0PlusTheLaneWhenAWaitRetiresIt) {
@@ -990,10 +998,7 @@ tessel_status runCpAsync(int32_t mode, std::vector<uint8_t> &out,
   launch.sharedBytes = 32 * threads;
   launch.buffers = {emuBuffer("config", config), emuBuffer("first", first),
                     emuBuffer("second", second), emuBuffer("out", records)};
-  tessel_status status = runEmu(launch);
-  out.resize(64 * threads);
-  std::memcpy(out.data(), records.data(), out.size());
-  return status;
+  return runRecordingBytes(launch, records, out);
 }
 
 TEST(EmulatedNvidiaOps, CpAsyncCopiesWhenAWaitRetiresItsGroup) {
