@@ -49,6 +49,22 @@ def parser(doc: str, reps: int = 20) -> argparse.ArgumentParser:
     return p
 
 
+def graphed(launch, repeat: int = 1):
+    """`repeat` launches captured into one CUDA graph (after one outside
+    the capture, which loads the kernel); the graph's replay."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        launch()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(repeat):
+                launch()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    return graph.replay
+
+
 class Bench:
     """One benchmark run: where it runs, its timing, and its report."""
 
@@ -142,17 +158,7 @@ class Bench:
                                "as plain calls)")
                 self._graph_noted = True
             return self.time_ms(launch)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            launch()  # loads the kernel outside the capture
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=stream):
-                for _ in range(repeat):
-                    launch()
-        torch.cuda.current_stream().wait_stream(stream)
-        torch.cuda.synchronize()
-        return self.time_ms(graph.replay) / repeat
+        return self.time_ms(graphed(launch, repeat)) / repeat
 
     def peer_ms(self, call) -> float:
         """Milliseconds of one plain `call` of a peer, over as many calls

@@ -16,7 +16,8 @@ same inputs:
 Effective bandwidth = bytes of K and V read (sum of contexts x Hkv x D x 2
 x 2 bytes) / time. Tessel's launches are replayed from a CUDA graph (ten
 a replay) so that Python's launch overhead is not timed; SDPA runs
-eagerly, timed over as many calls (benchlib's peer_ms). Both Tessel outputs are checked once against a float64 reference.
+eagerly, timed over as many calls (benchlib's peer_ms). Both Tessel
+outputs are checked once against a float64 reference.
 
     python3 bench/paged_decode_bench.py [--bundles .carry] [--smoke]
 

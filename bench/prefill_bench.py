@@ -10,8 +10,9 @@ sm80 template on the same GPU: the "base" column) and torch SDPA's flash
 and cuDNN backends on the same data as [1, H, n, D] per request, back to
 back. Useful FLOPs: 2 n^2 H (D + Dv) per request, half of it causal.
 Tessel's launches are replayed from a CUDA graph, SDPA's timed over as
-many plain calls (benchlib's peer_ms); times are medians of CUDA events. Each Tessel output (both bundles') is checked once against a
-float64 reference.
+many plain calls (benchlib's peer_ms); times are medians of CUDA events.
+Each Tessel output (both bundles') is checked once against a float64
+reference.
 
     python3 bench/prefill_bench.py [--bundles .carry] [--smoke]
 

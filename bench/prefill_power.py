@@ -96,20 +96,6 @@ def sustained(call, seconds=3.0):
     return start.elapsed_time(stop) / calls, s.clock, s.power
 
 
-def graphed(launch):
-    """`launch` captured once into a CUDA graph; its replay."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        launch()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            launch()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    return graph.replay
-
-
 def main():
     args = benchlib.parser(__doc__).parse_args()
     bench = benchlib.Bench(args, "prefill_power")
@@ -155,9 +141,9 @@ def main():
         ref = None
         flops = sum(2 * n * n * hq * (d + dv) for n in lens) / \
             (2 if causal else 1)
-        calls = {"tessel": graphed(lambda: kernel(q, k, v, cu, out, lse,
-                                                  scale)),
-                 "cudnn": graphed(lambda: sdpa(
+        calls = {"tessel": benchlib.graphed(
+                     lambda: kernel(q, k, v, cu, out, lse, scale)),
+                 "cudnn": benchlib.graphed(lambda: sdpa(
                      torch.nn.attention.SDPBackend.CUDNN_ATTENTION))}
         for how, measure in (("burst", burst), ("sustained", sustained)):
             per_cycle = {}
