@@ -97,8 +97,12 @@ THRESHOLDS = {
     # register-staged stage instead of two of 32 keys (LDS holds no two
     # 64-key ones): 62% -> 67%, and its iteration twice the keys, so 35
     # lgkmcnt(0) where 32 keys had 17 (the same per key).
+    # Since 2026-12-04 14:00 a K fragment is read a k step ahead of its
+    # MMAs (its read overlaps the step before): 22 -> 7 lgkmcnt(0) an
+    # iteration on gfx942 (MLA 35 -> 12), 10 -> 9 on gfx950 (MLA 15 -> 4);
+    # shares unchanged.
     "tessel.prefill_attention": dict(share=0.52, waves=1, vmcnt0=1,
-                                     serial=0, lgkmcnt0=35, flat=0, lds16=0),
+                                     serial=0, lgkmcnt0=12, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
@@ -108,8 +112,11 @@ THRESHOLDS = {
     # context windows: 21 gfx942, 41 gfx950). Since 09:05 gfx942's MLA
     # context windows take one 64-key stage (as its prefill): 60% -> 66%,
     # 21 -> 41 KiB a CU, 34 lgkmcnt(0) an iteration (17 a 32-key one).
+    # Since 2026-12-04 14:00 K's fragments are read a k step ahead (as the
+    # prefill's): 21 -> 6 lgkmcnt(0) on gfx942 (MLA 34 -> 11), 9 -> 2-3 on
+    # gfx950 (MLA 15 -> 4).
     "tessel.paged_attention cu_seqlens": dict(share=0.46, waves=1, vmcnt0=1,
-                                              serial=0, lgkmcnt0=34, flat=0,
+                                              serial=0, lgkmcnt0=11, flat=0,
                                               lds16=0, kib_cu=33),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead

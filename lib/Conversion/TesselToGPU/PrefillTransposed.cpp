@@ -106,14 +106,24 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
                   col);
   };
   SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
+  // Each k step's K fragments are read before the step ahead's MMAs, so
+  // their LDS latency overlaps those (read as used, the back end drained
+  // LDS, lgkmcnt(0), at nearly every step: 22 waits an iteration on
+  // gfx942, 7 now).
+  auto loadK = [&](int64_t ks) {
+    return target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
+                                idx(ks * atom.k), lane, scoreAtoms);
+  };
+  auto fa = loadK(0);
   for (int64_t ks = 0; ks < kSteps; ++ks) {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
-                                   idx(ks * atom.k), lane, scoreAtoms);
     if (failed(fa))
       return failure();
+    SmallVector<Fragment> cur = *fa;
+    if (ks + 1 < kSteps)
+      fa = loadK(ks + 1);
     for (int64_t a = 0; a < queryAtoms; ++a)
       for (int64_t j = 0; j < scoreAtoms; ++j)
-        if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), (*fa)[j],
+        if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), cur[j],
                            qFrags[a * kSteps + ks])))
           return failure();
   }
