@@ -100,8 +100,10 @@ THRESHOLDS = {
     # Since 2026-12-04 14:00 a K fragment is read a k step ahead of its
     # MMAs (its read overlaps the step before): 22 -> 7 lgkmcnt(0) an
     # iteration on gfx942 (MLA 35 -> 12), 10 -> 9 on gfx950 (MLA 15 -> 4);
-    # shares unchanged.
-    "tessel.prefill_attention": dict(share=0.52, waves=1, vmcnt0=1,
+    # shares unchanged. Since 14:00 gfx950 loads the unpaged tiles straight
+    # into LDS (V^T by transposing reads, every read at a lane's base and an
+    # immediate offset): 56% -> 57%, MLA 52% -> 53% at 2 waves a SIMD.
+    "tessel.prefill_attention": dict(share=0.53, waves=1, vmcnt0=1,
                                      serial=0, lgkmcnt0=12, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the

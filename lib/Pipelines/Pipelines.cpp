@@ -171,6 +171,7 @@ void mlir::tessel::buildROCDLSerializePipeline(
   kernels.addPass(createCSEPass());
   pm.addPass(createTesselAMDGPUNoIEEE());
   pm.addPass(createTesselLoopAnnotations());
+  pm.addPass(createTesselLoadsToSharedScopes());
 
   // Code object v5: what ROCm 5.x and 6.x load (v6 needs ROCm 6.2+).
   GpuROCDLAttachTargetOptions attach;

@@ -95,6 +95,32 @@ def TesselLoopAnnotations : Pass<"tessel-loop-annotations", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TesselLoadsToSharedScopes
+    : Pass<"tessel-loads-to-shared-scopes", "ModuleOp"> {
+  let summary = "Tell the AMD back end that LDS reads do not alias the "
+                "loads to LDS";
+  let description = [{
+    Runs after the conversion to the LLVM dialect. In every function with
+    loads to LDS (`rocdl.raw.ptr.buffer.load.lds`, gfx950's 16-byte global
+    loads into shared memory), those loads get one alias scope and every
+    LDS read (`llvm.load` from address space 3, `rocdl.ds.read.tr*`) is
+    `noalias` with it. The back end does not order those loads against
+    reads by their data, only by the memory they may touch: without the
+    scopes it waited for every load to LDS in flight (`s_waitcnt
+    vmcnt(0)`) before the next read of any stage, so a tile's loads could
+    not overlap the compute of the tile before it. What keeps a read after
+    the loads into its stage is the kernel's own wait (`s_waitcnt vmcnt`)
+    and workgroup barrier between them, which stay fences for the back end;
+    in the barrier interval in which a stage is loaded no wave reads it.
+    LDS writes keep their ordering against the loads.
+
+    Post-condition: every `rocdl.raw.ptr.buffer.load.lds` of a function
+    has the function's alias scope; every LDS read of that function has it
+    among its `noalias` scopes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TesselHsaco : Pass<"tessel-hsaco", "ModuleOp"> {
   let summary = "Add an hsaco built from the AMDGCN assembly of every "
                 "gpu.binary";

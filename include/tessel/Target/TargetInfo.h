@@ -18,6 +18,7 @@
 #define TESSEL_TARGET_TARGETINFO_H
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -185,6 +186,23 @@ public:
   /// ldmatrix.trans but stages by cp.async, and asks getAsyncCopyBytes().
   virtual bool hasTransposedFragmentReads(const MmaAtom &atom) const {
     return false;
+  }
+  /// Where hasTransposedFragmentReads: the element lane `lane` addresses in
+  /// each transposing read of its fragment run (fragmentRun), as (row in
+  /// the atom, k from the run's first): the read at k + 4 q is piece q of
+  /// the run. For templates that address the reads themselves (a lane's
+  /// base and immediate offsets).
+  virtual std::pair<Value, Value> transposedReadOrigin(OpBuilder &b,
+                                                       Location loc,
+                                                       const MmaAtom &atom,
+                                                       Value lane) const {
+    llvm_unreachable("no transposed fragment reads");
+  }
+  /// One transposing read (4 elements of `type`'s element type) at
+  /// `indices` of the shared `memref`, as transposedReadOrigin places it.
+  virtual Value loadTransposedPiece(OpBuilder &b, Location loc, VectorType type,
+                                    Value memref, ValueRange indices) const {
+    llvm_unreachable("no transposed fragment reads");
   }
 
   /// K-steps whose fragments loadJointFragments reads together (1: none).

@@ -336,11 +336,16 @@ Value KernelBuilder::sharedByte(Value base, Value offset) {
 
 Value KernelBuilder::sharedView(Value bytes, int64_t offset,
                                 ArrayRef<int64_t> shape, Type elem) {
+  return sharedView(bytes, idx(offset), shape, elem);
+}
+
+Value KernelBuilder::sharedView(Value bytes, Value offset,
+                                ArrayRef<int64_t> shape, Type elem) {
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   auto type =
       MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), workgroup);
-  return memref::ViewOp::create(b, loc, type, bytes, idx(offset), ValueRange{});
+  return memref::ViewOp::create(b, loc, type, bytes, offset, ValueRange{});
 }
 
 SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
@@ -371,7 +376,7 @@ Value KernelBuilder::swizzleOf(Value row, int64_t width, bool rowGroups) {
 
 void KernelBuilder::loadChunksToShared(TilePipeline &p,
                                        ChunkEnumerator forEachChunk) {
-  assert(target.hasBufferLoadsToShared() && p.pairStages);
+  assert(target.hasBufferLoadsToShared());
   p.loadToShared = [this, forEachChunk](Value stage, Value tile) {
     forEachChunk(stage, tile, {}, [&](const StagedChunk &c) {
       assert(c.window && c.scatter.empty() && !c.partial &&
@@ -411,10 +416,15 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
   } else if (stages == 2 && p.pairStages) {
     return runRegisterStagedPairs(p, state);
   }
-  // Register-staged: tile 0 stored, tile 1's lookahead values loaded; the
-  // loop carries the next tile's after its own state.
+  // Register-staged: tile 0 stored (or loaded to shared memory), tile 1's
+  // lookahead values loaded; the loop carries the next tile's after its
+  // own state.
   SmallVector<Value> init(state), ahead;
-  if (!async) {
+  if (p.loadToShared) {
+    assert(stages == 2 && !p.lookahead && p.fetchPastEnd &&
+           "loads to shared memory fill the other of two stages");
+    p.loadToShared(idx(0), idx(0));
+  } else if (!async) {
     if (p.lookahead)
       ahead = p.lookahead(idx(0));
     p.store(idx(0), idx(0), p.fetch(idx(0), ahead));
@@ -428,6 +438,10 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
       (p.tailFrom && failed(runTileLoop(p, p.tailFrom, p.numTiles,
                                         p.tailCompute, state.size(), carried))))
     return failure();
+  // The last tile loaded one past the end: retired before the block's LDS
+  // is reused (or freed, with the loads still writing it).
+  if (p.loadToShared)
+    target.waitForLoadsToShared(b, loc, 0);
   state.assign(carried.begin(), carried.begin() + state.size());
   return success();
 }
@@ -451,11 +465,22 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
   Value t = loop.getInductionVar();
   if (async && failed(target.asyncWait(b, loc, stages - 2)))
     return failure();
+  // Loads to shared memory: this wave's of tile t have landed before the
+  // barrier after which every wave reads them. (Not a deeper ring: with a
+  // third stage, tile t + 1's loads in flight across the back edge, LLVM
+  // 22 waited for them before tile t's first read all the same.)
+  if (p.loadToShared)
+    target.waitForLoadsToShared(b, loc, 0);
   gpu::BarrierOp::create(b, loc);
   Value next = add(t, async ? stages - 1 : 1);
   Value hasNext = lt(next, p.numTiles);
   SmallVector<Value> fetched, ahead;
-  if (async) {
+  if (p.loadToShared) {
+    // Into the stage every wave is past (the barrier), right away: the
+    // compute's reads of the other stage do not wait for them (the back
+    // end knows they do not alias: tessel-loads-to-shared-scopes).
+    p.loadToShared(remu(next, stages), next);
+  } else if (async) {
     ifThen(hasNext, [&] { p.issue(remu(next, stages), next); });
     if (failed(target.asyncCommit(b, loc)))
       return failure();
@@ -470,7 +495,7 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
   SmallVector<Value> carried(loop.getRegionIterArgs().take_front(stateSize));
   if (failed(compute(remu(t, stages), t, carried)))
     return failure();
-  if (!async) {
+  if (!async && !p.loadToShared) {
     // One stage: every warp is done with tile t before tile t+1 replaces
     // it.
     if (stages == 1)

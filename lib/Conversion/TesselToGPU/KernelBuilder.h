@@ -279,12 +279,14 @@ protected:
     /// limit with it (gfx942 prefill 216 -> 254 VGPRs) for no better MFMA
     /// share.
     bool pairStages = false;
-    /// Register-staged with pairStages, optional (loadChunksToShared): tile
-    /// `t`'s chunks straight into stage `s` by loads to shared memory,
-    /// instead of fetch and store. They are issued where the compute
-    /// calls issueLoadsAfterReads (after its fragment reads, before its
-    /// MMAs), so that the back end need not wait for them before those
-    /// reads, and waited for before the next tile's barrier.
+    /// Register-staged with two stages, optional (loadChunksToShared):
+    /// tile `t`'s chunks straight into stage `s` by loads to shared memory,
+    /// instead of fetch and store, waited for before the next tile's
+    /// barrier. With pairStages they are issued where the compute calls
+    /// issueLoadsAfterReads (after its fragment reads, before its MMAs);
+    /// else (fetchPastEnd) right after the barrier, the back end told that
+    /// they do not alias the compute's reads
+    /// (tessel-loads-to-shared-scopes).
     std::function<void(Value s, Value t)> loadToShared;
   };
   /// In a TilePipeline::compute: issues the next tile's loadToShared now,
@@ -455,6 +457,11 @@ protected:
   Value sharedByte(Value base, Value offset);
   /// A view of `shape` x `elem` at byte `offset` of `bytes`.
   Value sharedView(Value bytes, int64_t offset, ArrayRef<int64_t> shape,
+                   Type elem);
+  /// The same at a byte offset known at run time (a ring's stage, a lane's
+  /// base: the offset goes into the base address, not into every element's
+  /// index).
+  Value sharedView(Value bytes, Value offset, ArrayRef<int64_t> shape,
                    Type elem);
   /// Memref indices of element (row, col) of a swizzled shared tile [rows,
   /// width] (of 16-bit elements), preceded by `outer` indices (e.g. the

@@ -17,16 +17,16 @@
 // Tile loop. K and V tiles (N keys of the request, from its first key up to
 // the tile's last query with a causal mask) are staged in shared memory by
 // 16-byte copies (cp.async ring on sm80, registers on CDNA: unpaged, by
-// buffer loads from a window that ends with the tile's keys), zero-filled
-// past the request. Each warp keeps its Q fragments in registers (up to
-// head dim 128), computes S = Q K^T for its rows, masks (only tiles that
-// reach the diagonal or the request's end pay for it), updates the online
-// softmax (row max m, partial row sums l), and accumulates O += P V with P
-// taken straight from the S accumulators, whose layout is the A operand's
-// (sm80). CDNA, whose C layout is not, computes the transposed scores
-// instead (PrefillTransposed.cpp: S^T = K Q^T, O^T += V^T P^T, P^T the B
-// operand as it stands). Scores are scaled by scale * log2(e) so that
-// exponentials are exp2 instructions.
+// buffer loads from a window that ends with the tile's keys, on gfx950
+// loaded straight into LDS), zero-filled past the request. Each warp keeps
+// its Q fragments in registers (up to head dim 128), computes S = Q K^T for
+// its rows, masks (only tiles that reach the diagonal or the request's end
+// pay for it), updates the online softmax (row max m, partial row sums l),
+// and accumulates O += P V with P taken straight from the S accumulators,
+// whose layout is the A operand's (sm80). CDNA, whose C layout is not,
+// computes the transposed scores instead (PrefillTransposed.cpp: S^T = K
+// Q^T, O^T += V^T P^T, P^T the B operand as it stands). Scores are scaled
+// by scale * log2(e) so that exponentials are exp2 instructions.
 //
 // Epilogue: O / l per row, stored as runs of the accumulator layout; the
 // LSE (natural log) = (m + log2 l) ln 2, -inf for a row that saw no key.
@@ -96,6 +96,94 @@ SharedTile PrefillBuilder::stagedTile(Value shared, Value stage,
       /*kContiguous=*/true};
 }
 
+Value PrefillBuilder::groupSwizzle(bool isKey, Value key) {
+  // K: a fragment read takes one chunk of 16 keys (an atom's rows, bits 2
+  // and 3 swapped by operandKOfAccumulatorRow): 32-byte groups put keys r
+  // and r + 8 on one 16-byte bank slot of 256 bytes, and the XOR with bit 3
+  // moves one of them. V: a transposing read takes 32 bytes of 4 keys, k to
+  // k + 3: 64-byte groups put k and k + 2 on one 32-byte quarter of a
+  // 128-byte line, and the XOR with bit 1 moves one of them.
+  if (isKey)
+    return remu(divu(key, 8), 2);
+  return mul(remu(divu(key, 2), 2), 2);
+}
+
+SmallVector<Value> PrefillBuilder::groupedIndices(bool isKey, Value key,
+                                                  Value col) {
+  int64_t group = groupChunks(isKey);
+  Value slot = arith::XOrIOp::create(b, loc, remu(divu(col, kChunk), group),
+                                     groupSwizzle(isKey, key));
+  return {divu(col, group * kChunk), key,
+          add(mul(slot, kChunk), remu(col, kChunk))};
+}
+
+Value PrefillBuilder::stageOffset(bool isKey, Value stage) {
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t width = isKey ? pb.headDim : pb.valueDim;
+  int64_t first = isKey ? 0 : cfg.stages * cfg.tileKeys * pb.headDim * bytes;
+  return add(idx(first), mul(stage, cfg.tileKeys * width * bytes));
+}
+
+Value PrefillBuilder::stageView(bool isKey, Value stage) {
+  int64_t groupWidth = groupChunks(isKey) * kChunk;
+  int64_t width = isKey ? pb.headDim : pb.valueDim;
+  return sharedView(smemBytes, stageOffset(isKey, stage),
+                    {width / groupWidth, cfg.tileKeys, groupWidth}, elem);
+}
+
+Value PrefillBuilder::unpagedWindow(Value src, int64_t width, Value tileStart,
+                                    int64_t &rowElements) {
+  auto shape = cast<MemRefType>(src.getType()).getShape();
+  rowElements = shape[1] * shape[2];
+  Value keys = clampI32(sub(keyEnd, tileStart), 0, cfg.tileKeys);
+  Value elements =
+      clampI32(sub(mul(keys, rowElements), idx(rowElements - width)), 0,
+               cfg.tileKeys * rowElements);
+  return bufferWindow(src, add(mul(tileStart, rowElements), mul(kvHead, width)),
+                      elements, cfg.tileKeys * rowElements);
+}
+
+void PrefillBuilder::forEachChunkToShared(
+    Value stage, Value kvTile, function_ref<void(const StagedChunk &)> fn) {
+  int64_t threads = cfg.warps * warpSize;
+  Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+  // Each stage as 16-byte slots: slot `first` + lane is the lane's, and
+  // `place` gives a slot's key, its chunk of the key's row and its indices.
+  struct Place {
+    Value key, chunk;
+    SmallVector<Value> indices;
+  };
+  auto tileChunks = [&](Value shared, Value src, int64_t width,
+                        function_ref<Place(Value slot)> place) {
+    int64_t rowElements;
+    Value window = unpagedWindow(src, width, tileStart, rowElements);
+    for (int64_t i = 0; i < cfg.tileKeys * width / kChunk / threads; ++i) {
+      Value first = add(mul(waveIndex, warpSize), i * threads);
+      Place own = place(add(first, lane));
+      Value col = mul(own.chunk, kChunk);
+      StagedChunk chunk{shared, own.indices, src, {}, idx(kChunk)};
+      chunk.waveDst = place(first).indices;
+      readFromWindow(chunk, window, add(mul(own.key, rowElements), col));
+      fn(chunk);
+    }
+  };
+  // Slot (g keys + key) n + s holds chunk n g + (s ^ groupSwizzle(key)),
+  // n = groupChunks.
+  auto grouped = [&](bool isKey) {
+    return [&, isKey](Value slot) {
+      int64_t n = groupChunks(isKey);
+      Value group = divu(slot, n * cfg.tileKeys);
+      Value key = remu(divu(slot, n), cfg.tileKeys), inGroup = remu(slot, n);
+      Value chunk =
+          add(mul(group, n),
+              arith::XOrIOp::create(b, loc, inGroup, groupSwizzle(isKey, key)));
+      return Place{key, chunk, {group, key, mul(inGroup, kChunk)}};
+    };
+  };
+  tileChunks(stageView(true, stage), pb.k, pb.headDim, grouped(true));
+  tileChunks(stageView(false, stage), pb.v, pb.valueDim, grouped(false));
+}
+
 void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
                                   function_ref<void(const StagedChunk &)> fn) {
   int64_t threads = cfg.warps * warpSize;
@@ -128,17 +216,8 @@ void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,
     // key the tile may read, so the keys past it read zeros with no select.
     Value window;
     int64_t rowElements = 0;
-    if (!pb.paged && target.hasBufferLoads()) {
-      auto shape = cast<MemRefType>(src.getType()).getShape();
-      rowElements = shape[1] * shape[2];
-      Value keys = clampI32(sub(keyEnd, tileStart), 0, cfg.tileKeys);
-      Value elements =
-          clampI32(sub(mul(keys, rowElements), idx(rowElements - width)), 0,
-                   cfg.tileKeys * rowElements);
-      window = bufferWindow(
-          src, add(mul(tileStart, rowElements), mul(kvHead, width)), elements,
-          cfg.tileKeys * rowElements);
-    }
+    if (!pb.paged && target.hasBufferLoads())
+      window = unpagedWindow(src, width, tileStart, rowElements);
     auto each = [&](Value row, Value col, int64_t groupRows) {
       Value token = add(tileStart, row);
       Value valid = lt(token, keyEnd);
@@ -399,6 +478,11 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   if (windowed())
     loadBlockIdsAhead(pipeline, pb.blockTable, request, keyStart, cfg.tileKeys,
                       pb.blockSize, cfg.warps * warpSize);
+  if (cfg.loadsToShared)
+    loadChunksToShared(pipeline,
+                       [this](Value stage, Value t, ValueRange, auto fn) {
+                         forEachChunkToShared(stage, t, fn);
+                       });
   // The unpaged tiles' buffer windows end with the keys (and the paged
   // ones', loadBlockIdsAhead): a tile past the last reads zeros.
   if (cfg.transposedScores && (!pb.paged || windowed()))
@@ -462,7 +546,12 @@ LogicalResult PrefillBuilder::build() {
   };
   if (!cfg.transposedScores)
     sharedQ = carve({tileRows(), pb.headDim});
-  if (cfg.transposedScores) {
+  if (cfg.loadsToShared) {
+    // Stages are views made where used (stageView).
+    waveIndex = uniform(warp);
+    smemBytes = smem;
+    laneOffsets();
+  } else if (cfg.transposedScores) {
     sharedK = carve({cfg.stages, pb.headDim / kChunk, cfg.tileKeys, kChunk});
     sharedV = carve({cfg.stages, cfg.tileKeys / kChunk, pb.valueDim, kChunk});
   } else {
@@ -567,10 +656,17 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // smaller tiles, then 2 warps, where shared memory is short (gfx942's
   // 64 KB).
   bool async = target.getAsyncCopyBytes() > 0;
+  // Unpaged transposed scores on gfx950 load K/V tiles straight into the
+  // LDS stage no wave reads (PrefillConfig::loadsToShared).
+  cfg.loadsToShared =
+      cfg.transposedScores && !pb.paged && target.hasBufferLoadsToShared();
   if (ctx.stages == 1 || (!async && ctx.stages > 0 && ctx.stages != 2))
     return op->emitOpError()
            << "GPU template: stages must be "
-           << (async ? "at least 2" : "2 (tiles go through registers)")
+           << (async               ? "at least 2"
+               : cfg.loadsToShared ? "2 (tiles are loaded into the stage "
+                                     "not being read)"
+                                   : "2 (tiles go through registers)")
            << ", got " << ctx.stages;
   cfg.stages = ctx.stages > 0 ? ctx.stages : 2;
   // (Transposed scores keep Q's fragments in registers at any head dim,

@@ -53,6 +53,11 @@ struct PrefillConfig {
   /// Transposed scores: atoms of atom.n queries a warp (each K and V^T
   /// fragment read from LDS serves them all).
   int64_t queryAtoms = 1;
+  /// Transposed scores, unpaged, two stages, on targets with loads to
+  /// shared memory (gfx950): K and V tiles go straight from global memory
+  /// into their stages (laid out by groupedIndices), V^T's fragments read
+  /// by transposing reads (laneFragments).
+  bool loadsToShared = false;
 };
 
 class PrefillBuilder : public AttentionBuilder {
@@ -116,6 +121,41 @@ private:
   SmallVector<Value> stagedIndices(Value stage, Value row, Value col,
                                    int64_t width);
   SharedTile stagedTile(Value shared, Value stage, int64_t width);
+  // Loaded to shared memory (PrefillConfig::loadsToShared), a wave's lanes
+  // fill 64 consecutive 16-byte slots: a stage is [width / g, keys, g]
+  // for groups of g = groupChunks chunks of a key, so that a wave loads
+  // runs of 32 or 64 bytes of a key row, and every fragment read of a lane
+  // is one address a tile and an immediate offset (a k step, an atom),
+  // free of bank conflicts by groupSwizzle.
+  /// 2 for K (a fragment's k run is one chunk), 4 for V (a transposing
+  /// read's 4 keys x 16 dims).
+  static int64_t groupChunks(bool isKey) { return isKey ? 2 : 4; }
+  /// What a key's chunk slot in its group is XORed with.
+  Value groupSwizzle(bool isKey, Value key);
+  /// Indices in the K (isKey) or V stage of element (key, col).
+  SmallVector<Value> groupedIndices(bool isKey, Value key, Value col);
+  /// The byte offset of K's (isKey) or V's stage `stage` (K's stages,
+  /// then V's).
+  Value stageOffset(bool isKey, Value stage);
+  /// K's (isKey) or V's stage `stage`, [width / g, keys, g].
+  Value stageView(bool isKey, Value stage);
+  /// Sets laneOffset: the elements in a K and a V stage from which this
+  /// lane's fragment reads are immediate offsets (LLVM did not find those
+  /// in the layout's index arithmetic: 2-3 VALU a V read).
+  void laneOffsets();
+  /// K's (isKey: `count` score atoms) or V^T's (`count` output atoms)
+  /// fragments of k step `ks` in stage `stage`, read at the lane's base.
+  FailureOr<SmallVector<Fragment>> laneFragments(bool isKey, Value stage,
+                                                 int64_t ks, int64_t count);
+  /// The unpaged tile's loads to shared memory: this wave's slots of the K
+  /// and V stages, each reading its chunk of the tile's window.
+  void forEachChunkToShared(Value stage, Value kvTile,
+                            function_ref<void(const StagedChunk &)> fn);
+  /// A buffer window over the tile's `cfg.tileKeys` rows of `src` (rows of
+  /// `rowElements`, this KV head's `width` from its column), ending with the
+  /// last key the tile may read: the keys past it read zeros.
+  Value unpagedWindow(Value src, int64_t width, Value tileStart,
+                      int64_t &rowElements);
   // Transposed scores (PrefillConfig::transposedScores).
   /// This warp's Q^T B fragments, from global memory.
   LogicalResult loadQueryFragments();
@@ -135,6 +175,12 @@ private:
   Type elem;
   Value sharedQ, sharedK, sharedV;
   Value tid, lane, warp, head, kvHead;
+  /// The warp index, known uniform (loadsToShared: the wave's first slot).
+  Value waveIndex;
+  /// loadsToShared: the dynamic shared memory that stageView views, and
+  /// laneOffsets' V and K offsets ([isKey]).
+  Value smemBytes;
+  Value laneOffset[2];
   /// Paged form: the request, its split (0 unless split) and the cache's
   /// block count and block-table width.
   Value request, split, numBlocks, maxBlocks;

@@ -22,7 +22,10 @@
 //   (TilePipeline::tailFrom), so the main loop has no compare or select.
 // The K/V stages are chunk-major (PrefillBuilder::stagedIndices): a lane's
 // fragments at successive k steps are a fixed stride apart, immediate
-// offsets from one address.
+// offsets from one address. Unpaged on gfx950, K and V load straight into
+// their stages (PrefillConfig::loadsToShared), V as it lies in memory: its
+// V^T fragments are transposing reads, each fragment read of a lane an
+// immediate offset from the lane's base (laneFragments).
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +83,63 @@ Value PrefillBuilder::firstMaskedTile(Value numTiles) {
   return select(positive, minu(first, numTiles), idx(0));
 }
 
+void PrefillBuilder::laneOffsets() {
+  // K: the lane's key (in the order operandKOfAccumulatorRow reads them)
+  // at its run's first k. V: where the lane's transposing reads start.
+  auto run = *target.fragmentRun(b, loc, atom, MmaOperand::A, lane);
+  Value key = target.operandKOfAccumulatorRow(b, loc, atom, run.row);
+  auto [dim, k] = target.transposedReadOrigin(b, loc, atom, lane);
+  for (auto [isKey, at, col] :
+       {std::tuple<bool, Value, Value>{true, key, run.kFirst},
+        {false, add(run.kFirst, k), dim}}) {
+    SmallVector<Value> ix = groupedIndices(isKey, at, col);
+    int64_t group = groupChunks(isKey) * kChunk;
+    laneOffset[isKey] =
+        add(add(mul(ix[0], cfg.tileKeys * group), mul(ix[1], group)), ix[2]);
+  }
+}
+
+FailureOr<SmallVector<Fragment>> PrefillBuilder::laneFragments(bool isKey,
+                                                               Value stage,
+                                                               int64_t ks,
+                                                               int64_t count) {
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t width = isKey ? pb.headDim : pb.valueDim;
+  int64_t group = groupChunks(isKey) * kChunk;
+  // The lane's base in the stage, one add a tile; every read below is an
+  // immediate offset from it.
+  Value base = add(mul(laneOffset[isKey], bytes), stageOffset(isKey, stage));
+  Value view = sharedView(smemBytes, base, {cfg.tileKeys * width}, elem);
+  SmallVector<Fragment> frags;
+  if (isKey) {
+    // Atom j's keys are 32 j on; k step ks is group ks.
+    auto type = VectorType::get({kChunk}, elem);
+    for (int64_t j = 0; j < count; ++j)
+      frags.push_back({vector::LoadOp::create(
+          b, loc, type, view,
+          ValueRange{idx(ks * cfg.tileKeys * group + j * atom.m * group)})});
+    return frags;
+  }
+  // V^T atom j's dims are group j; piece q of k step ks, keys 16 ks + 4 q
+  // on (groupSwizzle sees the same key bits).
+  auto piece = VectorType::get({4}, elem);
+  for (int64_t j = 0; j < count; ++j) {
+    SmallVector<Value> pieces;
+    for (int64_t q = 0; q < atom.k / 2 / 4; ++q)
+      pieces.push_back(target.loadTransposedPiece(
+          b, loc, piece, view,
+          ValueRange{
+              idx(j * cfg.tileKeys * group + (ks * atom.k + 4 * q) * group)}));
+    Value run = pieces[0];
+    for (size_t q = 1; q < pieces.size(); ++q)
+      run = vector::ShuffleOp::create(
+          b, loc, run, pieces[q],
+          llvm::to_vector(llvm::seq<int64_t>(0, 4 * (q + 1))));
+    frags.push_back({run});
+  }
+  return frags;
+}
+
 LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
                                                     SmallVector<Value> &state,
                                                     bool masked) {
@@ -110,7 +170,9 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   // their LDS latency overlaps those (read as used, the back end drained
   // LDS, lgkmcnt(0), at nearly every step: 22 waits an iteration on
   // gfx942, 7 now).
-  auto loadK = [&](int64_t ks) {
+  auto loadK = [&](int64_t ks) -> FailureOr<SmallVector<Fragment>> {
+    if (cfg.loadsToShared)
+      return laneFragments(/*isKey=*/true, stage, ks, scoreAtoms);
     return target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
                                 idx(ks * atom.k), lane, scoreAtoms);
   };
@@ -247,7 +309,10 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
   int64_t stepsPerAtom = atom.m / atom.k;
   for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-    auto fa = target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
+    auto fa =
+        cfg.loadsToShared
+            ? laneFragments(/*isKey=*/false, stage, ks, outAtoms)
+            : target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
                                    idx(ks * atom.k), lane, outAtoms);
     if (failed(fa))
       return failure();

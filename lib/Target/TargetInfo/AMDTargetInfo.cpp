@@ -306,6 +306,26 @@ public:
     return isGfx950 && atom.operandType.getIntOrFloatBitWidth() == 16 &&
            atom.m == atom.n && atom.m % 16 == 0 && kPerLane % 4 == 0;
   }
+  std::pair<Value, Value> transposedReadOrigin(OpBuilder &b, Location loc,
+                                               const MmaAtom &atom,
+                                               Value lane) const override {
+    auto c = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    // As loadTransposedRun: the group's first row plus 4 (j % 4), at k +
+    // j / 4.
+    Value inAtom = arith::RemUIOp::create(b, loc, lane, c(atom.m));
+    Value j = arith::RemUIOp::create(b, loc, lane, c(16));
+    Value row = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, inAtom, j),
+        arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, j, c(4)),
+                              c(4)));
+    return {row, arith::DivUIOp::create(b, loc, j, c(4))};
+  }
+  Value loadTransposedPiece(OpBuilder &b, Location loc, VectorType type,
+                            Value memref, ValueRange indices) const override {
+    return amdgpu::TransposeLoadOp::create(b, loc, type, memref, indices);
+  }
   /// Lane `lane`'s run of `length` k values from `kFirst` of row `row` of a
   /// [k][row] tile, by length / 4 transpose reads.
   Value loadTransposedRun(OpBuilder &b, Location loc, const SharedTile &tile,
@@ -327,8 +347,8 @@ public:
     Value run;
     for (int64_t q = 0; q < length / 4; ++q) {
       Value k = arith::AddIOp::create(b, loc, readK, c(4 * q));
-      Value part = amdgpu::TransposeLoadOp::create(
-          b, loc, quarterType, tile.memref, tile.indices(b, loc, k, readRow));
+      Value part = loadTransposedPiece(b, loc, quarterType, tile.memref,
+                                       tile.indices(b, loc, k, readRow));
       if (!run) {
         run = part;
         continue;

@@ -11,7 +11,7 @@
 // RUN: FileCheck %s --check-prefix=NOCANON < %t.942.s
 // RUN: FileCheck %s --check-prefix=NOCANON < %t.950.s
 // RUN: FileCheck %s --check-prefix=BUFFER < %t.942.s
-// RUN: FileCheck %s --check-prefix=BUFFER < %t.950.s
+// RUN: FileCheck %s --check-prefix=LDSLOAD < %t.950.s
 // RUN: FileCheck %s --check-prefix=QWAIT942 < %t.942.s
 // RUN: FileCheck %s --check-prefix=QWAIT950 < %t.950.s
 // RUN: FileCheck %s --check-prefixes=LAZY,LAZY942 < %t.942.s
@@ -24,9 +24,11 @@
 // write or read). Q's B fragments come by 8- / 16-byte global loads once a
 // query tile, K/V tiles by 16-byte buffer loads from a window per tile that
 // ends with its last key (a resource in SGPRs, the lane's offset in a
-// VGPR, soffset 0); K goes to LDS by 16-byte writes and V transposed by
-// 8-byte writes of 4 keys (register-transposed by v_perm), both chunk-major
-// so that fragments are vector reads at immediate offsets. A lane's scores
+// VGPR, soffset 0); on gfx942 K goes to LDS by 16-byte writes and V
+// transposed by 8-byte writes of 4 keys (register-transposed by v_perm),
+// both chunk-major so that fragments are vector reads at immediate
+// offsets; on gfx950 the buffer loads put K and V straight into LDS, and
+// V^T's fragments are transposing reads (ds_read_b64_tr_b16). A lane's scores
 // are all of its query: the row maximum is the lane's own but for one
 // exchange with the lane 32 away (ds_bpermute on gfx942,
 // v_permlane32_swap on gfx950), no DPP row reduction in the K/V loops (the
@@ -38,9 +40,10 @@
 
 // CHECK-LABEL: prefill:
 // CHECK-DAG:   buffer_load_dwordx4
-// CHECK-DAG:   ds_write_b128
-// CHECK-DAG:   ds_write2_b64
-// CHECK-DAG:   v_perm_b32
+// GFX942-DAG:  ds_write_b128
+// GFX942-DAG:  ds_write2_b64
+// GFX942-DAG:  v_perm_b32
+// GFX950-DAG:  ds_read_b64_tr_b16
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
 // CHECK-DAG:   v_pk_fma_f32
@@ -61,6 +64,24 @@
 // BUFFER-LABEL: prefill:
 // BUFFER:       buffer_load_dwordx4 v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen
 // BUFFER:       .end_amdhsa_kernel
+
+// gfx950: K/V tiles by loads to LDS (M0 the wave's first slot), no LDS
+// write and no v_perm anywhere in the kernel; a tile's loads are waited
+// for (vmcnt(0)) before the barrier that publishes it, the next tile's
+// issued right after it, and the back end does not wait for those before
+// the tile's first fragment read (the alias scope of
+// tessel-loads-to-shared-scopes: without it a vmcnt(0) came between).
+// LDSLOAD-LABEL: prefill:
+// LDSLOAD-NOT:   {{ds_write|v_perm_b32}}
+// LDSLOAD:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen lds
+// LDSLOAD-NOT:   {{ds_write|v_perm_b32}}
+// LDSLOAD:       s_waitcnt vmcnt(0)
+// LDSLOAD-NEXT:  s_barrier
+// LDSLOAD-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen lds
+// LDSLOAD-NOT:   s_waitcnt vmcnt
+// LDSLOAD:       ds_read_b128
+// LDSLOAD-NOT:   {{ds_write|v_perm_b32}}
+// LDSLOAD:       .end_amdhsa_kernel
 
 // The Q fragments' loads (one per k step) are waited for before the
 // first tile's: without that wait the back end moved them below the loop's
