@@ -657,9 +657,11 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // 64 KB).
   bool async = target.getAsyncCopyBytes() > 0;
   // Unpaged transposed scores on gfx950 load K/V tiles straight into the
-  // LDS stage no wave reads (PrefillConfig::loadsToShared).
-  cfg.loadsToShared =
-      cfg.transposedScores && !pb.paged && target.hasBufferLoadsToShared();
+  // LDS stage no wave reads (PrefillConfig::loadsToShared), for 16-bit
+  // operands (V^T by transposing reads; a k step is one 32-byte K group).
+  cfg.loadsToShared = cfg.transposedScores && !pb.paged &&
+                      target.hasBufferLoadsToShared() &&
+                      target.hasTransposedFragmentReads(atom) && atom.k == 16;
   if (ctx.stages == 1 || (!async && ctx.stages > 0 && ctx.stages != 2))
     return op->emitOpError()
            << "GPU template: stages must be "

@@ -106,6 +106,7 @@ FailureOr<SmallVector<Fragment>> PrefillBuilder::laneFragments(bool isKey,
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t width = isKey ? pb.headDim : pb.valueDim;
   int64_t group = groupChunks(isKey) * kChunk;
+  int64_t run = atom.m * atom.k / warpSize;
   // The lane's base in the stage, one add a tile; every read below is an
   // immediate offset from it.
   Value base = add(mul(laneOffset[isKey], bytes), stageOffset(isKey, stage));
@@ -113,7 +114,7 @@ FailureOr<SmallVector<Fragment>> PrefillBuilder::laneFragments(bool isKey,
   SmallVector<Fragment> frags;
   if (isKey) {
     // Atom j's keys are 32 j on; k step ks is group ks.
-    auto type = VectorType::get({kChunk}, elem);
+    auto type = VectorType::get({run}, elem);
     for (int64_t j = 0; j < count; ++j)
       frags.push_back({vector::LoadOp::create(
           b, loc, type, view,
@@ -125,17 +126,17 @@ FailureOr<SmallVector<Fragment>> PrefillBuilder::laneFragments(bool isKey,
   auto piece = VectorType::get({4}, elem);
   for (int64_t j = 0; j < count; ++j) {
     SmallVector<Value> pieces;
-    for (int64_t q = 0; q < atom.k / 2 / 4; ++q)
+    for (int64_t q = 0; q < run / 4; ++q)
       pieces.push_back(target.loadTransposedPiece(
           b, loc, piece, view,
           ValueRange{
               idx(j * cfg.tileKeys * group + (ks * atom.k + 4 * q) * group)}));
-    Value run = pieces[0];
+    Value joined = pieces[0];
     for (size_t q = 1; q < pieces.size(); ++q)
-      run = vector::ShuffleOp::create(
-          b, loc, run, pieces[q],
+      joined = vector::ShuffleOp::create(
+          b, loc, joined, pieces[q],
           llvm::to_vector(llvm::seq<int64_t>(0, 4 * (q + 1))));
-    frags.push_back({run});
+    frags.push_back({joined});
   }
   return frags;
 }
