@@ -187,19 +187,20 @@ public:
   virtual bool hasTransposedFragmentReads(const MmaAtom &atom) const {
     return false;
   }
-  /// Where hasTransposedFragmentReads: the element lane `lane` addresses in
-  /// each transposing read of its fragment run (fragmentRun), as (row in
-  /// the atom, k from the run's first): the read at k + 4 q is piece q of
-  /// the run. For templates that address the reads themselves (a lane's
-  /// base and immediate offsets).
-  virtual std::pair<Value, Value> transposedReadOrigin(OpBuilder &b,
-                                                       Location loc,
-                                                       const MmaAtom &atom,
-                                                       Value lane) const {
+  /// Where hasTransposedFragmentReads: the (row, k) that lane `lane`'s first
+  /// transposing read addresses, for the fragment run at (`row`, `kFirst`)
+  /// of a [k][row] tile (fragmentRun's row and first k, offset by the
+  /// tile's); the read at k + 4 q is piece q of the run. loadFragments reads
+  /// so; templates that address the reads themselves (a lane's base and
+  /// immediate offsets) ask it too.
+  virtual std::pair<Value, Value> transposedReadStart(OpBuilder &b,
+                                                      Location loc, Value row,
+                                                      Value kFirst,
+                                                      Value lane) const {
     llvm_unreachable("no transposed fragment reads");
   }
   /// One transposing read (4 elements of `type`'s element type) at
-  /// `indices` of the shared `memref`, as transposedReadOrigin places it.
+  /// `indices` of the shared `memref`, as transposedReadStart places it.
   virtual Value loadTransposedPiece(OpBuilder &b, Location loc, VectorType type,
                                     Value memref, ValueRange indices) const {
     llvm_unreachable("no transposed fragment reads");

@@ -88,10 +88,11 @@ void PrefillBuilder::laneOffsets() {
   // at its run's first k. V: where the lane's transposing reads start.
   auto run = *target.fragmentRun(b, loc, atom, MmaOperand::A, lane);
   Value key = target.operandKOfAccumulatorRow(b, loc, atom, run.row);
-  auto [dim, k] = target.transposedReadOrigin(b, loc, atom, lane);
+  auto [dim, valueKey] =
+      target.transposedReadStart(b, loc, run.row, run.kFirst, lane);
   for (auto [isKey, at, col] :
        {std::tuple<bool, Value, Value>{true, key, run.kFirst},
-        {false, add(run.kFirst, k), dim}}) {
+        {false, valueKey, dim}}) {
     SmallVector<Value> ix = groupedIndices(isKey, at, col);
     int64_t group = groupChunks(isKey) * kChunk;
     laneOffset[isKey] =

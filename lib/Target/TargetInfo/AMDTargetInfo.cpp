@@ -306,21 +306,22 @@ public:
     return isGfx950 && atom.operandType.getIntOrFloatBitWidth() == 16 &&
            atom.m == atom.n && atom.m % 16 == 0 && kPerLane % 4 == 0;
   }
-  std::pair<Value, Value> transposedReadOrigin(OpBuilder &b, Location loc,
-                                               const MmaAtom &atom,
-                                               Value lane) const override {
+  std::pair<Value, Value> transposedReadStart(OpBuilder &b, Location loc,
+                                              Value row, Value kFirst,
+                                              Value lane) const override {
     auto c = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
-    // As loadTransposedRun: the group's first row plus 4 (j % 4), at k +
-    // j / 4.
-    Value inAtom = arith::RemUIOp::create(b, loc, lane, c(atom.m));
+    // The group's 16 rows are consecutive (an atom's rows are lane % m):
+    // lane j addresses rows group + 4 (j % 4) at k + j / 4.
     Value j = arith::RemUIOp::create(b, loc, lane, c(16));
-    Value row = arith::AddIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, inAtom, j),
+    Value readRow = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, row, j),
         arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, j, c(4)),
                               c(4)));
-    return {row, arith::DivUIOp::create(b, loc, j, c(4))};
+    Value readK = arith::AddIOp::create(
+        b, loc, kFirst, arith::DivUIOp::create(b, loc, j, c(4)));
+    return {readRow, readK};
   }
   Value loadTransposedPiece(OpBuilder &b, Location loc, VectorType type,
                             Value memref, ValueRange indices) const override {
@@ -334,15 +335,7 @@ public:
     auto c = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
-    // The group's 16 rows are consecutive (an atom's rows are lane % m):
-    // lane j addresses rows group + 4 (j % 4) at k + j / 4.
-    Value j = arith::RemUIOp::create(b, loc, lane, c(16));
-    Value readRow = arith::AddIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, row, j),
-        arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, j, c(4)),
-                              c(4)));
-    Value readK = arith::AddIOp::create(
-        b, loc, kFirst, arith::DivUIOp::create(b, loc, j, c(4)));
+    auto [readRow, readK] = transposedReadStart(b, loc, row, kFirst, lane);
     auto quarterType = VectorType::get({4}, runType.getElementType());
     Value run;
     for (int64_t q = 0; q < length / 4; ++q) {
