@@ -103,8 +103,14 @@ THRESHOLDS = {
     # shares unchanged. Since 14:00 gfx950 loads the unpaged tiles straight
     # into LDS (V^T by transposing reads, every read at a lane's base and an
     # immediate offset): 56% -> 57%, MLA 52% -> 53% at 2 waves a SIMD.
-    "tessel.prefill_attention": dict(share=0.53, waves=1, vmcnt0=1,
-                                     serial=0, lgkmcnt0=12, flat=0, lds16=0),
+    # Since 2026-12-04 16:00 a k step's MMAs take its atoms in the reverse
+    # order of their reads (one LDS wait a step, not one an atom), P.V's
+    # steps stand behind scheduling fences, maxima are (n - 1) / 2 max3s,
+    # the probabilities are summed in two chains of pairs and the row sums
+    # rescaled with O^T, in the unlikely block: gfx950 57% -> 60%, MLA 53%
+    # -> 57%; gfx942 64% -> 65%, MLA 67% -> 69%.
+    "tessel.prefill_attention": dict(share=0.56, waves=1, vmcnt0=1,
+                                     serial=0, lgkmcnt0=11, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
@@ -117,7 +123,11 @@ THRESHOLDS = {
     # Since 2026-12-04 14:00 K's fragments are read a k step ahead (as the
     # prefill's): 21 -> 6 lgkmcnt(0) on gfx942 (MLA 34 -> 11), 9 -> 2-3 on
     # gfx950 (MLA 15 -> 4).
-    "tessel.paged_attention cu_seqlens": dict(share=0.46, waves=1, vmcnt0=1,
+    # Since 2026-12-04 16:00 (the prefill's changes above) gfx950 47% ->
+    # 50% (MLA 50% -> 53%), its extend_context and unified_split at 2
+    # waves a SIMD (264 -> 250 registers; the unified form 260 -> 260: 1);
+    # gfx942 61% -> 62%.
+    "tessel.paged_attention cu_seqlens": dict(share=0.49, waves=1, vmcnt0=1,
                                               serial=0, lgkmcnt0=11, flat=0,
                                               lds16=0, kib_cu=33),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave

@@ -350,6 +350,13 @@ public:
   virtual Value reductionPartner(OpBuilder &b, Location loc, Value x,
                                  int64_t distance) const;
 
+  /// One step of that butterfly: combine(x, reductionPartner(x, distance))
+  /// for a commutative `combine`. A target may get both operands another
+  /// way (gfx950: the two half-waves' values from one permlane32 swap).
+  virtual Value butterflyStep(OpBuilder &b, Location loc, Value x,
+                              int64_t distance,
+                              function_ref<Value(Value, Value)> combine) const;
+
   /// `x` of the lane `d` below this one in the warp, and whether there is
   /// one (this lane >= d): gpu.shuffle up, with a validity that holds on
   /// the target. Every lane of the warp must execute it.

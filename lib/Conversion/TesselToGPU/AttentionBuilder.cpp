@@ -37,6 +37,13 @@ Value AttentionBuilder::rowReduce(Value x, bool isMax) {
       target.getAccumulatorRowLanes(atom));
 }
 
+Value AttentionBuilder::columnReduce(Value x, bool isMax) {
+  return target.butterflyStep(b, loc, x, warpSize / 2,
+                              [&](Value u, Value w) -> Value {
+                                return isMax ? fmax(u, w) : fadd(u, w);
+                              });
+}
+
 SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
                                     bool kContig, bool rowGroups) {
   return SharedTile{memref,

@@ -62,6 +62,9 @@ protected:
   Value finiteOrZero(Value x);
   /// Max or sum of `x` over the lanes that hold one accumulator row.
   Value rowReduce(Value x, bool isMax);
+  /// Max or sum of `x` over a lane and the lane half a warp away: on
+  /// transposed scores, the two halves of a lane's accumulator column.
+  Value columnReduce(Value x, bool isMax);
   /// A swizzled shared-memory operand tile of rows of `width` elements
   /// (`outer`, if any, indexes a stage or a warp's slice; `rowGroups` as
   /// for swizzledIndices).

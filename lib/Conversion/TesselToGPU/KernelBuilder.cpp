@@ -91,7 +91,7 @@ Value KernelBuilder::warpReduce(Value x,
   if (width <= 0)
     width = warpSize;
   for (int64_t d = 1; d < width; d *= 2)
-    x = combine(x, target.reductionPartner(b, loc, x, d));
+    x = target.butterflyStep(b, loc, x, d, combine);
   return x;
 }
 

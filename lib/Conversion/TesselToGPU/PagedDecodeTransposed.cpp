@@ -297,8 +297,7 @@ LogicalResult TransposedDecodeBuilder::compute(const WaveTile &t,
     return r;
   };
   Value localMax = reduceAll(s, /*isMax=*/true);
-  Value tileMax =
-      fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2));
+  Value tileMax = columnReduce(localMax, /*isMax=*/true);
   Value mNew = fmax(state[0], tileMax);
   Value mSafe = finiteOrZero(mNew);
   Value alpha = exp2(fsub(state[0], mSafe));
@@ -377,9 +376,8 @@ void TransposedDecodeBuilder::epilogue(ArrayRef<Value> state) {
             return;
           }
           Value inv, lse; // (lambdas below capture them)
-          std::tie(inv, lse) = rowNormalizer(
-              m, fadd(sum[0],
-                      target.reductionPartner(b, loc, sum[0], warpSize / 2)));
+          std::tie(inv, lse) =
+              rowNormalizer(m, columnReduce(sum[0], /*isMax=*/false));
           Value head = add(mul(kvHead, pb.groupSize), column);
           ifThen(lt(column, idx(pb.groupSize)), [&] {
             SmallVector<Value> at = {request, head}, lseAt = {head, request};

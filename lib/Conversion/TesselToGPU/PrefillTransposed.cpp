@@ -171,7 +171,11 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   // Each k step's K fragments are read before the step ahead's MMAs, so
   // their LDS latency overlaps those (read as used, the back end drained
   // LDS, lgkmcnt(0), at nearly every step: 22 waits an iteration on
-  // gfx942, 7 now).
+  // gfx942, 7 now). A step's MMAs (here and in P.V) take its atoms in the
+  // reverse order of their reads: the first one's wait, for the step's
+  // last read, covers the others (LDS returns in order), one lgkmcnt wait
+  // a step rather than one an atom (gfx950 extend 48 -> 38 SALU cycles an
+  // iteration).
   auto loadK = [&](int64_t ks) -> FailureOr<SmallVector<Fragment>> {
     if (cfg.loadsToShared)
       return laneFragments(/*isKey=*/true, stage, ks, scoreAtoms);
@@ -186,7 +190,7 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     if (ks + 1 < kSteps)
       fa = loadK(ks + 1);
     for (int64_t a = 0; a < queryAtoms; ++a)
-      for (int64_t j = 0; j < scoreAtoms; ++j)
+      for (int64_t j = scoreAtoms - 1; j >= 0; --j)
         if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), cur[j],
                            qFrags[a * kSteps + ks])))
           return failure();
@@ -221,21 +225,20 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
 
   // Online softmax of the lane's queries (one a query atom): their scores
   // are the lane's and the lane's 32 away.
-  // Maxima in threes (each one v_max3_f32), sums in pairs.
-  auto reduceAll = [&](ArrayRef<Value> values, bool isMax) {
-    size_t fanIn = isMax ? 3 : 2;
+  // Maxima in threes (each one v_max3_f32), a level's one or two left
+  // over carried to the next: (n - 1) / 2 instructions for n values, not
+  // one more a level.
+  auto maxOf = [&](ArrayRef<Value> values) {
     SmallVector<Value> v(values);
-    while (v.size() > 1) {
+    while (v.size() > 2) {
       SmallVector<Value> next;
-      for (size_t i = 0; i < v.size(); i += fanIn) {
-        Value r = v[i];
-        for (size_t j = i + 1; j < std::min(i + fanIn, v.size()); ++j)
-          r = isMax ? fmax(r, v[j]) : fadd(r, v[j]);
-        next.push_back(r);
-      }
+      size_t i = 0;
+      for (; i + 3 <= v.size(); i += 3)
+        next.push_back(fmax(fmax(v[i], v[i + 1]), v[i + 2]));
+      next.append(v.begin() + i, v.end());
       v = std::move(next);
     }
-    return v.front();
+    return v.size() == 2 ? fmax(v[0], v[1]) : v.front();
   };
   // Scores in pairs: packed FMAs (v_pk_fma_f32) and conversions.
   auto pairType = VectorType::get({2}, b.getF32Type());
@@ -248,14 +251,12 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   auto half = [&](Value pair, int64_t i) -> Value {
     return vector::ExtractOp::create(b, loc, pair, i);
   };
-  SmallVector<Value> p16, alphas;
+  SmallVector<Value> p16, alphas, tileSums;
   Value grows;
   for (int64_t a = 0; a < queryAtoms; ++a) {
     MutableArrayRef<Value> sa = scoresOf(s, a);
-    Value localMax = reduceAll(sa, /*isMax=*/true);
-    Value tileMax = fmul(
-        fmax(localMax, target.reductionPartner(b, loc, localMax, warpSize / 2)),
-        multiplier);
+    Value localMax = maxOf(sa);
+    Value tileMax = fmul(columnReduce(localMax, /*isMax=*/true), multiplier);
     // Lazy rescaling (kRescaleSlack): m moves only when the tile's maximum
     // passes it by more than the slack (always from -inf), so on most tiles
     // alpha is 1 and O^T's rescale below is skipped.
@@ -268,46 +269,61 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     Value mSafe = finiteOrZero(mNew);
     Value alpha = exp2(fsub(mOld, mSafe));
     Value negM = arith::NegFOp::create(b, loc, mSafe);
+    SmallVector<Value> pairs;
     for (size_t i = 0; i < sa.size(); i += 2) {
       Value arg = LLVM::FMAOp::create(b, loc, pairOf(sa[i], sa[i + 1]),
                                       splat(multiplier), splat(negM));
-      sa[i] = exp2(half(arg, 0));
-      sa[i + 1] = exp2(half(arg, 1));
-      Value p =
-          target.truncateProbability(b, loc, elem, pairOf(sa[i], sa[i + 1]));
+      pairs.push_back(pairOf(exp2(half(arg, 0)), exp2(half(arg, 1))));
+      Value p = target.truncateProbability(b, loc, elem, pairs.back());
       p16.append({half(p, 0), half(p, 1)});
     }
+    // The probabilities' sum in two chains of pairs, each pair added as it
+    // is made: fewer values live than a tree's (gfx950's extend_context
+    // 264 -> 254 registers, 2 waves a SIMD).
+    Value sums[2] = {pairs[0], pairs[1]};
+    for (size_t i = 2; i < pairs.size(); ++i)
+      sums[i % 2] = fadd(sums[i % 2], pairs[i]);
+    Value sum = fadd(sums[0], sums[1]);
     state[a] = mNew;
-    state[queryAtoms + a] = fadd(fmul(state[queryAtoms + a], alpha),
-                                 reduceAll(sa, /*isMax=*/false));
+    tileSums.push_back(fadd(half(sum, 0), half(sum, 1)));
     alphas.push_back(alpha);
   }
-  // O^T rescaled, in pairs (v_pk_mul_f32), where a lane of the wave moved
-  // its m: a uniform branch the back end lays out of the loop as unlikely.
-  MutableArrayRef<Value> out =
-      MutableArrayRef<Value>(state).drop_front(2 * queryAtoms);
-  auto rescale = scf::IfOp::create(b, loc, ValueRange(out).getTypes(),
+  // The row sums and O^T (in pairs, v_pk_mul_f32) rescaled where a lane of
+  // the wave moved its m (alpha is 1 in every other lane): a uniform branch
+  // the back end lays out of the loop as unlikely.
+  MutableArrayRef<Value> scales =
+      MutableArrayRef<Value>(state).drop_front(queryAtoms);
+  auto rescale = scf::IfOp::create(b, loc, ValueRange(scales).getTypes(),
                                    unlikely(anyLane(grows)),
                                    /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(rescale.thenBlock());
-    SmallVector<Value> factors, scaled(out);
-    for (Value alpha : alphas)
-      factors.push_back(splat(alpha));
-    for (size_t i = 0; i < scaled.size(); i += 2) {
-      Value pair =
-          fmul(pairOf(scaled[i], scaled[i + 1]), factors[i / (outAtoms * acc)]);
+    SmallVector<Value> factors, scaled(scales);
+    for (int64_t a = 0; a < queryAtoms; ++a) {
+      scaled[a] = fmul(scaled[a], alphas[a]);
+      factors.push_back(splat(alphas[a]));
+    }
+    for (size_t i = queryAtoms; i < scaled.size(); i += 2) {
+      Value pair = fmul(pairOf(scaled[i], scaled[i + 1]),
+                        factors[(i - queryAtoms) / (outAtoms * acc)]);
       scaled[i] = half(pair, 0);
       scaled[i + 1] = half(pair, 1);
     }
     scf::YieldOp::create(b, loc, scaled);
     b.setInsertionPointToStart(rescale.elseBlock());
-    scf::YieldOp::create(b, loc, ValueRange(out));
+    scf::YieldOp::create(b, loc, ValueRange(scales));
   }
-  llvm::copy(rescale.getResults(), out.begin());
+  llvm::copy(rescale.getResults(), scales.begin());
+  for (int64_t a = 0; a < queryAtoms; ++a)
+    state[queryAtoms + a] = fadd(state[queryAtoms + a], tileSums[a]);
 
-  // O^T += V^T P^T; each V^T fragment serves every query atom.
+  // O^T += V^T P^T; each V^T fragment serves every query atom. Each k
+  // step's MMAs stand behind a scheduling fence, so the back end hoists
+  // the next step's V^T reads over them but no further: scattered over the
+  // step before (LLVM 22), they took a wait an MMA; in order, gfx950's
+  // prefill issues 16 fewer waits and 15 fewer VALU an iteration (its row
+  // sums' v_pk_add_f32 no longer split), 58% -> 60% MFMA.
   SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
   int64_t stepsPerAtom = atom.m / atom.k;
   for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
@@ -318,13 +334,14 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
                                    idx(ks * atom.k), lane, outAtoms);
     if (failed(fa))
       return failure();
+    target.fenceScheduling(b, loc);
     for (int64_t a = 0; a < queryAtoms; ++a) {
       Fragment pFrag = target.accumulatorsAsOperandB(
           b, loc, atom,
           ArrayRef<Value>(p16).slice((a * scoreAtoms + ks / stepsPerAtom) * acc,
                                      acc),
           ks % stepsPerAtom);
-      for (int64_t j = 0; j < outAtoms; ++j)
+      for (int64_t j = outAtoms - 1; j >= 0; --j)
         if (failed(mmaInto(outOf(a).slice(j * acc, acc), (*fa)[j], pFrag)))
           return failure();
     }
@@ -339,8 +356,8 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
     Value l = state[queryAtoms + a];
     // (Not structured bindings: lambdas below capture them.)
     Value inv, lse;
-    std::tie(inv, lse) = rowNormalizer(
-        state[a], fadd(l, target.reductionPartner(b, loc, l, warpSize / 2)));
+    std::tie(inv, lse) =
+        rowNormalizer(state[a], columnReduce(l, /*isMax=*/false));
     Value query = add(queryAtomRow(a), remu(lane, atom.n));
     Value token = rowToken(query), tokenHead = rowHead(query);
     ArrayRef<Value> o =

@@ -161,6 +161,33 @@ public:
                      .getResult();
   }
 
+  // Across the half-waves on gfx950, one v_permlane32_swap of x with
+  // itself: its results hold x of lanes 0-31 and of lanes 32-63 in every
+  // lane, so a commutative combine needs no select of the partner's half
+  // (gpu.shuffle xor 32 lowers to the swap, a compare and a select).
+  Value
+  butterflyStep(OpBuilder &b, Location loc, Value x, int64_t distance,
+                function_ref<Value(Value, Value)> combine) const override {
+    Type i32 = b.getI32Type();
+    if (!isGfx950 || distance != 32 || !x.getType().isIntOrFloat() ||
+        x.getType().getIntOrFloatBitWidth() != 32)
+      return TargetInfo::butterflyStep(b, loc, x, distance, combine);
+    Value bits = x.getType() == i32
+                     ? x
+                     : arith::BitcastOp::create(b, loc, i32, x).getResult();
+    auto pairType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32});
+    Value swapped = ROCDL::Permlane32SwapOp::create(
+        b, loc, pairType, bits, bits, /*fi=*/false, /*boundControl=*/false);
+    auto half = [&](int64_t i) -> Value {
+      Value v = LLVM::ExtractValueOp::create(b, loc, swapped, i);
+      return x.getType() == i32
+                 ? v
+                 : arith::BitcastOp::create(b, loc, x.getType(), v).getResult();
+    };
+    return combine(half(0), half(1));
+  }
+
   // The ROCDL lowering of gpu.shuffle up (LLVM 22) checks only the upper
   // end of the lane segment, so its lanes below d were valid and read the
   // top of the wave through ds_bpermute (found by the emulator: every scan

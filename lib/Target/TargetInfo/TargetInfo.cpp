@@ -25,6 +25,12 @@ Value TargetInfo::reductionPartner(OpBuilder &b, Location loc, Value x,
       .getShuffleResult();
 }
 
+Value TargetInfo::butterflyStep(
+    OpBuilder &b, Location loc, Value x, int64_t distance,
+    function_ref<Value(Value, Value)> combine) const {
+  return combine(x, reductionPartner(b, loc, x, distance));
+}
+
 std::pair<Value, Value> TargetInfo::scanPartner(OpBuilder &b, Location loc,
                                                 Value x, int64_t step,
                                                 Value) const {

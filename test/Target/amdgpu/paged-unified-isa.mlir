@@ -24,6 +24,11 @@
 // LOOP:        ### gfx950
 // LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified_split | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 |
+
+// gfx950's split form (extend's context) fits in 256 registers, no AGPR:
+// 2 waves a SIMD (its softmax sums its probabilities in two chains of
+// pairs; summed as a tree it took 264, and one wave).
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16
@@ -41,5 +46,9 @@ func.func @unified(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc:
 }
 func.func @unified_shuffled(%q: memref<?x32x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x2x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x32x128xbf16>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x32x128xbf16>) causal layout(shuffled) scale(%scale)
+  return
+}
+func.func @unified_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %sl: memref<?xi32>, %out: memref<?x?x32x128xf32>, %lse: memref<?x32x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%sl : memref<?xi32>) out(%out : memref<?x?x32x128xf32>) lse(%lse : memref<?x32x?xf32>) causal layout(nhd) scale(%scale)
   return
 }

@@ -16,6 +16,7 @@
 // RUN: FileCheck %s --check-prefix=QWAIT950 < %t.950.s
 // RUN: FileCheck %s --check-prefixes=LAZY,LAZY942 < %t.942.s
 // RUN: FileCheck %s --check-prefixes=LAZY,LAZY950 < %t.950.s
+// RUN: FileCheck %s --check-prefix=SWAPMAX < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here),
 // on transposed scores: each wave computes S^T = K Q^T for 32 queries with
@@ -37,6 +38,13 @@
 // runs of 4 dims. v_log_f32 (no ocml calls; the grid-stride loop computes
 // its stride from T rather than asking for the grid size, which would need
 // the ROCm device library), no scratch.
+
+// gfx950's exchange across the half-waves is one v_permlane32_swap of the
+// lane's maximum with a copy of it, whose two results the next instruction
+// takes the maximum of (no compare and select of the partner's half).
+// SWAPMAX-LABEL: prefill:
+// SWAPMAX:       v_permlane32_swap_b32_e32 [[A:v[0-9]+]], [[B:v[0-9]+]]
+// SWAPMAX-NEXT:  v_max_f32_e32 {{v[0-9]+}}, [[A]], [[B]]
 
 // CHECK-LABEL: prefill:
 // CHECK-DAG:   buffer_load_dwordx4
@@ -98,12 +106,12 @@
 // QWAIT950-NOT:  {{s_waitcnt|v_mfma}}
 // QWAIT950:      buffer_load_dwordx4
 
-// Lazy rescaling: the unmasked K/V loop rescales O^T (v_pk_mul_f32) only
-// where a lane's maximum passed its m by more than the slack, in a block
-// the back end placed after the loop (llvm.expect false) that branches
-// back into it; the loop itself has no v_pk_mul_f32. (gfx950's waves hold
-// two query atoms: 64 pairs of O^T.) The first MFMA is the loop's (the
-// request search before it branches too).
+// Lazy rescaling: the unmasked K/V loop rescales O^T (v_pk_mul_f32) and
+// its row sums only where a lane's maximum passed its m by more than the
+// slack, in a block the back end placed after the loop (llvm.expect false)
+// that branches back into it; the loop itself has no v_pk_mul_f32.
+// (gfx950's waves hold two query atoms: 64 pairs of O^T.) The first MFMA is
+// the loop's (the request search before it branches too).
 // LAZY-LABEL:   prefill:
 // LAZY:         v_mfma_f32_32x32
 // LAZY:         s_cbranch_vccnz [[RESCALE:.LBB0_[0-9]+]]
@@ -114,7 +122,7 @@
 // LAZY-NEXT:    [[RESCALE]]:
 // LAZY942-COUNT-32: v_pk_mul_f32
 // LAZY950-COUNT-64: v_pk_mul_f32
-// LAZY-NEXT:    s_branch [[JOIN]]
+// LAZY:         s_branch [[JOIN]]
 
 // NOU16-NOT:   ds_read_u16
 // NOU16-NOT:   ds_write_b16
