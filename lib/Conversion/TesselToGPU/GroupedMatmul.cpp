@@ -472,11 +472,20 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
       return failure();
     return StepFragments{*f};
   };
+  // Register-staged targets (CDNA) read all of the tile's fragments before
+  // its MMAs, behind a scheduling fence: the back end interleaved them with
+  // a wait before nearly every MMA (gfx950 dgrad 24 s_waitcnt an iteration,
+  // 74% -> 75% of the loop's issue cycles). There a k-step's MMAs take B's
+  // atoms in the reverse order of their reads, so that the first one's LDS
+  // wait (for the step's last read) covers the step: gfx942's wgrad 4 -> 2
+  // waits a K-tile, every grouped matmul about a point of MFMA share.
+  bool readsFirst = target.getAsyncCopyBytes() == 0;
   auto mmas = [&](const StepFragments &fa,
                   const StepFragments &fb) -> LogicalResult {
     for (int64_t s = 0; s < joint; ++s)
       for (int64_t i = 0; i < atomsM; ++i)
-        for (int64_t j = 0; j < atomsN; ++j) {
+        for (int64_t n = 0; n < atomsN; ++n) {
+          int64_t j = readsFirst ? atomsN - 1 - n : n;
           MutableArrayRef<Value> slice(&acc[(i * atomsN + j) * accCount],
                                        accCount);
           FailureOr<SmallVector<Value>> d =
@@ -487,11 +496,6 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
         }
     return success();
   };
-  // Register-staged targets (CDNA) read all of the tile's fragments before
-  // its MMAs, behind a scheduling fence: the back end interleaved them with
-  // a wait before nearly every MMA (gfx950 dgrad 24 s_waitcnt an iteration,
-  // 74% -> 75% of the loop's issue cycles).
-  bool readsFirst = target.getAsyncCopyBytes() == 0;
   SmallVector<std::pair<StepFragments, StepFragments>> read;
   for (int64_t ks = 0; ks < kSteps; ks += joint) {
     Value k0 = idx(ks * atom.k);

@@ -279,7 +279,7 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
     }
     // The probabilities' sum in two chains of pairs, each pair added as it
     // is made: fewer values live than a tree's (gfx950's extend_context
-    // 264 -> 254 registers, 2 waves a SIMD).
+    // 264 -> 250 registers, 2 waves a SIMD).
     Value sums[2] = {pairs[0], pairs[1]};
     for (size_t i = 2; i < pairs.size(); ++i)
       sums[i % 2] = fadd(sums[i % 2], pairs[i]);

@@ -128,6 +128,22 @@
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
 
+// A k-step's MFMAs take B's atoms in the reverse order of their reads, so
+// the first one's LDS wait covers the step: on gfx942's wgrad two joint
+// k-steps' 8 MFMAs follow one wait (before 2026-12-04, a wait every 1-7).
+// RUN: FileCheck %s --check-prefix=ONEWAIT < %t.942.s
+// ONEWAIT-LABEL: wgrad_down:
+// ONEWAIT:       s_barrier
+// ONEWAIT:       s_waitcnt lgkmcnt({{[0-9]+}})
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+
 // No operand is read from LDS one 16-bit element at a time, and on gfx950
 // none is transposed in registers.
 // RUN: FileCheck %s --check-prefix=TRREAD < %t.950.s
