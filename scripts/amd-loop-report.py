@@ -125,8 +125,10 @@ THRESHOLDS = {
     # gfx950 (MLA 15 -> 4).
     # Since 2026-12-04 16:00 (the prefill's changes above) gfx950 47% ->
     # 50% (MLA 50% -> 53%), its extend_context and unified_split at 2
-    # waves a SIMD (264 -> 250 registers; the unified form 260 -> 260: 1);
-    # gfx942 61% -> 62%.
+    # waves a SIMD (264 -> 250 registers), gfx942 61% -> 62%. Since 16:30
+    # register-staged fragments are read through a view of their stage:
+    # gfx950's unified form 260 -> 254 registers, 2 waves a SIMD (gfx942's
+    # forms fill its 64 KB of LDS: 1); gfx942 62% -> 63%.
     "tessel.paged_attention cu_seqlens": dict(share=0.49, waves=1, vmcnt0=1,
                                               serial=0, lgkmcnt0=11, flat=0,
                                               lds16=0, kib_cu=33),

@@ -88,6 +88,21 @@ SmallVector<Value> PrefillBuilder::stagedIndices(Value stage, Value row,
 
 SharedTile PrefillBuilder::stagedTile(Value shared, Value stage,
                                       int64_t width) {
+  // (Loaded to shared memory there is no ring: laneFragments reads.)
+  if (cfg.transposedScores && !cfg.loadsToShared) {
+    // Fragments read from the stage's own view, at a uniform byte offset:
+    // indexing the ring OR'd the stage into each lane's address (gfx950's
+    // unified kernel 260 -> 254 registers, 2 waves a SIMD).
+    auto shape = cast<MemRefType>(shared.getType()).getShape();
+    Value view = sharedView(smemBytes, stageOffset(shared == sharedK, stage),
+                            shape.drop_front(), elem);
+    return SharedTile{
+        view,
+        [this](OpBuilder &, Location, Value row, Value col) {
+          return SmallVector<Value>{divu(col, kChunk), row, remu(col, kChunk)};
+        },
+        /*kContiguous=*/true};
+  }
   return SharedTile{
       shared,
       [this, stage, width](OpBuilder &, Location, Value row, Value col) {
@@ -546,10 +561,11 @@ LogicalResult PrefillBuilder::build() {
   };
   if (!cfg.transposedScores)
     sharedQ = carve({tileRows(), pb.headDim});
+  if (cfg.transposedScores)
+    smemBytes = smem;
   if (cfg.loadsToShared) {
     // Stages are views made where used (stageView).
     waveIndex = uniform(warp);
-    smemBytes = smem;
     laneOffsets();
   } else if (cfg.transposedScores) {
     sharedK = carve({cfg.stages, pb.headDim / kChunk, cfg.tileKeys, kChunk});

@@ -120,6 +120,8 @@ private:
   /// two instructions a fragment) and a fragment read is 1 KB in a row.
   SmallVector<Value> stagedIndices(Value stage, Value row, Value col,
                                    int64_t width);
+  /// The tile of `shared` (sharedK or sharedV) in stage `stage`, indexed
+  /// as stagedIndices; with transposed scores a view of the stage alone.
   SharedTile stagedTile(Value shared, Value stage, int64_t width);
   // Loaded to shared memory (PrefillConfig::loadsToShared), a wave's lanes
   // fill 64 consecutive 16-byte slots: a stage is [width / g, keys, g]
@@ -177,8 +179,9 @@ private:
   Value tid, lane, warp, head, kvHead;
   /// The warp index, known uniform (loadsToShared: the wave's first slot).
   Value waveIndex;
-  /// loadsToShared: the dynamic shared memory that stageView views, and
-  /// laneOffsets' V and K offsets ([isKey]).
+  /// With transposed scores, the dynamic shared memory that stageView and
+  /// stagedTile view; loadsToShared: laneOffsets' V and K offsets
+  /// ([isKey]).
   Value smemBytes;
   Value laneOffset[2];
   /// Paged form: the request, its split (0 unless split) and the cache's

@@ -22,13 +22,14 @@
 // LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_split | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 |
 
-// gfx950's split form (extend's context) fits in 256 registers, no AGPR:
-// 2 waves a SIMD (its softmax sums its probabilities in two chains of
-// pairs; summed as a tree it took 264, and one wave).
+// On gfx950 the NHD unified kernel and its split form (extend's context)
+// fit in 256 registers, no AGPR: 2 waves a SIMD (the softmax sums its
+// probabilities in two chains of pairs, and K/V fragments are read from
+// a view of their stage; before, 264 and 260 registers, one wave).
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16
