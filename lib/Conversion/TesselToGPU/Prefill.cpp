@@ -98,8 +98,9 @@ SharedTile PrefillBuilder::stagedTile(Value shared, Value stage,
                             shape.drop_front(), elem);
     return SharedTile{
         view,
-        [this](OpBuilder &, Location, Value row, Value col) {
-          return SmallVector<Value>{divu(col, kChunk), row, remu(col, kChunk)};
+        [this, stage, width](OpBuilder &, Location, Value row, Value col) {
+          return SmallVector<Value>(
+              llvm::drop_begin(stagedIndices(stage, row, col, width)));
         },
         /*kContiguous=*/true};
   }
