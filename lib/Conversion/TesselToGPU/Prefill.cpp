@@ -86,32 +86,6 @@ SmallVector<Value> PrefillBuilder::stagedIndices(Value stage, Value row,
   return {stage, divu(col, kChunk), row, remu(col, kChunk)};
 }
 
-SharedTile PrefillBuilder::stagedTile(Value shared, Value stage,
-                                      int64_t width) {
-  // (Loaded to shared memory there is no ring: laneFragments reads.)
-  if (cfg.transposedScores && !cfg.loadsToShared) {
-    // Fragments read from the stage's own view, at a uniform byte offset:
-    // indexing the ring OR'd the stage into each lane's address (gfx950's
-    // unified kernel 260 -> 254 registers, 2 waves a SIMD).
-    auto shape = cast<MemRefType>(shared.getType()).getShape();
-    Value view = sharedView(smemBytes, stageOffset(shared == sharedK, stage),
-                            shape.drop_front(), elem);
-    return SharedTile{
-        view,
-        [this, stage, width](OpBuilder &, Location, Value row, Value col) {
-          return SmallVector<Value>(
-              llvm::drop_begin(stagedIndices(stage, row, col, width)));
-        },
-        /*kContiguous=*/true};
-  }
-  return SharedTile{
-      shared,
-      [this, stage, width](OpBuilder &, Location, Value row, Value col) {
-        return stagedIndices(stage, row, col, width);
-      },
-      /*kContiguous=*/true};
-}
-
 Value PrefillBuilder::groupSwizzle(bool isKey, Value key) {
   // K: a fragment read takes one chunk of 16 keys (an atom's rows, bits 2
   // and 3 swapped by operandKOfAccumulatorRow): 32-byte groups put keys r

@@ -120,9 +120,6 @@ private:
   /// two instructions a fragment) and a fragment read is 1 KB in a row.
   SmallVector<Value> stagedIndices(Value stage, Value row, Value col,
                                    int64_t width);
-  /// The tile of `shared` (sharedK or sharedV) in stage `stage`, indexed
-  /// as stagedIndices; with transposed scores a view of the stage alone.
-  SharedTile stagedTile(Value shared, Value stage, int64_t width);
   // Loaded to shared memory (PrefillConfig::loadsToShared), a wave's lanes
   // fill 64 consecutive 16-byte slots: a stage is [width / g, keys, g]
   // for groups of g = groupChunks chunks of a key, so that a wave loads
@@ -146,7 +143,12 @@ private:
   /// in the layout's index arithmetic: 2-3 VALU a V read).
   void laneOffsets();
   /// K's (isKey: `count` score atoms) or V^T's (`count` output atoms)
-  /// fragments of k step `ks` in stage `stage`, read at the lane's base.
+  /// fragments of k step `ks` in stage `stage` (transposed scores): by
+  /// laneFragments where loadsToShared, else through the stage's view
+  /// (stagedIndices' layout).
+  FailureOr<SmallVector<Fragment>> stageFragments(bool isKey, Value stage,
+                                                  int64_t ks, int64_t count);
+  /// The same, loaded to shared memory: read at the lane's base.
   FailureOr<SmallVector<Fragment>> laneFragments(bool isKey, Value stage,
                                                  int64_t ks, int64_t count);
   /// The unpaged tile's loads to shared memory: this wave's slots of the K
@@ -180,7 +182,7 @@ private:
   /// The warp index, known uniform (loadsToShared: the wave's first slot).
   Value waveIndex;
   /// With transposed scores, the dynamic shared memory that stageView and
-  /// stagedTile view; loadsToShared: laneOffsets' V and K offsets
+  /// stageFragments view; loadsToShared: laneOffsets' V and K offsets
   /// ([isKey]).
   Value smemBytes;
   Value laneOffset[2];

@@ -100,6 +100,33 @@ void PrefillBuilder::laneOffsets() {
   }
 }
 
+FailureOr<SmallVector<Fragment>> PrefillBuilder::stageFragments(bool isKey,
+                                                                Value stage,
+                                                                int64_t ks,
+                                                                int64_t count) {
+  if (cfg.loadsToShared)
+    return laneFragments(isKey, stage, ks, count);
+  // Register-staged: read from the stage's own view, at a uniform byte
+  // offset (indexing the ring OR'd the stage into each lane's address:
+  // gfx950's unified kernel 260 -> 254 registers, 2 waves a SIMD). K's
+  // rows in the order that makes P^T's accumulators the B fragments of P.V.
+  auto shape = cast<MemRefType>((isKey ? sharedK : sharedV).getType());
+  Value view = sharedView(smemBytes, stageOffset(isKey, stage),
+                          shape.getShape().drop_front(), elem);
+  int64_t width = isKey ? pb.headDim : cfg.tileKeys;
+  SharedTile tile{view,
+                  [this, stage, width, isKey](OpBuilder &ob, Location l,
+                                              Value row, Value col) {
+                    if (isKey)
+                      row = target.operandKOfAccumulatorRow(ob, l, atom, row);
+                    return SmallVector<Value>(llvm::drop_begin(
+                        stagedIndices(stage, row, col, width)));
+                  },
+                  /*kContiguous=*/true};
+  return target.loadFragments(b, loc, atom, MmaOperand::A, tile, idx(0),
+                              idx(ks * atom.k), lane, count);
+}
+
 FailureOr<SmallVector<Fragment>> PrefillBuilder::laneFragments(bool isKey,
                                                                Value stage,
                                                                int64_t ks,
@@ -158,15 +185,7 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
         2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
   };
 
-  // S^T = K Q^T, K's rows read in the order that makes P^T's accumulators
-  // the B fragments of P.V; each K fragment serves every query atom.
-  SharedTile kTile = stagedTile(sharedK, stage, pb.headDim);
-  auto keyRow = kTile.indices;
-  kTile.indices = [this, keyRow](OpBuilder &ob, Location l, Value row,
-                                 Value col) {
-    return keyRow(ob, l, target.operandKOfAccumulatorRow(ob, l, atom, row),
-                  col);
-  };
+  // S^T = K Q^T; each K fragment serves every query atom.
   SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
   // Each k step's K fragments are read before the step ahead's MMAs, so
   // their LDS latency overlaps those (read as used, the back end drained
@@ -176,11 +195,8 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   // last read, covers the others (LDS returns in order), one lgkmcnt wait
   // a step rather than one an atom (gfx950 extend 48 -> 38 SALU cycles an
   // iteration).
-  auto loadK = [&](int64_t ks) -> FailureOr<SmallVector<Fragment>> {
-    if (cfg.loadsToShared)
-      return laneFragments(/*isKey=*/true, stage, ks, scoreAtoms);
-    return target.loadFragments(b, loc, atom, MmaOperand::A, kTile, idx(0),
-                                idx(ks * atom.k), lane, scoreAtoms);
+  auto loadK = [&](int64_t ks) {
+    return stageFragments(/*isKey=*/true, stage, ks, scoreAtoms);
   };
   auto fa = loadK(0);
   for (int64_t ks = 0; ks < kSteps; ++ks) {
@@ -324,14 +340,9 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   // step before (LLVM 22), they took a wait an MMA; in order, gfx950's
   // prefill issues 16 fewer waits and 15 fewer VALU an iteration (its row
   // sums' v_pk_add_f32 no longer split), 58% -> 60% MFMA.
-  SharedTile vTile = stagedTile(sharedV, stage, cfg.tileKeys);
   int64_t stepsPerAtom = atom.m / atom.k;
   for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-    auto fa =
-        cfg.loadsToShared
-            ? laneFragments(/*isKey=*/false, stage, ks, outAtoms)
-            : target.loadFragments(b, loc, atom, MmaOperand::A, vTile, idx(0),
-                                   idx(ks * atom.k), lane, outAtoms);
+    auto fa = stageFragments(/*isKey=*/false, stage, ks, outAtoms);
     if (failed(fa))
       return failure();
     target.fenceScheduling(b, loc);
