@@ -206,8 +206,11 @@ THRESHOLDS = {
     # 2-3 -> 0 an iteration.
     # gfx950's tiles go to LDS by buffer_load_dwordx4 ... lds since
     # 2026-12-04 11:00 (no staging registers, no LDS stores): 75% -> 76%
-    # (dgrad), 76% -> 77% (forward).
-    "tessel.grouped_matmul": dict(share=0.75, waves=2, vmcnt0=2, serial=0,
+    # (dgrad), 76% -> 77% (forward). Since 2026-12-04 18:30 CDNA reads
+    # the stages flat, the constants of each read's offset in the LDS
+    # instruction, and gfx950's loads to LDS share M0 in fours (their
+    # immediate offset): forward 78% -> 82%, dgrad 76% -> 80% (gfx950).
+    "tessel.grouped_matmul": dict(share=0.77, waves=2, vmcnt0=2, serial=0,
                                   lgkmcnt0=4, flat=0, lds16=0),
     # (Its blocks renumbered for the L2 partitions since 2026-12-03 10:15:
     # one more vmcnt(0) in gfx950's loop, none of them serialized. Since
@@ -222,8 +225,13 @@ THRESHOLDS = {
     # 59% -> 62%. gfx950's tiles by loads to LDS since 11:00: 62% -> 64%.
     # Since 2026-12-04 16:20 a k-step's MMAs take B's atoms in the reverse
     # order of their reads (one LDS wait a step): about a point on every
-    # grouped matmul, wgrad 67% -> 68% (gfx942), 64% (gfx950).)
-    "tessel.grouped_matmul_wgrad": dict(share=0.64, waves=2, vmcnt0=2,
+    # grouped matmul, wgrad 67% -> 68% (gfx942), 64% (gfx950). Since
+    # 2026-12-04 18:30 M and N in whole 256s take 256x256 tiles of 8 waves
+    # (64x128 a wave; 64-deep K-tiles on gfx950), an odd K-tile count's
+    # first tile runs before the loop (no branch after it, whose
+    # accumulators the back end had kept twice), and the count is uniform:
+    # 68% -> 80% (gfx942), 64% -> 77% (gfx950), 2 waves a SIMD.)
+    "tessel.grouped_matmul_wgrad": dict(share=0.76, waves=2, vmcnt0=2,
                                         serial=0, lgkmcnt0=4, flat=0, lds16=0),
 }
 

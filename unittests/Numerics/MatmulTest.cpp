@@ -287,6 +287,19 @@ TEST(GroupedMatmulWgrad, Bf16K300) {
   checkWgrad("wgrad_bf16_m96_n64", BF16, 96, 64, 308, {0, 7, 307, 308}, 1002);
 }
 
+/// M and N whole 256s: CDNA's 256x256 tiles (8 waves). Groups of 7, 0,
+/// 130, 128 and 33 rows: K-tile counts odd and even on both chips (32- and
+/// 64-row K-tiles), an empty group, and 5 rows past the last offset.
+TEST(GroupedMatmulWgrad, Bf16M256N512) {
+  checkWgrad("wgrad_bf16_m256_n512", BF16, 256, 512, 303, {7, 7, 137, 265, 298},
+             1006);
+}
+
+TEST(GroupedMatmulWgrad, Bf16GatheredBM256N256) {
+  checkWgrad("wgrad_bf16_gather_b_m256_n256", BF16, 256, 256, 200,
+             {65, 65, 161, 197}, 1007, {'b', 90, 2});
+}
+
 /// The MoE backward's forms: the upstream gradient (a) or x (b) read
 /// through the sorted (token, slot) rows, entries outside among them.
 TEST(GroupedMatmulWgrad, Bf16GatheredA) {

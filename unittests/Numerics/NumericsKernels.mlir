@@ -303,6 +303,14 @@ func.func @wgrad_f32_m64_n48(%a: memref<?x64xf32>, %b: memref<?x48xf32>, %off: m
   tessel.grouped_matmul_wgrad a(%a : memref<?x64xf32>) b(%b : memref<?x48xf32>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x64x48xf32>)
   return
 }
+func.func @wgrad_bf16_m256_n512(%a: memref<?x256xbf16>, %b: memref<?x512xbf16>, %off: memref<5xi32>, %c: memref<5x256x512xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x256xbf16>) b(%b : memref<?x512xbf16>) group_offsets(%off : memref<5xi32>) c(%c : memref<5x256x512xf32>)
+  return
+}
+func.func @wgrad_bf16_gather_b_m256_n256(%a: memref<?x256xbf16>, %b: memref<?x256xbf16>, %rows: memref<?xi32>, %off: memref<4xi32>, %c: memref<4x256x256xf32>) {
+  tessel.grouped_matmul_wgrad a(%a : memref<?x256xbf16>) b(%b : memref<?x256xbf16>) b_rows(%rows : memref<?xi32>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x256x256xf32>) {rows_divisor = 2}
+  return
+}
 func.func @wgrad_bf16_m96_n64(%a: memref<?x96xbf16>, %b: memref<?x64xbf16>, %off: memref<4xi32>, %c: memref<4x96x64xf32>) {
   tessel.grouped_matmul_wgrad a(%a : memref<?x96xbf16>) b(%b : memref<?x64xbf16>) group_offsets(%off : memref<4xi32>) c(%c : memref<4x96x64xf32>)
   return

@@ -124,10 +124,14 @@ public:
   /// Loads this lane's 16 bytes as bufferLoad does (zeros past the
   /// resource) into `shared` 16 x lane bytes past element `waveIndices`
   /// (uniform over the wave: the chip takes that base from M0).
+  /// `immediateOffset` (bytes, below 4096) is the instruction's offset,
+  /// which the chip adds to both the LDS slot and the source offset: loads
+  /// whose slots differ by it share M0.
   /// Asynchronous: waitForLoadsToShared.
   virtual void bufferLoadToShared(OpBuilder &b, Location loc, Value resource,
                                   Value offset, Value tileOffset, Value shared,
-                                  ValueRange waveIndices) const;
+                                  ValueRange waveIndices,
+                                  int64_t immediateOffset = 0) const;
   /// Waits until at most `pending` of this wave's loads to shared memory
   /// are in flight (the chip's vmcnt: its other vector loads count too, so
   /// the wait is never weaker than asked). The back end waits by itself

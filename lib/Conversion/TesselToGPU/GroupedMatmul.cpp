@@ -186,6 +186,8 @@ private:
 
   // Kernel state.
   Value a, bMat, c, sharedA, sharedB;
+  /// CDNA: the rings as 1-D views (computeStage's fragment reads).
+  Value flatA, flatB;
   int64_t n = 0, k = 0;
   bool transB = true;
   /// Ragged K: the K dimension is the group's rows [rowStart, rowEnd) and
@@ -246,8 +248,19 @@ void GroupedMatmulBuilder::forEachChunk(
   auto copyTile = [&](Value shared, int64_t rows, int64_t width, Value src,
                       bool zeroFill, const Windowed &windowed, auto source) {
     int64_t chunksPerRow = width / kChunk;
-    for (int64_t i = 0; i < rows * chunksPerRow / threads; ++i) {
-      Value id = add(tid, i * threads);
+    int64_t copies = rows * chunksPerRow / threads;
+    // Loads to shared memory whose source rows are at least as long as the
+    // tile's: a wave's copies fill one block of rows, so that those of a
+    // group of 4 share its M0 and differ by their immediate offset (added
+    // to the source offset too, which then stays >= 0).
+    int64_t pitch = cast<MemRefType>(src.getType()).getShape().back();
+    bool waveBlocks =
+        loadsToShared && !ShapedType::isDynamic(pitch) && pitch >= width;
+    for (int64_t i = 0; i < copies; ++i) {
+      Value id =
+          waveBlocks
+              ? add(add(mul(waveIndex, warpSize * copies), i * warpSize), lane)
+              : add(tid, i * threads);
       Value row = divu(id, chunksPerRow);
       // Loaded to shared memory, the wave's lanes fill consecutive slots:
       // lane id's slot of the row holds the chunk the swizzle puts there.
@@ -262,12 +275,30 @@ void GroupedMatmulBuilder::forEachChunk(
       StagedChunk chunk{shared, sharedIndices(stage, row, col, width), src,
                         srcIndices, select(valid, idx(kChunk), none)};
       chunk.zeroFill = zeroFill;
-      if (loadsToShared)
+      if (loadsToShared && !waveBlocks)
         chunk.waveDst = {
             stage,
             divu(add(mul(waveIndex, warpSize), i * threads), chunksPerRow),
             idx(0)};
       inWindow(chunk, windowed, row, col);
+      if (waveBlocks) {
+        // The buffer instructions' immediate offset has 12 bits.
+        int64_t waveBytes =
+            warpSize * kChunk *
+            cast<MemRefType>(src.getType()).getElementTypeBitWidth() / 8;
+        int64_t perM0 = 4096 / waveBytes;
+        int64_t m0Group = i / perM0, inGroup = i % perM0;
+        chunk.waveDst = {
+            stage,
+            add(divu(mul(waveIndex, warpSize * copies), chunksPerRow),
+                m0Group * perM0 * warpSize / chunksPerRow),
+            idx(0)};
+        chunk.immediateOffset = inGroup * waveBytes;
+        chunk.windowOffset = arith::SubIOp::create(
+            b, loc, chunk.windowOffset,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                         chunk.immediateOffset));
+      }
       fn(chunk);
     }
   };
@@ -444,16 +475,40 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
   int64_t warpTileM = cfg.tileM / cfg.warpsM, warpTileN = cfg.tileN / cfg.warpsN;
   int64_t atomsM = warpTileM / atom.m, atomsN = warpTileN / atom.n;
   int64_t accCount = target.getAccumulatorCount(atom);
-  // The target asks for addresses through the template's own layout.
-  auto layout = [this, stage](int64_t width) {
-    return [this, stage, width](OpBuilder &, Location, Value row, Value col) {
-      return sharedIndices(stage, row, col, width);
-    };
+  // Register-staged targets (CDNA) read all of the tile's fragments before its
+  // MMAs, behind a scheduling fence: the back end interleaved them with
+  // a wait before nearly every MMA (gfx950 dgrad 24 s_waitcnt an iteration,
+  // 74% -> 75% of the loop's issue cycles). There a k-step's MMAs take B's
+  // atoms in the reverse order of their reads, so that the first one's LDS
+  // wait (for the step's last read) covers the step: gfx942's wgrad 4 -> 2
+  // waits a K-tile, every grouped matmul about a point of MFMA share.
+  bool readsFirst = target.getAsyncCopyBytes() == 0;
+  // The target asks for addresses through the template's own layout. CDNA
+  // reads the stage flat, at an offset whose constant part (the stage, the
+  // k-step, the atom past the swizzle's reach) the back end folds into the
+  // LDS instruction: gfx950's 256x256 wgrad read through 52 address
+  // registers where 8 do now (the constants had been OR'd into the row
+  // term of the memref's linear index).
+  auto tile = [&](Value ring, Value flat, bool kContiguous, int64_t rows) {
+    int64_t width = kContiguous ? cfg.tileK : rows;
+    int64_t ringRows = rows * cfg.tileK / width;
+    if (readsFirst)
+      return SharedTile{flat,
+                        [this, stage, ringRows, width](OpBuilder &, Location,
+                                                       Value row, Value col) {
+                          return SmallVector<Value>{
+                              swizzledOffset(stage, ringRows, row, col, width)};
+                        },
+                        kContiguous};
+    return SharedTile{
+        ring,
+        [this, stage, width](OpBuilder &, Location, Value row, Value col) {
+          return sharedIndices(stage, row, col, width);
+        },
+        kContiguous};
   };
-  SharedTile tileA{sharedA, layout(aKContiguous() ? cfg.tileK : cfg.tileM),
-                   aKContiguous()};
-  SharedTile tileB{sharedB, layout(bKContiguous() ? cfg.tileK : cfg.tileN),
-                   bKContiguous()};
+  SharedTile tileA = tile(sharedA, flatA, aKContiguous(), cfg.tileM);
+  SharedTile tileB = tile(sharedB, flatB, bKContiguous(), cfg.tileN);
   Value rowA = mul(warpRow, warpTileM), rowB = mul(warpCol, warpTileN);
   // K-steps whose fragments come by one read (gfx942: two).
   int64_t kSteps = cfg.tileK / atom.k, joint = target.jointKSteps(atom);
@@ -472,14 +527,6 @@ LogicalResult GroupedMatmulBuilder::computeStage(Value stage,
       return failure();
     return StepFragments{*f};
   };
-  // Register-staged targets (CDNA) read all of the tile's fragments before
-  // its MMAs, behind a scheduling fence: the back end interleaved them with
-  // a wait before nearly every MMA (gfx950 dgrad 24 s_waitcnt an iteration,
-  // 74% -> 75% of the loop's issue cycles). There a k-step's MMAs take B's
-  // atoms in the reverse order of their reads, so that the first one's LDS
-  // wait (for the step's last read) covers the step: gfx942's wgrad 4 -> 2
-  // waits a K-tile, every grouped matmul about a point of MFMA share.
-  bool readsFirst = target.getAsyncCopyBytes() == 0;
   auto mmas = [&](const StepFragments &fa,
                   const StepFragments &fb) -> LogicalResult {
     for (int64_t s = 0; s < joint; ++s)
@@ -533,6 +580,7 @@ LogicalResult GroupedMatmulBuilder::mainLoop(SmallVector<Value> &acc) {
     return computeStage(stage, carried);
   };
   pipeline.pairStages = true;
+  pipeline.fetchPastEnd = raggedK;
   // gfx950: every tile loaded to shared memory where both operands are
   // read through windows (rows not gathered) and staged as they lie.
   loadsToShared = target.hasBufferLoadsToShared() && cfg.stages == 2 &&
@@ -664,15 +712,19 @@ void GroupedMatmulBuilder::allocateRings() {
   // ldmatrix need) and each ring is a multiple of 16 bytes.
   Value bytes = dynamicSharedBytes();
   int64_t offset = 0;
-  auto ring = [&](int64_t rows, int64_t width) -> Value {
+  // CDNA reads each ring through a flat view too (computeStage).
+  bool flat = target.getAsyncCopyBytes() == 0;
+  auto ring = [&](int64_t rows, int64_t width, Value &flatView) -> Value {
+    if (flat)
+      flatView = sharedView(bytes, offset, {cfg.stages * rows * width}, elem);
     Value view = sharedView(bytes, offset, {cfg.stages, rows, width}, elem);
     offset += cfg.stages * rows * width * elem.getIntOrFloatBitWidth() / 8;
     return view;
   };
-  sharedA =
-      aKContiguous() ? ring(cfg.tileM, cfg.tileK) : ring(cfg.tileK, cfg.tileM);
-  sharedB =
-      bKContiguous() ? ring(cfg.tileN, cfg.tileK) : ring(cfg.tileK, cfg.tileN);
+  sharedA = aKContiguous() ? ring(cfg.tileM, cfg.tileK, flatA)
+                           : ring(cfg.tileK, cfg.tileM, flatA);
+  sharedB = bKContiguous() ? ring(cfg.tileN, cfg.tileK, flatB)
+                           : ring(cfg.tileK, cfg.tileN, flatB);
 }
 
 void GroupedMatmulBuilder::setThreadIds(ArrayRef<Value> ids) {
@@ -726,6 +778,10 @@ LogicalResult GroupedMatmulBuilder::buildWgrad(
 
   std::tie(rowStart, rowEnd) = groupRows(offsets, group, groups, T);
   numK = divu(add(sub(rowEnd, rowStart), cfg.tileK - 1), cfg.tileK);
+  // CDNA: a count the back end sees is uniform, so that the K loop's
+  // branches are scalar (gfx942 and gfx950 wgrads a point of MFMA share).
+  if (target.getAsyncCopyBytes() == 0)
+    numK = uniform(numK);
 
   SmallVector<Value> acc = zeroAccumulators();
   if (failed(mainLoop(acc)))
@@ -1057,16 +1113,24 @@ mlir::tessel::buildGroupedMatmulWgrad(OpBuilder &b, GroupedMatmulWgradOp op,
   defaults.tileN = 128;
   defaults.warpsM = 2;
   defaults.warpsN = 2;
-  // Where two blocks of 64-deep K-tiles fit in LDS (gfx950's 160 KB; not
-  // gfx942's 64 KB) and tiles are staged through registers: twice the MMAs
-  // for each tile's stores, waits and barrier. gfx950's 32x32x16 MFMA
-  // takes a 32-deep tile in 2 k-steps: 47% -> 56% of the loop's issue
-  // cycles, at 2 waves a SIMD.
-  int64_t deepTileBytes = /*double buffer*/ 2 *
+  // Tiles staged through registers (CDNA), where M and N are whole 256s:
+  // 256x256 of 4x2 warps, each warp's 64x128 block reading 6 fragments a
+  // k-step for 8 MFMAs (64x64: 4 for 4), and half the global loads an MFMA.
+  // One block of 8 waves a CU is 2 waves a SIMD in the 64 KB of gfx942's
+  // LDS (32-deep K-tiles); gfx950's 160 KB take 64-deep ones (twice the
+  // MMAs for each tile's waits and barrier). gfx942 68% -> 80%, gfx950
+  // 64% -> 77% of the loop's issue cycles.
+  bool cdna = ctx.target.getAsyncCopyBytes() == 0 && !op->hasAttr(kGpuTileAttr);
+  if (cdna && m % 256 == 0 && n % 256 == 0) {
+    defaults.tileM = defaults.tileN = 256;
+    defaults.warpsM = 4;
+  }
+  // Else two blocks a CU: 64-deep K-tiles where both fit (gfx950).
+  int64_t blocks = defaults.tileM == 256 ? 1 : 2;
+  int64_t deepRingBytes = /*double buffer*/ 2 *
                           (defaults.tileM + defaults.tileN) * 64 *
                           elem.getIntOrFloatBitWidth() / 8;
-  if (ctx.target.getAsyncCopyBytes() == 0 && !op->hasAttr(kGpuTileAttr) &&
-      2 * deepTileBytes <= ctx.target.getSharedMemoryBytes())
+  if (cdna && blocks * deepRingBytes <= ctx.target.getSharedMemoryBytes())
     defaults.tileK = 64;
   int64_t sharedBytes = 0;
   auto chosen = chooseConfig(op, ctx, elem, defaults, /*aRowsM=*/true,

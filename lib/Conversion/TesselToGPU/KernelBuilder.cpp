@@ -365,6 +365,54 @@ SmallVector<Value> KernelBuilder::swizzledIndices(ValueRange outer, Value row,
   return indices;
 }
 
+Value KernelBuilder::swizzledOffset(Value stage, int64_t rows, Value row,
+                                    Value col, int64_t width) {
+  int64_t chunks = width / kChunk;
+  int64_t rowPeriod =
+      std::max<int64_t>(1, kChunk / chunks) * std::min<int64_t>(chunks, 8);
+  int64_t colPeriod = chunks >= 8 ? 8 * kChunk : 0;
+  auto [rowVar, rowConst] = peelConstant(row);
+  auto [colVar, colConst] = peelConstant(col);
+  int64_t rowHigh = rowConst - rowConst % rowPeriod;
+  int64_t colHigh = colPeriod ? colConst - colConst % colPeriod : 0;
+  row = add(rowVar ? rowVar : idx(0), idx(rowConst - rowHigh));
+  col = add(colVar ? colVar : idx(0), idx(colConst - colHigh));
+  Value swz = swizzleOf(row, width);
+  Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
+  Value inRow = add(mul(chunk, kChunk), remu(col, kChunk));
+  int64_t constant = rowHigh * width + colHigh;
+  Value varRows = row;
+  if (auto s = getConstantIntValue(stage))
+    constant += *s * rows * width;
+  else
+    varRows = add(mul(stage, rows), row);
+  return add(add(mul(varRows, width), inRow), idx(constant));
+}
+
+std::pair<Value, int64_t> KernelBuilder::peelConstant(Value v) {
+  if (auto c = getConstantIntValue(v))
+    return {Value(), *c};
+  if (auto subOp = v.getDefiningOp<arith::SubIOp>()) {
+    auto [x, cx] = peelConstant(subOp.getLhs());
+    auto [y, cy] = peelConstant(subOp.getRhs());
+    if (x == subOp.getLhs() && y == subOp.getRhs())
+      return {v, 0};
+    if (!y)
+      return {x, cx - cy};
+    return {sub(x ? x : idx(0), y), cx - cy};
+  }
+  auto addOp = v.getDefiningOp<arith::AddIOp>();
+  if (!addOp)
+    return {v, 0};
+  auto [x, cx] = peelConstant(addOp.getLhs());
+  auto [y, cy] = peelConstant(addOp.getRhs());
+  if (x == addOp.getLhs() && y == addOp.getRhs())
+    return {v, 0};
+  if (!x || !y)
+    return {x ? x : y, cx + cy};
+  return {add(x, y), cx + cy};
+}
+
 Value KernelBuilder::swizzleOf(Value row, int64_t width, bool rowGroups) {
   int64_t chunks = width / kChunk;
   int64_t rowsPerLine = std::max<int64_t>(1, kChunk / chunks);
@@ -383,7 +431,7 @@ void KernelBuilder::loadChunksToShared(TilePipeline &p,
              !c.waveDst.empty() &&
              "loads to shared memory take whole windowed chunks");
       target.bufferLoadToShared(b, loc, c.window, c.windowOffset, c.tileOffset,
-                                c.shared, c.waveDst);
+                                c.shared, c.waveDst, c.immediateOffset);
     });
   };
 }
@@ -529,10 +577,15 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
                                                     SmallVector<Value> &state) {
   assert(!p.lookahead && "paired stages load nothing ahead");
   bool toShared = bool(p.loadToShared);
+  Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                    remu(p.numTiles, 2), idx(0));
+  // Where tiles past the last are harmless, an odd count's tile 0 runs
+  // alone first, from stage 1 (see below).
+  Value firstStage = p.fetchPastEnd ? select(odd, idx(1), idx(0)) : idx(0);
   if (toShared)
-    p.loadToShared(idx(0), idx(0));
+    p.loadToShared(firstStage, idx(0));
   else
-    p.store(idx(0), idx(0), p.fetch(idx(0), {}));
+    p.store(firstStage, idx(0), p.fetch(idx(0), {}));
   // Tile t from `stage`: every warp is past tile t - 1 (whose stage the
   // step refills) and sees tile t stored; tile `next` (if any; where
   // `hasNext` holds, if given) is loaded before the MMAs and stored after
@@ -588,6 +641,45 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
     return success(succeeded(step(t, 0, second, Value(), st)) &&
                    succeeded(step(second, 1, add(t, 2), hasThird, st)));
   };
+  // Tiles past the last harmless (a dynamic count, as the wgrad's): the
+  // odd tile, then every pair in the loop, each loading the tile after it.
+  // Branches after the loop (the last pair, an odd last tile) made the
+  // back end keep two copies of the accumulators they yield: gfx950's
+  // 256x256 wgrad went to 256 VGPRs and 650 bytes of scratch. Before the
+  // loop the accumulators are still the initial state.
+  if (p.fetchPastEnd) {
+    auto first = scf::IfOp::create(b, loc, ValueRange(state).getTypes(), odd,
+                                   /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      SmallVector<Value> st(state);
+      if (failed(step(idx(0), 1, idx(1), Value(), st)))
+        return failure();
+      scf::YieldOp::create(b, loc, st);
+      b.setInsertionPointToStart(first.elseBlock());
+      scf::YieldOp::create(b, loc, state);
+    }
+    state.assign(first.getResults().begin(), first.getResults().end());
+    Value firstPaired = select(odd, idx(1), idx(0));
+    auto loop =
+        scf::ForOp::create(b, loc, idx(0), divu(p.numTiles, 2), idx(1), state);
+    loop->setAttr("llvm.loop_annotation", noUnrollAnnotation(b.getContext()));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> st(loop.getRegionIterArgs());
+      if (failed(pair(add(firstPaired, mul(loop.getInductionVar(), 2)), Value(),
+                      st)))
+        return failure();
+      scf::YieldOp::create(b, loc, st);
+    }
+    state.assign(loop.getResults().begin(), loop.getResults().end());
+    // The last pair loaded one tile past the end.
+    if (toShared)
+      target.waitForLoadsToShared(b, loc, 0);
+    return success();
+  }
   Value pairs = divu(p.numTiles, 2);
   Value loopPairs = arith::MaxSIOp::create(b, loc, sub(pairs, idx(1)), idx(0));
   auto loop = scf::ForOp::create(b, loc, idx(0), loopPairs, idx(1), state);
@@ -601,8 +693,6 @@ LogicalResult KernelBuilder::runRegisterStagedPairs(const TilePipeline &p,
     scf::YieldOp::create(b, loc, st);
   }
   state.assign(loop.getResults().begin(), loop.getResults().end());
-  Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                    remu(p.numTiles, 2), idx(0));
   Value lastT = mul(loopPairs, 2);
   auto lastPair = scf::IfOp::create(b, loc, ValueRange(state).getTypes(),
                                     lt(idx(0), pairs), /*withElseRegion=*/true);

@@ -351,6 +351,9 @@ protected:
     /// `shared` of the first of the 64 consecutive 16-byte slots the
     /// wave's lanes fill (uniform), this lane's being `dst`.
     SmallVector<Value> waveDst = {};
+    /// Bytes added to both waveDst's slot and windowOffset by the load
+    /// instruction (TargetInfo::bufferLoadToShared), which neither includes.
+    int64_t immediateOffset = 0;
   };
   /// Enumerates this thread's chunks of tile `tile` into stage `stage`, the
   /// same chunks in the same order on every call. `ahead`: the tile's
@@ -476,6 +479,16 @@ protected:
   /// What swizzledIndices XORs row `row`'s chunk index with (its own
   /// inverse: chunk slot s of the row holds chunk s ^ swizzleOf(row)).
   Value swizzleOf(Value row, int64_t width, bool rowGroups = false);
+  /// swizzledIndices' element as an offset in a flat view of a ring of
+  /// [rows, width] stages, the constant parts of `stage`, `row` and `col`
+  /// that the swizzle does not see (whole periods of its rows, whole 64
+  /// columns) added last, where the back end folds them into the LDS
+  /// instruction's immediate offset.
+  Value swizzledOffset(Value stage, int64_t rows, Value row, Value col,
+                       int64_t width);
+  /// `v` as (a value, a constant) summing to it, the constant gathered from
+  /// v's tree of additions and subtractions (a null value: v is constant).
+  std::pair<Value, int64_t> peelConstant(Value v);
 
   OpBuilder &b;
   Location loc;

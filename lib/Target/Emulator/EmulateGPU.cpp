@@ -506,9 +506,13 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
   if (auto load = dyn_cast<ROCDL::RawPtrBufferLoadLdsOp>(op)) {
     calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, resource),
               load.getRsrc());
+    // The instruction's offset field adds to both addresses: the LDS one
+    // (M0's) and the voffset.
     calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, lds),
-              load.getLdsPtr());
-    // The instruction's offset field adds to the voffset.
+              LLVM::GEPOp::create(b, loc, load.getLdsPtr().getType(),
+                                  b.getI8Type(), load.getLdsPtr(),
+                                  ValueRange{load.getOffset()})
+                  .getResult());
     calls.put(loc, offsetof(tessel_emu_buffer_load_lds_io, offset),
               LLVM::AddOp::create(b, loc, load.getVoffset(), load.getOffset())
                   .getResult());

@@ -525,13 +525,17 @@ public:
     waitVmcnt(b, loc, pending);
   }
 
-  // gfx950's 16-byte buffer_load ... lds (CDNA4 ISA, "Global Load LDS"):
-  // lane l's bytes go to LDS at M0 + 16 l, M0 the wave's base.
+  // gfx950's 16-byte buffer_load ... lds (CDNA4 ISA, "Memory Buffer Load
+  // to LDS"): lane l's bytes go to LDS at M0 + offset + 16 l, M0 the
+  // wave's base, `offset` the instruction's (also added to the source).
   bool hasBufferLoadsToShared() const override { return isGfx950; }
   void bufferLoadToShared(OpBuilder &b, Location loc, Value resource,
                           Value offset, Value tileOffset, Value shared,
-                          ValueRange waveIndices) const override {
+                          ValueRange waveIndices,
+                          int64_t immediateOffset) const override {
     assert(isGfx950 && "16-byte loads to LDS are gfx950's");
+    assert(immediateOffset >= 0 && immediateOffset < 4096 &&
+           "the instruction's offset has 12 bits");
     auto type = cast<MemRefType>(shared.getType());
     auto [strides, staticOffset] = type.getStridesAndOffset();
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -559,8 +563,9 @@ public:
       return arith::ConstantIntOp::create(b, loc, i32, v);
     };
     ROCDL::RawPtrBufferLoadLdsOp::create(
-        b, loc, resource, m0, i32Const(16), offset, tileOffset, i32Const(0),
-        i32Const(0), /*alias_scopes=*/nullptr, /*noalias_scopes=*/nullptr,
+        b, loc, resource, m0, i32Const(16), offset, tileOffset,
+        i32Const(immediateOffset), i32Const(0), /*alias_scopes=*/nullptr,
+        /*noalias_scopes=*/nullptr,
         /*tbaa=*/nullptr);
   }
 

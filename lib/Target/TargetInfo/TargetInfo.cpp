@@ -56,7 +56,7 @@ Value TargetInfo::bufferLoad(OpBuilder &, Location, Type, Value, Value,
 }
 
 void TargetInfo::bufferLoadToShared(OpBuilder &, Location, Value, Value, Value,
-                                    Value, ValueRange) const {
+                                    Value, ValueRange, int64_t) const {
   llvm_unreachable("bufferLoadToShared on a target without it");
 }
 

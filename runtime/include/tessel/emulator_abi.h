@@ -175,7 +175,8 @@ enum tessel_emu_op_index {
   /* buffer_load_dwordx4 ... lds (gfx950, llvm.amdgcn.raw.ptr.buffer.load.
    * lds of 16 bytes), per lane, tessel_emu_buffer_load_lds_io: the lane's
    * 16 bytes, read as TESSEL_EMU_BUFFER_LOAD reads them (0 out of range),
-   * go to shared memory at lds + 16 lane_id (lds is M0, the same in every
+   * go to shared memory at lds + 16 lane_id (lds is M0 plus the
+   * instruction's offset, which offset includes too; the same in every
    * lane of the wave: the kernel makes it so by readfirstlane), written
    * when an s_waitcnt retires them (TESSEL_EMU_VMCNT_WAIT), so that a
    * kernel that reads them before waiting reads what was there before. */

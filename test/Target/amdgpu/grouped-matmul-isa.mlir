@@ -116,7 +116,9 @@
 // GFX950:      amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
 // The wgrad: A^T and B both staged transposed on gfx942 (2 k rows a
-// thread), read transposed on gfx950; fp32 results stored as dwords.
+// thread), read transposed on gfx950; fp32 results stored as dwords. M
+// and N are whole 256s, so 256x256 tiles: blocks of 8 waves (before
+// 2026-12-04, 4 waves of 128x128), no scratch.
 // CHECK-LABEL: wgrad_down:
 // GFX942-DAG:  ds_write2_b32
 // GFX942-DAG:  ds_read_b128
@@ -125,16 +127,26 @@
 // GFX950-DAG:  v_mfma_f32_32x32x16_bf16
 // CHECK-DAG:   global_store_dword
 // CHECK:       .end_amdhsa_kernel
+// CHECK:       .max_flat_workgroup_size: 512
 // CHECK:       .private_segment_fixed_size: 0
 // CHECK:       .wavefront_size: 64
 
 // A k-step's MFMAs take B's atoms in the reverse order of their reads, so
-// the first one's LDS wait covers the step: on gfx942's wgrad two joint
-// k-steps' 8 MFMAs follow one wait (before 2026-12-04, a wait every 1-7).
+// the first one's LDS wait covers the step: in gfx942's wgrad K loop (a
+// wave's 64x128 block) two joint k-steps' 16 MFMAs follow one wait, the
+// next step's 6 reads still in flight (before 2026-12-04, a wait every
+// 1-7 MFMAs).
 // RUN: FileCheck %s --check-prefix=ONEWAIT < %t.942.s
 // ONEWAIT-LABEL: wgrad_down:
-// ONEWAIT:       s_barrier
-// ONEWAIT:       s_waitcnt lgkmcnt({{[0-9]+}})
+// ONEWAIT:       s_waitcnt lgkmcnt(6)
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
+// ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
 // ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
 // ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
 // ONEWAIT-NEXT:  v_mfma_f32_32x32x8_bf16
@@ -211,6 +223,39 @@
 // LDSLOAD:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen lds
 // LDSLOAD-NOT:   {{global_load_dwordx4|ds_write}}
 // LDSLOAD:       .end_amdhsa_kernel
+
+// Four loads to LDS share their M0 (gfx950): a wave's copies fill one
+// block of rows, so the LDS slots of the next three are the first one's
+// plus the instruction's immediate offset, which the chip adds to the
+// source offset too (the template takes it off the lane's offset). Before
+// 2026-12-04 every load set M0 (and waited a cycle for it).
+// RUN: FileCheck %s --check-prefix=M0SHARE < %t.950.s
+// M0SHARE-LABEL: moe_gate:
+// M0SHARE:       s_mov_b32 m0, s{{[0-9]+}}
+// M0SHARE-NOT:   m0
+// M0SHARE:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen lds
+// M0SHARE-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], {{s[0-9]+|0}} offen offset:1024 lds
+// M0SHARE-LABEL: wgrad_down:
+// M0SHARE:       s_mov_b32 m0, s{{[0-9]+}}
+// M0SHARE-NOT:   m0
+// M0SHARE:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen lds
+// M0SHARE-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen offset:1024 lds
+// M0SHARE-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen offset:2048 lds
+// M0SHARE-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen offset:3072 lds
+
+// CDNA reads the stages flat, so the constant part of a fragment's LDS
+// offset (its stage, its atom past the swizzle's 64 columns, its k-step)
+// is the instruction's immediate offset: one address register serves
+// stage 1 at 32768, the atom 64 columns on (+128 bytes) and the next
+// k-step (16 rows of 512 bytes on). Before 2026-12-04 the 256x256 wgrad
+// read through 52 address registers an iteration (8 now), as the
+// constants were OR'd into the row term of the memref's linear index.
+// RUN: FileCheck %s --check-prefix=FLATREAD < %t.950.s
+// FLATREAD-LABEL: wgrad_down:
+// FLATREAD:       ds_read_b64_tr_b16 v[{{[0-9]+:[0-9]+}}], [[R:v[0-9]+]] offset:32768
+// FLATREAD-NEXT:  ds_read_b64_tr_b16 v[{{[0-9]+:[0-9]+}}], [[R]] offset:32896
+// FLATREAD-NEXT:  ds_read_b64_tr_b16 v[{{[0-9]+:[0-9]+}}], [[R]] offset:40960
+// FLATREAD-NEXT:  ds_read_b64_tr_b16 v[{{[0-9]+:[0-9]+}}], [[R]] offset:41088
 
 // No spills or dynamic stack (checked over the whole file; scratch is the
 // private segment size checked per kernel above).

@@ -64,13 +64,15 @@
 // EXPLAIN-ADDR-NOT: {{v_cndmask|v_xor_b32|v_lshlrev_b32|v_lshl_add_u64|global_load}}
 // EXPLAIN-ADDR:     gfx942 wgrad: main-loop instructions by mnemonic
 
-// The wgrad's K loop: a pair of K-tiles' 32 MFMAs, and each tile's rows
-// of the group (the buffer windows' sizes) counted in 32 bits: no 64-bit
-// ordering compare (a VALU compare and two selects for each max / min of
-// 64-bit indices, 2026-12-04 before 06:45; the loop's own counter is a
-// 64-bit equality).
+// The wgrad's K loop: a pair of K-tiles' 64 MFMAs (a wave's 64x128 block
+// of 256x256 tiles; 32 of 64x64 before 2026-12-04 18:30), and each tile's
+// rows of the group (the buffer windows' sizes) counted in 32 bits: no
+// 64-bit ordering compare (a VALU compare and two selects for each max /
+// min of 64-bit indices, 2026-12-04 before 06:45). The K-tile count is
+// uniform, so the loop's own branch is scalar.
 // WGRAD:     gfx942 wgrad: main-loop instructions by mnemonic
-// WGRAD-DAG: {{^ +}}32 v_mfma_f32_32x32x8_bf16
+// WGRAD-DAG: {{^ +}}64 v_mfma_f32_32x32x8_bf16
+// WGRAD-DAG: {{^ +}}1 s_cbranch_scc1
 // WGRAD-NOT: {{v_cmp_(gt|lt|ge|le)_[iu]64}}
 
 // STRICT:      thresholds broken:
