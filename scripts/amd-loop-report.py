@@ -108,8 +108,10 @@ THRESHOLDS = {
     # steps stand behind scheduling fences, maxima are (n - 1) / 2 max3s,
     # the probabilities are summed in two chains of pairs and the row sums
     # rescaled with O^T, in the unlikely block: gfx950 57% -> 60%, MLA 53%
-    # -> 57%; gfx942 64% -> 65%, MLA 67% -> 69%.
-    "tessel.prefill_attention": dict(share=0.56, waves=1, vmcnt0=1,
+    # -> 57%; gfx942 64% -> 65%, MLA 67% -> 69%. Since 2026-12-04 19:05
+    # gfx950's loads to LDS share M0 by runs (K in pairs, V in fours):
+    # 60.3% -> 61.0%, MLA 57% -> 58%.
+    "tessel.prefill_attention": dict(share=0.57, waves=1, vmcnt0=1,
                                      serial=0, lgkmcnt0=11, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the

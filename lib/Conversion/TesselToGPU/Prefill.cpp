@@ -143,17 +143,36 @@ void PrefillBuilder::forEachChunkToShared(
     Value key, chunk;
     SmallVector<Value> indices;
   };
+  // A wave's copies `share` at a time fill consecutive runs of 64 slots
+  // inside one group of keys (`groupSlots` slots), and share M0: the
+  // instruction's immediate offset (1024 bytes a run) adds to the slot and
+  // to the source offset, which stays >= 0 less it (a key row holds more
+  // than a group's width, and the keys grow with the run).
   auto tileChunks = [&](Value shared, Value src, int64_t width,
+                        int64_t groupSlots,
                         function_ref<Place(Value slot)> place) {
     int64_t rowElements;
     Value window = unpagedWindow(src, width, tileStart, rowElements);
-    for (int64_t i = 0; i < cfg.tileKeys * width / kChunk / threads; ++i) {
-      Value first = add(mul(waveIndex, warpSize), i * threads);
+    int64_t copies = cfg.tileKeys * width / kChunk / threads;
+    int64_t runBytes = warpSize * kChunk * elem.getIntOrFloatBitWidth() / 8;
+    int64_t share = 4096 / runBytes;
+    while (share > 1 && (copies % share || groupSlots % (share * warpSize)))
+      share /= 2;
+    for (int64_t i = 0; i < copies; ++i) {
+      int64_t run = (i / share) * cfg.warps * share + i % share;
+      Value first = mul(add(mul(waveIndex, share), run), warpSize);
       Place own = place(add(first, lane));
       Value col = mul(own.chunk, kChunk);
       StagedChunk chunk{shared, own.indices, src, {}, idx(kChunk)};
-      chunk.waveDst = place(first).indices;
+      chunk.waveDst = place(sub(first, idx(i % share * warpSize))).indices;
       readFromWindow(chunk, window, add(mul(own.key, rowElements), col));
+      if (i % share) {
+        chunk.immediateOffset = i % share * runBytes;
+        chunk.windowOffset = arith::SubIOp::create(
+            b, loc, chunk.windowOffset,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                         chunk.immediateOffset));
+      }
       fn(chunk);
     }
   };
@@ -170,8 +189,10 @@ void PrefillBuilder::forEachChunkToShared(
       return Place{key, chunk, {group, key, mul(inGroup, kChunk)}};
     };
   };
-  tileChunks(stageView(true, stage), pb.k, pb.headDim, grouped(true));
-  tileChunks(stageView(false, stage), pb.v, pb.valueDim, grouped(false));
+  tileChunks(stageView(true, stage), pb.k, pb.headDim,
+             groupChunks(true) * cfg.tileKeys, grouped(true));
+  tileChunks(stageView(false, stage), pb.v, pb.valueDim,
+             groupChunks(false) * cfg.tileKeys, grouped(false));
 }
 
 void PrefillBuilder::forEachChunk(Value stage, Value kvTile, ValueRange ahead,

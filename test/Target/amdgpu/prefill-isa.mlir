@@ -17,6 +17,7 @@
 // RUN: FileCheck %s --check-prefixes=LAZY,LAZY942 < %t.942.s
 // RUN: FileCheck %s --check-prefixes=LAZY,LAZY950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=SWAPMAX < %t.950.s
+// RUN: FileCheck %s --check-prefix=M0SHARE < %t.950.s
 
 // The AMDGCN of causal prefill on CDNA3/CDNA4 (not run on hardware here),
 // on transposed scores: each wave computes S^T = K Q^T for 32 queries with
@@ -90,6 +91,17 @@
 // LDSLOAD:       ds_read_b128
 // LDSLOAD-NOT:   {{ds_write|v_perm_b32}}
 // LDSLOAD:       .end_amdhsa_kernel
+
+// A wave's loads to LDS share M0 by runs of 64 slots in one group of keys
+// (K's groups hold two runs, V's four): the instruction's immediate offset
+// tells them apart, added to the slot and the source offset alike (before
+// 2026-12-04 each load set M0 and waited a cycle for it).
+// M0SHARE-LABEL: prefill:
+// M0SHARE:       s_mov_b32 m0, s{{[0-9]+}}
+// M0SHARE:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen lds
+// M0SHARE-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen offset:1024 lds
+// M0SHARE:       buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen offset:2048 lds
+// M0SHARE-NEXT:  buffer_load_dwordx4 v{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0 offen offset:3072 lds
 
 // The Q fragments' loads (one per k step) are waited for before the
 // first tile's: without that wait the back end moved them below the loop's
