@@ -293,11 +293,7 @@ void GroupedMatmulBuilder::forEachChunk(
             add(divu(mul(waveIndex, warpSize * copies), chunksPerRow),
                 m0Group * perM0 * warpSize / chunksPerRow),
             idx(0)};
-        chunk.immediateOffset = inGroup * waveBytes;
-        chunk.windowOffset = arith::SubIOp::create(
-            b, loc, chunk.windowOffset,
-            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                         chunk.immediateOffset));
+        moveToImmediateOffset(chunk, inGroup * waveBytes);
       }
       fn(chunk);
     }

@@ -436,6 +436,15 @@ void KernelBuilder::loadChunksToShared(TilePipeline &p,
   };
 }
 
+void KernelBuilder::moveToImmediateOffset(StagedChunk &chunk, int64_t bytes) {
+  if (!bytes)
+    return;
+  chunk.immediateOffset = bytes;
+  chunk.windowOffset = arith::SubIOp::create(
+      b, loc, chunk.windowOffset,
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), bytes));
+}
+
 void KernelBuilder::issueLoadsAfterReads() {
   if (!loadsAfterReads)
     return;

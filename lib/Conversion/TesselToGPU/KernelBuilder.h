@@ -371,6 +371,10 @@ protected:
   /// that `forEachChunk` enumerates windowed (readFromWindow), whole and
   /// unscattered, with their waveDst.
   void loadChunksToShared(TilePipeline &p, ChunkEnumerator forEachChunk);
+  /// A windowed chunk loaded to shared memory: `bytes` of its slot and of
+  /// its windowOffset moved to the load's immediate offset
+  /// (StagedChunk::immediateOffset), which adds them to both.
+  void moveToImmediateOffset(StagedChunk &chunk, int64_t bytes);
   /// 16 bytes of `src` at `indices`, of which the first `validElements` are
   /// kept and the rest zeroed (only `partial` chunks need that mask); zeros
   /// when none is valid, read from `src`'s first chunk instead (tiles past

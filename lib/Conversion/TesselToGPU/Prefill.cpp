@@ -166,13 +166,7 @@ void PrefillBuilder::forEachChunkToShared(
       StagedChunk chunk{shared, own.indices, src, {}, idx(kChunk)};
       chunk.waveDst = place(sub(first, idx(i % share * warpSize))).indices;
       readFromWindow(chunk, window, add(mul(own.key, rowElements), col));
-      if (i % share) {
-        chunk.immediateOffset = i % share * runBytes;
-        chunk.windowOffset = arith::SubIOp::create(
-            b, loc, chunk.windowOffset,
-            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                         chunk.immediateOffset));
-      }
+      moveToImmediateOffset(chunk, i % share * runBytes);
       fn(chunk);
     }
   };
