@@ -250,17 +250,18 @@ void GroupedMatmulBuilder::forEachChunk(
     int64_t chunksPerRow = width / kChunk;
     int64_t copies = rows * chunksPerRow / threads;
     // Loads to shared memory whose source rows are at least as long as the
-    // tile's: a wave's copies fill one block of rows, so that those of a
-    // group of 4 share its M0 and differ by their immediate offset (added
-    // to the source offset too, which then stays >= 0).
+    // tile's: a wave's copies fill runs of rows that share M0 (m0Slot), the
+    // immediate offset added to the source offset too, which then stays
+    // >= 0 less it.
     int64_t pitch = cast<MemRefType>(src.getType()).getShape().back();
-    bool waveBlocks =
+    bool sharedM0 =
         loadsToShared && !ShapedType::isDynamic(pitch) && pitch >= width;
     for (int64_t i = 0; i < copies; ++i) {
-      Value id =
-          waveBlocks
-              ? add(add(mul(waveIndex, warpSize * copies), i * warpSize), lane)
-              : add(tid, i * threads);
+      M0Slot slot;
+      if (loadsToShared)
+        slot = m0Slot(i, copies, cfg.warpsM * cfg.warpsN, waveIndex,
+                      sharedM0 ? rows * chunksPerRow : warpSize);
+      Value id = loadsToShared ? add(slot.first, lane) : add(tid, i * threads);
       Value row = divu(id, chunksPerRow);
       // Loaded to shared memory, the wave's lanes fill consecutive slots:
       // lane id's slot of the row holds the chunk the swizzle puts there.
@@ -275,25 +276,10 @@ void GroupedMatmulBuilder::forEachChunk(
       StagedChunk chunk{shared, sharedIndices(stage, row, col, width), src,
                         srcIndices, select(valid, idx(kChunk), none)};
       chunk.zeroFill = zeroFill;
-      if (loadsToShared && !waveBlocks)
-        chunk.waveDst = {
-            stage,
-            divu(add(mul(waveIndex, warpSize), i * threads), chunksPerRow),
-            idx(0)};
       inWindow(chunk, windowed, row, col);
-      if (waveBlocks) {
-        // The buffer instructions' immediate offset has 12 bits.
-        int64_t waveBytes =
-            warpSize * kChunk *
-            cast<MemRefType>(src.getType()).getElementTypeBitWidth() / 8;
-        int64_t perM0 = 4096 / waveBytes;
-        int64_t m0Group = i / perM0, inGroup = i % perM0;
-        chunk.waveDst = {
-            stage,
-            add(divu(mul(waveIndex, warpSize * copies), chunksPerRow),
-                m0Group * perM0 * warpSize / chunksPerRow),
-            idx(0)};
-        moveToImmediateOffset(chunk, inGroup * waveBytes);
+      if (loadsToShared) {
+        chunk.waveDst = {stage, divu(slot.runStart, chunksPerRow), idx(0)};
+        moveToImmediateOffset(chunk, slot.immediateBytes);
       }
       fn(chunk);
     }

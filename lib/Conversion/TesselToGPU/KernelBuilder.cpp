@@ -375,18 +375,16 @@ Value KernelBuilder::swizzledOffset(Value stage, int64_t rows, Value row,
   auto [colVar, colConst] = peelConstant(col);
   int64_t rowHigh = rowConst - rowConst % rowPeriod;
   int64_t colHigh = colPeriod ? colConst - colConst % colPeriod : 0;
-  row = add(rowVar ? rowVar : idx(0), idx(rowConst - rowHigh));
-  col = add(colVar ? colVar : idx(0), idx(colConst - colHigh));
-  Value swz = swizzleOf(row, width);
-  Value chunk = arith::XOrIOp::create(b, loc, divu(col, kChunk), swz);
-  Value inRow = add(mul(chunk, kChunk), remu(col, kChunk));
+  SmallVector<Value> indices = swizzledIndices(
+      {}, add(rowVar ? rowVar : idx(0), idx(rowConst - rowHigh)),
+      add(colVar ? colVar : idx(0), idx(colConst - colHigh)), width);
   int64_t constant = rowHigh * width + colHigh;
-  Value varRows = row;
+  Value varRows = indices[0];
   if (auto s = getConstantIntValue(stage))
     constant += *s * rows * width;
   else
-    varRows = add(mul(stage, rows), row);
-  return add(add(mul(varRows, width), inRow), idx(constant));
+    varRows = add(mul(stage, rows), varRows);
+  return add(add(mul(varRows, width), indices[1]), idx(constant));
 }
 
 std::pair<Value, int64_t> KernelBuilder::peelConstant(Value v) {
@@ -434,6 +432,19 @@ void KernelBuilder::loadChunksToShared(TilePipeline &p,
                                 c.shared, c.waveDst, c.immediateOffset);
     });
   };
+}
+
+KernelBuilder::M0Slot KernelBuilder::m0Slot(int64_t i, int64_t copies,
+                                            int64_t waves, Value waveIndex,
+                                            int64_t blockSlots) {
+  constexpr int64_t kSlotBytes = 16, kImmediateLimit = 4096;
+  int64_t share = kImmediateLimit / (warpSize * kSlotBytes);
+  while (share > 1 && (copies % share || blockSlots % (share * warpSize)))
+    share /= 2;
+  Value runStart =
+      mul(add(mul(waveIndex, share), i / share * waves * share), warpSize);
+  return {add(runStart, idx(i % share * warpSize)), runStart,
+          i % share * warpSize * kSlotBytes};
 }
 
 void KernelBuilder::moveToImmediateOffset(StagedChunk &chunk, int64_t bytes) {

@@ -371,6 +371,20 @@ protected:
   /// that `forEachChunk` enumerates windowed (readFromWindow), whole and
   /// unscattered, with their waveDst.
   void loadChunksToShared(TilePipeline &p, ChunkEnumerator forEachChunk);
+  /// Loads to shared memory, `copies` runs of a wave's 64 16-byte slots a
+  /// wave (`waves` waves, this one `waveIndex`): copy i's first slot, the
+  /// first slot of its M0 (`runStart`) and what its load adds to that
+  /// (`immediateBytes`). Up to 4 of a wave's runs (a power of 2 dividing
+  /// `copies` and `blockSlots` / 64) lie consecutively and share M0, told
+  /// apart by the instruction's 12-bit immediate offset (1024 bytes a
+  /// run); blockSlots = 64: one run an M0, copy i at slot (i waves +
+  /// waveIndex) 64.
+  struct M0Slot {
+    Value first, runStart;
+    int64_t immediateBytes;
+  };
+  M0Slot m0Slot(int64_t i, int64_t copies, int64_t waves, Value waveIndex,
+                int64_t blockSlots);
   /// A windowed chunk loaded to shared memory: `bytes` of its slot and of
   /// its windowOffset moved to the load's immediate offset
   /// (StagedChunk::immediateOffset), which adds them to both.

@@ -143,10 +143,9 @@ void PrefillBuilder::forEachChunkToShared(
     Value key, chunk;
     SmallVector<Value> indices;
   };
-  // A wave's copies `share` at a time fill consecutive runs of 64 slots
-  // inside one group of keys (`groupSlots` slots), and share M0: the
-  // instruction's immediate offset (1024 bytes a run) adds to the slot and
-  // to the source offset, which stays >= 0 less it (a key row holds more
+  // A wave's copies fill runs of 64 slots that share M0 inside one group
+  // of keys (`groupSlots` slots: m0Slot); the immediate offset adds to
+  // the source offset too, which stays >= 0 less it (a key row holds more
   // than a group's width, and the keys grow with the run).
   auto tileChunks = [&](Value shared, Value src, int64_t width,
                         int64_t groupSlots,
@@ -154,19 +153,14 @@ void PrefillBuilder::forEachChunkToShared(
     int64_t rowElements;
     Value window = unpagedWindow(src, width, tileStart, rowElements);
     int64_t copies = cfg.tileKeys * width / kChunk / threads;
-    int64_t runBytes = warpSize * kChunk * elem.getIntOrFloatBitWidth() / 8;
-    int64_t share = 4096 / runBytes;
-    while (share > 1 && (copies % share || groupSlots % (share * warpSize)))
-      share /= 2;
     for (int64_t i = 0; i < copies; ++i) {
-      int64_t run = (i / share) * cfg.warps * share + i % share;
-      Value first = mul(add(mul(waveIndex, share), run), warpSize);
-      Place own = place(add(first, lane));
+      M0Slot slot = m0Slot(i, copies, cfg.warps, waveIndex, groupSlots);
+      Place own = place(add(slot.first, lane));
       Value col = mul(own.chunk, kChunk);
       StagedChunk chunk{shared, own.indices, src, {}, idx(kChunk)};
-      chunk.waveDst = place(sub(first, idx(i % share * warpSize))).indices;
+      chunk.waveDst = place(slot.runStart).indices;
       readFromWindow(chunk, window, add(mul(own.key, rowElements), col));
-      moveToImmediateOffset(chunk, i % share * runBytes);
+      moveToImmediateOffset(chunk, slot.immediateBytes);
       fn(chunk);
     }
   };
