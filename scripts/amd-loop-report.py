@@ -110,9 +110,12 @@ THRESHOLDS = {
     # rescaled with O^T, in the unlikely block: gfx950 57% -> 60%, MLA 53%
     # -> 57%; gfx942 64% -> 65%, MLA 67% -> 69%. Since 2026-12-04 19:05
     # gfx950's loads to LDS share M0 by runs (K in pairs, V in fours):
-    # 60.3% -> 61.0%, MLA 57% -> 58%.
-    "tessel.prefill_attention": dict(share=0.57, waves=1, vmcnt0=1,
-                                     serial=0, lgkmcnt0=11, flat=0, lds16=0),
+    # 60.3% -> 61.0%, MLA 57% -> 58%. Since 2026-12-04 21:00 gfx942 takes
+    # one 64-key stage (32 KB: 2 waves a SIMD): 65% -> 66%; gfx950's MLA
+    # two query atoms a wave (1 wave a SIMD): 58% -> 65%, 15 lgkmcnt(0) an
+    # iteration (one a k step of its 192 dims, as hd 128's 11).
+    "tessel.prefill_attention": dict(share=0.60, waves=1, vmcnt0=1,
+                                     serial=0, lgkmcnt0=15, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
@@ -130,10 +133,12 @@ THRESHOLDS = {
     # waves a SIMD (264 -> 250 registers), gfx942 61% -> 62%. Since 16:30
     # register-staged fragments are read through a view of their stage:
     # gfx950's unified form 260 -> 254 registers, 2 waves a SIMD (gfx942's
-    # forms fill its 64 KB of LDS: 1); gfx942 62% -> 63%.
+    # forms fill its 64 KB of LDS: 1); gfx942 62% -> 63%. Since 21:00
+    # gfx942's head-dim-128 forms take one 64-key stage (32 KB): 2 waves a
+    # SIMD, 63% -> 65%, 33 -> 66 KiB a CU (MLA's 41 now the least).
     "tessel.paged_attention cu_seqlens": dict(share=0.49, waves=1, vmcnt0=1,
                                               serial=0, lgkmcnt0=11, flat=0,
-                                              lds16=0, kib_cu=33),
+                                              lds16=0, kib_cu=41),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead
     # (decode 15% -> 19% gfx942, 9% -> 11% gfx950; shuffled 13% -> 23%,

@@ -685,19 +685,33 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // Two query atoms a warp (64 queries) on gfx950, whose 32x32x16 MFMA does
   // twice gfx942's work in the same cycles, so that each K and V^T
   // fragment read from LDS serves two MMAs: its unpaged loop 45% -> 50% of
-  // issue cycles on MFMAs. Not on gfx942 (it spilled), nor in the paged
-  // form, whose tiles of 256 rows would take a decode's few rows.
-  if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 128)
+  // issue cycles on MFMAs; MLA's (192/128) 58% at two waves a SIMD -> 65%
+  // at one. Not on gfx942 (it spilled), nor at wider heads (the
+  // accumulators would not fit), nor in the paged form, whose tiles of 256
+  // rows would take a decode's few rows.
+  if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 192)
     cfg.queryAtoms = 2;
   // Register-staged transposed scores whose two 64-key stages do not fit
   // (MLA's 192 / 128 on gfx942's 64 KB) take one 64-key stage rather than
   // two of 32 keys: tile t+1 waits in registers while tile t is computed,
   // and goes to LDS after a second barrier (runTileLoop). Twice the K/V
   // bytes in flight a CU and the MFMAs a tile's loop overhead pays for.
+  // The same where it lets two blocks share a CU (gfx942's 64 KB at head
+  // dim 128): two waves a SIMD, one hiding the other's barriers and
+  // softmax, beat a second stage (static: prefill 65% -> 66%, paged
+  // extend 62-63% -> 65% of the loop's issue cycles on MFMAs).
   int64_t stagesWanted = cfg.stages;
-  bool oneStageFits = !async && cfg.transposedScores && ctx.stages <= 0;
+  bool oneStageFits =
+      !async && !cfg.loadsToShared && cfg.transposedScores && ctx.stages <= 0;
+  auto tileBytes = [&](int64_t stages) {
+    return stages * 64 * (pb.headDim + pb.valueDim) * bytes;
+  };
+  int64_t lds = target.getSharedMemoryBytes();
+  bool oneStageForTwoBlocks =
+      oneStageFits && 2 * tileBytes(2) > lds && 2 * tileBytes(1) <= lds;
   for (auto [warps, keys, stages] :
-       {std::tuple<int64_t, int64_t, int64_t>{4, 64, stagesWanted},
+       {std::tuple<int64_t, int64_t, int64_t>{
+            4, 64, oneStageForTwoBlocks ? 1 : stagesWanted},
         {4, 64, oneStageFits ? 1 : stagesWanted},
         {4, 32, stagesWanted},
         {4, 16, stagesWanted},
