@@ -691,32 +691,35 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // rows would take a decode's few rows.
   if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 192)
     cfg.queryAtoms = 2;
-  // Register-staged transposed scores whose two 64-key stages do not fit
-  // (MLA's 192 / 128 on gfx942's 64 KB) take one 64-key stage rather than
-  // two of 32 keys: tile t+1 waits in registers while tile t is computed,
-  // and goes to LDS after a second barrier (runTileLoop). Twice the K/V
-  // bytes in flight a CU and the MFMAs a tile's loop overhead pays for.
-  // The same where it lets two blocks share a CU (gfx942's 64 KB at head
-  // dim 128): two waves a SIMD, one hiding the other's barriers and
-  // softmax, beat a second stage (static: prefill 65% -> 66%, paged
-  // extend 62-63% -> 65% of the loop's issue cycles on MFMAs).
+  // Register-staged transposed scores (CDNA) first take a 64-key tile
+  // whose LDS lets two blocks share a CU (gfx942's 64 KB): two waves a
+  // SIMD, one hiding the other's barriers and softmax, beat a second
+  // stage (static: prefill 65% -> 66% and the paged forms 62-63% -> 65% of
+  // the loop's issue cycles on MFMAs at head dim 128). The paged forms,
+  // whose tiles wait on the block table, take a 32-key tile for it too
+  // (MLA's 192 / 128: 67% at 1 wave a SIMD -> 62% at 2); the unpaged
+  // prefill keeps its 64 keys (69% at 1 against 65% at 2).
+  // One-stage tiles wait in registers (tile t+1) while tile t is computed,
+  // and go to LDS after a second barrier (runTileLoop); one 64-key stage
+  // rather than two of 32 keys where two do not fit: twice the MFMAs a
+  // tile's loop overhead pays for.
   int64_t stagesWanted = cfg.stages;
   bool oneStageFits =
       !async && !cfg.loadsToShared && cfg.transposedScores && ctx.stages <= 0;
-  auto tileBytes = [&](int64_t stages) {
-    return stages * 64 * (pb.headDim + pb.valueDim) * bytes;
-  };
-  int64_t lds = target.getSharedMemoryBytes();
-  bool oneStageForTwoBlocks =
-      oneStageFits && 2 * tileBytes(2) > lds && 2 * tileBytes(1) <= lds;
-  for (auto [warps, keys, stages] :
-       {std::tuple<int64_t, int64_t, int64_t>{
-            4, 64, oneStageForTwoBlocks ? 1 : stagesWanted},
-        {4, 64, oneStageFits ? 1 : stagesWanted},
-        {4, 32, stagesWanted},
-        {4, 16, stagesWanted},
-        {2, 32, stagesWanted},
-        {2, 16, stagesWanted}}) {
+  int64_t oneStage = oneStageFits ? 1 : stagesWanted;
+  // (warps, keys, stages, blocks a CU)
+  SmallVector<std::array<int64_t, 4>> candidates;
+  if (oneStageFits)
+    candidates = {{4, 64, stagesWanted, 2}, {4, 64, 1, 2}};
+  if (oneStageFits && pb.paged)
+    candidates.push_back({4, 32, 1, 2});
+  candidates.append({{4, 64, stagesWanted, 1},
+                     {4, 64, oneStage, 1},
+                     {4, 32, stagesWanted, 1},
+                     {4, 16, stagesWanted, 1},
+                     {2, 32, stagesWanted, 1},
+                     {2, 16, stagesWanted, 1}});
+  for (auto [warps, keys, stages, blocks] : candidates) {
     if (pb.headDim > 192 && keys > 32)
       continue;
     if (keys % atom.k || keys % atom.n)
@@ -731,7 +734,7 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
     sharedBytes = (qRows * rows * pb.headDim +
                    cfg.stages * keys * (pb.headDim + pb.valueDim)) *
                   bytes;
-    if (sharedBytes <= target.getSharedMemoryBytes()) {
+    if (blocks * sharedBytes <= target.getSharedMemoryBytes()) {
       fits = true;
       break;
     }
