@@ -135,12 +135,13 @@ THRESHOLDS = {
     # gfx950's unified form 260 -> 254 registers, 2 waves a SIMD (gfx942's
     # forms fill its 64 KB of LDS: 1); gfx942 62% -> 63%. Since 21:00
     # gfx942's head-dim-128 forms take one 64-key stage (32 KB): 2 waves a
-    # SIMD, 63% -> 65%, 33 -> 66 KiB a CU; its MLA forms one 32-key stage
-    # (20 KB): 2 waves a SIMD, 67% -> 62%, 41 -> 42 KiB a CU (gfx950's MLA
-    # forms, at 1 wave a SIMD by registers, the least: 41).
-    "tessel.paged_attention cu_seqlens": dict(share=0.49, waves=1, vmcnt0=1,
+    # SIMD, 63% -> 65%, 33 -> 66 KiB a CU; the MLA forms one 32-key stage
+    # (20 KB) on both chips: 2 waves a SIMD (1 before: gfx942's LDS,
+    # gfx950's registers), 67% -> 62% gfx942, 53% -> 49% gfx950, 41 -> 42
+    # KiB a CU.
+    "tessel.paged_attention cu_seqlens": dict(share=0.48, waves=2, vmcnt0=1,
                                               serial=0, lgkmcnt0=11, flat=0,
-                                              lds16=0, kib_cu=41),
+                                              lds16=0, kib_cu=42),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead
     # (decode 15% -> 19% gfx942, 9% -> 11% gfx950; shuffled 13% -> 23%,

@@ -695,24 +695,26 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // whose LDS lets two blocks share a CU (gfx942's 64 KB): two waves a
   // SIMD, one hiding the other's barriers and softmax, beat a second
   // stage (static: prefill 65% -> 66% and the paged forms 62-63% -> 65% of
-  // the loop's issue cycles on MFMAs at head dim 128). The paged forms,
-  // whose tiles wait on the block table, take a 32-key tile for it too
-  // (MLA's 192 / 128: 67% at 1 wave a SIMD -> 62% at 2); the unpaged
-  // prefill keeps its 64 keys (69% at 1 against 65% at 2).
-  // One-stage tiles wait in registers (tile t+1) while tile t is computed,
-  // and go to LDS after a second barrier (runTileLoop); one 64-key stage
-  // rather than two of 32 keys where two do not fit: twice the MFMAs a
-  // tile's loop overhead pays for.
+  // the loop's issue cycles on MFMAs at head dim 128). The paged forms of
+  // wider heads (MLA's 192 / 128), whose tiles wait on the block table,
+  // take one 32-key stage before that, for 2 waves a SIMD on both chips
+  // (64-key tiles fill gfx942's LDS and take 282 registers on gfx950):
+  // 67% -> 62% on gfx942, 53% -> 49% on gfx950, at 2 waves a SIMD for 1.
+  // The unpaged prefill keeps its 64 keys (gfx942: 69% at 1 against 65%
+  // at 2). One-stage tiles wait in registers (tile t+1) while tile t is
+  // computed, and go to LDS after a second barrier (runTileLoop); one
+  // 64-key stage rather than two of 32 keys where two do not fit: twice
+  // the MFMAs a tile's loop overhead pays for.
   int64_t stagesWanted = cfg.stages;
   bool oneStageFits =
       !async && !cfg.loadsToShared && cfg.transposedScores && ctx.stages <= 0;
   int64_t oneStage = oneStageFits ? 1 : stagesWanted;
   // (warps, keys, stages, blocks a CU)
   SmallVector<std::array<int64_t, 4>> candidates;
-  if (oneStageFits)
-    candidates = {{4, 64, stagesWanted, 2}, {4, 64, 1, 2}};
-  if (oneStageFits && pb.paged)
+  if (oneStageFits && pb.paged && pb.headDim > 128)
     candidates.push_back({4, 32, 1, 2});
+  if (oneStageFits)
+    candidates.append({{4, 64, stagesWanted, 2}, {4, 64, 1, 2}});
   candidates.append({{4, 64, stagesWanted, 1},
                      {4, 64, oneStage, 1},
                      {4, 32, stagesWanted, 1},

@@ -20,10 +20,11 @@
 // an iteration loads a CU (a change that makes the AMD code worse fails
 // here). Since 2026-12-04 21:00 gfx942's head-dim-128 prefill and paged
 // forms take one 64-key stage of 32 KB (two, 64 KB, before: one block and
-// 1 wave a SIMD), its MLA context windows (qk 192 / v 128) one 32-key
-// stage of 20 KB (one 64-key stage of 40 KB, 640 MFMA cycles an
-// iteration, before: 1 wave a SIMD), and gfx950's MLA prefill two query
-// atoms a wave (640 MFMA cycles an iteration, 320 before). Then one grouped matmul: its row (its 8 16-byte loads an
+// 1 wave a SIMD), the MLA context windows (qk 192 / v 128) on both chips
+// one 32-key stage of 20 KB for 2 waves a SIMD (gfx942: one 64-key stage
+// of 40 KB, 640 MFMA cycles an iteration, before; gfx950: two of 80 KB,
+// 282 registers), and gfx950's MLA prefill two query atoms a wave (640
+// MFMA cycles an iteration, 320 before). Then one grouped matmul: its row (its 8 16-byte loads an
 // iteration x 64 lanes x 8 waves a CU: 64 KiB), and thresholds it cannot
 // meet make the check fail, naming each one. Its main loop is the K loop, which
 // takes K-tiles in pairs, one from each stage (32 MFMAs, 256 issue cycles,
@@ -38,6 +39,7 @@
 // DEFAULT:     | llama3_8b_unified | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 |
 // DEFAULT:     | moe_ref_gate_up | {{.*}} |
 // DEFAULT:     ### gfx950: issue cycles per main-loop iteration
+// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 20480 | 2 | {{[0-9]+}} | 160 |
 // DEFAULT:     | deepseek_v3_mla_prefill | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 81920 | 1 | {{[0-9]+}} | 640 |
 // DEFAULT:     | llama3_8b_unified | {{.*}} |
 // DEFAULT-NOT: thresholds broken
