@@ -138,7 +138,9 @@ THRESHOLDS = {
     # SIMD, 63% -> 65%, 33 -> 66 KiB a CU; the MLA forms one 32-key stage
     # (20 KB) on both chips: 2 waves a SIMD (1 before: gfx942's LDS,
     # gfx950's registers), 67% -> 62% gfx942, 53% -> 49% gfx950, 41 -> 42
-    # KiB a CU.
+    # KiB a CU. Since 21:50 NHD V's transposed writes take one address a
+    # run and immediate offsets (KernelBuilder::chunkMajorElement): gfx950
+    # 50.0% -> 50.9%, 250 -> 242 registers; gfx942 64.6% -> 64.7%.
     "tessel.paged_attention cu_seqlens": dict(share=0.48, waves=2, vmcnt0=1,
                                               serial=0, lgkmcnt0=11, flat=0,
                                               lds16=0, kib_cu=42),

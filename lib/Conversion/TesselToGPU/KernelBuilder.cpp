@@ -387,6 +387,39 @@ Value KernelBuilder::swizzledOffset(Value stage, int64_t rows, Value row,
   return add(add(mul(varRows, width), indices[1]), idx(constant));
 }
 
+std::pair<Value, Value> KernelBuilder::chunkMajorElement(Value ring,
+                                                         Value stage, Value row,
+                                                         Value col) {
+  auto type = cast<MemRefType>(ring.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  auto view = ring.getDefiningOp<memref::ViewOp>();
+  assert(view && shape.size() == 4 && shape[3] == kChunk &&
+         "a chunk-major ring carved by sharedView");
+  int64_t chunks = shape[1], rows = shape[2];
+  auto [rowVar, rowConst] = peelConstant(row);
+  auto [colVar, colConst] = peelConstant(col);
+  // Only whole chunks of a non-negative constant leave the column: the
+  // rest stays under its division.
+  int64_t colHigh = colConst > 0 ? colConst - colConst % kChunk : 0;
+  Value c = add(colVar ? colVar : idx(0), idx(colConst - colHigh));
+  Value chunk = add(mul(stage, chunks), divu(c, kChunk));
+  Value offset =
+      add(mul(add(mul(chunk, rows), rowVar ? rowVar : idx(0)), kChunk),
+          remu(c, kChunk));
+  int64_t constant = (colHigh / kChunk * rows + rowConst) * kChunk;
+  if (constant < 0) {
+    offset = add(offset, idx(constant));
+    constant = 0;
+  }
+  // In bytes: scaled before the view adds its start, the lanes' offsets
+  // share more of their arithmetic (one shift, not one each).
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  Value flat = sharedView(
+      view.getSource(), add(view.getByteShift(), idx(constant * bytes)),
+      {(type.getNumElements() - constant) * bytes}, b.getI8Type());
+  return {flat, mul(offset, bytes)};
+}
+
 std::pair<Value, int64_t> KernelBuilder::peelConstant(Value v) {
   if (auto c = getConstantIntValue(v))
     return {Value(), *c};
@@ -966,18 +999,32 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
         return;
       }
       Value chunk = loaded[first];
+      // Into a byte view (chunkMajorElement), the values' bytes.
+      auto store = [&](Value v, Value shared, ValueRange at, int64_t align) {
+        auto type = cast<VectorType>(v.getType());
+        Type memElem = cast<MemRefType>(shared.getType()).getElementType();
+        if (memElem != type.getElementType())
+          v = vector::BitCastOp::create(
+              b, loc,
+              VectorType::get(type.getNumElements() *
+                                  type.getElementTypeBitWidth() /
+                                  memElem.getIntOrFloatBitWidth(),
+                              memElem),
+              v);
+        vector::StoreOp::create(b, loc, v, shared, at, false,
+                                llvm::MaybeAlign(align));
+      };
       if (c.scatter.empty()) {
-        vector::StoreOp::create(b, loc, chunk, c.shared, c.dst, false,
-                                llvm::MaybeAlign(16));
+        store(chunk, c.shared, c.dst, 16);
         return;
       }
       int64_t rows = c.scatterRows;
       storedWithPrevious = rows - 1;
       for (auto [e, at] : llvm::enumerate(c.scatter)) {
-        if (rows == 1) {
-          memref::StoreOp::create(b, loc,
-                                  vector::ExtractOp::create(b, loc, chunk, e),
-                                  c.shared, at);
+        Value shared = c.scatterViews.empty() ? c.shared : c.scatterViews[e];
+        if (rows == 1 && shared == c.shared) {
+          memref::StoreOp::create(
+              b, loc, vector::ExtractOp::create(b, loc, chunk, e), shared, at);
           continue;
         }
         SmallVector<Value> column;
@@ -986,10 +1033,8 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
               vector::ExtractOp::create(b, loc, loaded[first + r], e));
         Type elem = cast<VectorType>(chunk.getType()).getElementType();
         auto type = VectorType::get({rows}, elem);
-        vector::StoreOp::create(
-            b, loc, vector::FromElementsOp::create(b, loc, type, column),
-            c.shared, at, false,
-            llvm::MaybeAlign(rows * elem.getIntOrFloatBitWidth() / 8));
+        store(vector::FromElementsOp::create(b, loc, type, column), shared, at,
+              rows * elem.getIntOrFloatBitWidth() / 8);
       }
     });
   };

@@ -337,6 +337,9 @@ protected:
     /// chunks are stored with this one (their own dst and scatter unused).
     SmallVector<SmallVector<Value>> scatter = {};
     int64_t scatterRows = 1;
+    /// The view each scatter entry indexes, where not `shared`
+    /// (chunkMajorElement's, each starting at its entry's constant part).
+    SmallVector<Value> scatterViews = {};
     /// Register-staged targets with buffer loads (readFromWindow sets
     /// them): the chunk is read from `window` (bufferWindow) at byte
     /// `windowOffset` (i32) plus the tile's `tileOffset` (i32, uniform),
@@ -502,6 +505,15 @@ protected:
   /// that the swizzle does not see (whole periods of its rows, whole 64
   /// columns) added last, where the back end folds them into the LDS
   /// instruction's immediate offset.
+  /// Element (row, col) of stage `stage` of a chunk-major ring `ring`
+  /// ([stages, width / 8, rows, 8]) as a view of the ring that starts at
+  /// the element's constant part (of `row`, and of `col`'s whole chunks)
+  /// and the offset of the rest, so that the back end folds the constant
+  /// into the LDS store's immediate offset. (The ring's indices had it OR'd
+  /// into the row term, an address register each; added to a flat offset
+  /// it became an OR, of bits LLVM proved disjoint, that stayed an OR.)
+  std::pair<Value, Value> chunkMajorElement(Value ring, Value stage, Value row,
+                                            Value col);
   Value swizzledOffset(Value stage, int64_t rows, Value row, Value col,
                        int64_t width);
   /// `v` as (a value, a constant) summing to it, the constant gathered from

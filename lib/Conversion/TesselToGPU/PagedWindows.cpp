@@ -165,12 +165,15 @@ void AttentionBuilder::forEachWindowedChunk(
       step(s * warpSize / perPiece, add(base, s * warpSize % perPiece));
   };
   bool shuffled = t.layout == KVLayout::Shuffled;
-  // Element (row, col) of a stage of [rows, width].
-  auto staged = [&](Value row, Value col, int64_t width,
+  // Element (row, col) of a stage of [rows, width] of `ring`; chunk-major,
+  // of the view that replaces `ring` (chunkMajorElement).
+  auto staged = [&](Value &ring, Value row, Value col, int64_t width,
                     bool rowGroups = false) -> SmallVector<Value> {
-    if (t.chunkMajor)
-      return {t.stage, divu(col, kChunk), row, remu(col, kChunk)};
-    return swizzledIndices({t.stage}, row, col, width, rowGroups);
+    if (!t.chunkMajor)
+      return swizzledIndices({t.stage}, row, col, width, rowGroups);
+    auto [view, offset] = chunkMajorElement(ring, t.stage, row, col);
+    ring = view;
+    return {offset};
   };
   // The chunk of token `offset` of the wave's piece j at columns [col, col
   // + 8) of a [tokens, width] stage, read through the piece's window (in
@@ -183,11 +186,9 @@ void AttentionBuilder::forEachWindowedChunk(
                       Value col, bool slab, int64_t transposedRun) {
     Value row = add(offset, pieceRow(j));
     Value valid = lt(add(t.tileStart, row), t.end);
-    StagedChunk chunk{shared,
-                      staged(row, col, width),
-                      cache,
-                      {},
-                      select(valid, idx(kChunk), none)};
+    Value ring = shared;
+    SmallVector<Value> dst = staged(ring, row, col, width);
+    StagedChunk chunk{ring, dst, cache, {}, select(valid, idx(kChunk), none)};
     Value &window = windows[j];
     if (slab) {
       // [.., D / 8, BS, 8]: chunk (col / 8, offset) of the slab.
@@ -202,9 +203,12 @@ void AttentionBuilder::forEachWindowedChunk(
       readFromWindow(chunk, window,
                      add(mul(offset, rowElementsOf(cache)), col));
     }
-    for (int64_t e = 0; transposedRun && e < kChunk; ++e)
+    for (int64_t e = 0; transposedRun && e < kChunk; ++e) {
+      ring = shared;
       chunk.scatter.push_back(
-          staged(add(col, e), row, t.tokens, /*rowGroups=*/true));
+          staged(ring, add(col, e), row, t.tokens, /*rowGroups=*/true));
+      chunk.scatterViews.push_back(ring);
+    }
     chunk.scatterRows = std::max<int64_t>(transposedRun, 1);
     return chunk;
   };
@@ -274,8 +278,9 @@ void AttentionBuilder::forEachWindowedChunk(
     Value left =
         arith::MaxSIOp::create(b, loc, sub(t.end, add(t.tileStart, col)), none);
     Value valid = minu(left, idx(kChunk));
-    SmallVector<Value> dst = staged(d, col, t.tokens);
-    StagedChunk chunk{t.sharedV, dst, t.vCache, {}, valid, /*partial=*/true};
+    Value ring = t.sharedV;
+    SmallVector<Value> dst = staged(ring, d, col, t.tokens);
+    StagedChunk chunk{ring, dst, t.vCache, {}, valid, /*partial=*/true};
     Value &window = windows[j];
     if (!window)
       window = slabWindow(t.vCache, j);

@@ -5,6 +5,8 @@
 // RUN:   | %python %tessel_src_root/scripts/gpu-objects.py --print-asm > %t.950.s
 // RUN: FileCheck %s --check-prefixes=CHECK,GFX950 < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.942.s
+// RUN: FileCheck %s --check-prefix=VSTORE < %t.942.s
+// RUN: FileCheck %s --check-prefix=VSTORE < %t.950.s
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
 // RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
@@ -30,6 +32,17 @@
 // fit in 256 registers, no AGPR: 2 waves a SIMD (the softmax sums its
 // probabilities in two chains of pairs, and K/V fragments are read from
 // a view of their stage; before, 264 and 260 registers, one wave).
+
+// A lane's run of 4 tokens of V goes to LDS transposed, 8 dims as 8
+// 8-byte writes, paired into ds_write2_b64 at one address and immediate
+// offsets (KernelBuilder::chunkMajorElement: each write's constant part
+// starts its view; before 2026-12-04 21:50 it was OR'd into the address,
+// one VALU OR and shift and an address register each, 6-7 write2s a tile).
+// VSTORE-LABEL: unified:
+// VSTORE:       ds_write2_b64 [[V:v[0-9]+]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset1:2
+// VSTORE:       ds_write2_b64 [[V]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset0:4 offset1:6
+// VSTORE:       ds_write2_b64 [[V]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset0:8 offset1:10
+// VSTORE:       ds_write2_b64 [[V]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset0:12 offset1:14
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16
