@@ -500,20 +500,21 @@ protected:
   /// What swizzledIndices XORs row `row`'s chunk index with (its own
   /// inverse: chunk slot s of the row holds chunk s ^ swizzleOf(row)).
   Value swizzleOf(Value row, int64_t width, bool rowGroups = false);
+  /// Element (row, col) of stage `stage` of a chunk-major ring `ring`
+  /// ([stages, width / 8, rows, 8]) as a byte view of the ring that starts
+  /// at the element's constant part (of `row`, and of `col`'s whole
+  /// chunks) and the byte offset of the rest in it, so that the back end
+  /// folds the constant into the LDS store's immediate offset. (The ring's
+  /// indices had it OR'd into the row term, an address register each;
+  /// added to a flat offset it became an OR, of bits LLVM proved disjoint,
+  /// that stayed an OR.)
+  std::pair<Value, Value> chunkMajorElement(Value ring, Value stage, Value row,
+                                            Value col);
   /// swizzledIndices' element as an offset in a flat view of a ring of
   /// [rows, width] stages, the constant parts of `stage`, `row` and `col`
   /// that the swizzle does not see (whole periods of its rows, whole 64
   /// columns) added last, where the back end folds them into the LDS
   /// instruction's immediate offset.
-  /// Element (row, col) of stage `stage` of a chunk-major ring `ring`
-  /// ([stages, width / 8, rows, 8]) as a view of the ring that starts at
-  /// the element's constant part (of `row`, and of `col`'s whole chunks)
-  /// and the offset of the rest, so that the back end folds the constant
-  /// into the LDS store's immediate offset. (The ring's indices had it OR'd
-  /// into the row term, an address register each; added to a flat offset
-  /// it became an OR, of bits LLVM proved disjoint, that stayed an OR.)
-  std::pair<Value, Value> chunkMajorElement(Value ring, Value stage, Value row,
-                                            Value col);
   Value swizzledOffset(Value stage, int64_t rows, Value row, Value col,
                        int64_t width);
   /// `v` as (a value, a constant) summing to it, the constant gathered from
