@@ -114,8 +114,16 @@ THRESHOLDS = {
     # one 64-key stage (32 KB: 2 waves a SIMD): 65% -> 66%; gfx950's MLA
     # two query atoms a wave (1 wave a SIMD): 58% -> 65%, 15 lgkmcnt(0) an
     # iteration (one a k step of its 192 dims, as hd 128's 11).
-    "tessel.prefill_attention": dict(share=0.60, waves=1, vmcnt0=1,
-                                     serial=0, lgkmcnt0=15, flat=0, lds16=0),
+    # Since 2026-12-05 00:20 the usual tile takes no maximum: the
+    # probabilities are made at the offset of the tiles before, and a lane's
+    # sum of them past 2^8 sends the wave to the unlikely rescale, which
+    # scores the tile again (out of the loop the report measures); a k
+    # step's K reads stay together before its MMAs; fragments are read
+    # through views that start at their constant part: gfx942 66% -> 69%
+    # at 2 waves a SIMD (1 before, 256 -> 216 registers), MLA 69% -> 72%;
+    # gfx950 61% -> 65%, MLA 65% -> 69%; 10 lgkmcnt(0) an iteration.
+    "tessel.prefill_attention": dict(share=0.65, waves=1, vmcnt0=1,
+                                     serial=0, lgkmcnt0=10, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
@@ -141,9 +149,16 @@ THRESHOLDS = {
     # KiB a CU. Since 21:50 NHD V's transposed writes take one address a
     # run and immediate offsets (KernelBuilder::chunkMajorElement): gfx950
     # 50.0% -> 50.9%, 250 -> 242 registers; gfx942 64.6% -> 64.7%.
-    "tessel.paged_attention cu_seqlens": dict(share=0.48, waves=2, vmcnt0=1,
-                                              serial=0, lgkmcnt0=11, flat=0,
-                                              lds16=0, kib_cu=42),
+    # Since 2026-12-05 00:20 (the prefill's changes above) every paged form
+    # takes 8 waves of 32 queries and one 64-key stage of 32 KB (MLA's 40)
+    # a CU, a wave's 8 tokens of a block, its K rows a lane's by columns
+    # (one load offset and one store address a lane), block ids clamped
+    # in 32 bits: gfx942 65% -> 70%, MLA 62% -> 72%; gfx950 51% -> 59%,
+    # MLA 49% -> 62%, all at 2 waves a SIMD; 66 -> 34 KiB loaded a CU at
+    # head dim 128 (one block of 8 waves a CU for two of 4), 42 MLA.
+    "tessel.paged_attention cu_seqlens": dict(share=0.58, waves=2, vmcnt0=1,
+                                              serial=0, lgkmcnt0=10, flat=0,
+                                              lds16=0, kib_cu=34),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead
     # (decode 15% -> 19% gfx942, 9% -> 11% gfx950; shuffled 13% -> 23%,
@@ -338,7 +353,11 @@ def main_loop(lines):
             start = labels[m.group(1)]
             if not any("s_endpgm" in lines[j] for j in range(start, i)):
                 ends[start] = i
-    loops = list(ends.items())
+    # An out-of-line block branching back into the middle of a loop (the
+    # attention loops' unlikely rescale, which scores the tile again) makes
+    # no loop of its own.
+    loops = [(s, e) for s, e in ends.items()
+             if not any(s2 < s <= e2 < e for s2, e2 in ends.items())]
     def mfmas(loop):
         return sum("v_mfma" in lines[j] for j in range(loop[0], loop[1] + 1))
 

@@ -498,10 +498,10 @@ TEST(Paged, CausalSequencesWithCuSeqlens) {
 /// runs of 4 tokens, shuffled V as it lies), the long request's context
 /// long enough for tiles with and without the mask.
 void checkBf16CausalSequences(const char *kernel, ref::Layout layout,
-                              uint64_t seed) {
+                              uint64_t seed, int64_t blockSize = 16) {
   Rng rng(seed);
   std::vector<int32_t> sequences = {464, 35, 100, 0, 3, 5};
-  PagedKV cache({BF16, layout, 16, 2, 128, 128}, sequences, rng);
+  PagedKV cache({BF16, layout, blockSize, 2, 128, 128}, sequences, rng);
   PrefillCase shape{"", BF16, BF16, 8, 2, 128, 128, kScale128, true, true};
   checkCausalSequences(kernel, cache, sequences, shape, {40, 17, 0, 0, 5, 5},
                        rng);
@@ -510,6 +510,16 @@ void checkBf16CausalSequences(const char *kernel, ref::Layout layout,
 TEST(Paged, Bf16CausalSequencesNhdDim128) {
   checkBf16CausalSequences("paged_causal_bf16_nhd_h8kv2_d128_bs16_cu",
                            ref::Layout::NHD, 305);
+}
+
+TEST(Paged, Bf16CausalSequencesNhdDim128Blocks128) {
+  checkBf16CausalSequences("paged_causal_bf16_nhd_h8kv2_d128_bs128_cu",
+                           ref::Layout::NHD, 307, 128);
+}
+
+TEST(Paged, Bf16CausalSequencesNhdDim128Blocks32) {
+  checkBf16CausalSequences("paged_causal_bf16_nhd_h8kv2_d128_bs32_cu",
+                           ref::Layout::NHD, 308, 32);
 }
 
 TEST(Paged, Bf16CausalSequencesShuffledDim128) {

@@ -477,6 +477,16 @@ func.func @paged_causal_bf16_nhd_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %k
   tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x2x128xbf16>) v_cache(%vc : memref<?x16x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(nhd) scale(%scale)
   return
 }
+// Block sizes 128 and 32 at the same shape: a 64-key tile is half a block
+// of 128 (its windows start inside the block) or two blocks of 32.
+func.func @paged_causal_bf16_nhd_h8kv2_d128_bs128_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x128x2x128xbf16>, %vc: memref<?x128x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x128x2x128xbf16>) v_cache(%vc : memref<?x128x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
+func.func @paged_causal_bf16_nhd_h8kv2_d128_bs32_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x32x2x128xbf16>, %vc: memref<?x32x2x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
+  tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x32x2x128xbf16>) v_cache(%vc : memref<?x32x2x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(nhd) scale(%scale)
+  return
+}
 func.func @paged_causal_bf16_shuf_h8kv2_d128_bs16_cu(%q: memref<?x8x128xbf16>, %kc: memref<?x2x16x16x8xbf16>, %vc: memref<?x2x2x128x8xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %cl: memref<?xi32>, %out: memref<?x8x128xbf16>, %lse: memref<8x?xf32>, %scale: f32) {
   tessel.paged_attention q(%q : memref<?x8x128xbf16>) k_cache(%kc : memref<?x2x16x16x8xbf16>) v_cache(%vc : memref<?x2x2x128x8xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens(%cu : memref<?xi32>) context_lens(%cl : memref<?xi32>) out(%out : memref<?x8x128xbf16>) lse(%lse : memref<8x?xf32>) causal layout(shuffled) scale(%scale)
   return

@@ -271,6 +271,14 @@ public:
   /// and waits for each there). Nothing elsewhere.
   virtual void fenceScheduling(OpBuilder &b, Location loc) const {}
 
+  /// `v` itself, through an instruction the optimizer cannot look into,
+  /// move or merge with another: a value kept where it is computed (CDNA:
+  /// an empty asm statement with side effects, no instruction). Elsewhere
+  /// `v`.
+  virtual Value opaqueCopy(OpBuilder &b, Location loc, Value v) const {
+    return v;
+  }
+
   /// Orders the shared-memory accesses of the lanes of one wave around it,
   /// where a wave reads what its own lanes wrote (CDNA runs a wave's LDS
   /// accesses in order: only the compiler and the emulator, which runs

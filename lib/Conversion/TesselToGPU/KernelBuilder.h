@@ -67,6 +67,16 @@ protected:
     return arith::RemUIOp::create(b, loc, x, idx(y));
   }
   Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+  /// min(x, limit) as unsigned 32-bit integers, as an index: `x` an index
+  /// below 2^32 or an i32 (negative: past any limit), `limit` an index
+  /// (saturated at 2^31 - 1). One 32-bit min where an index min compares
+  /// 64 bits (five instructions on CDNA).
+  Value minI32(Value x, Value limit) {
+    Value word = x.getType().isIndex() ? toI32(x) : x;
+    Value cap = toI32(minu(limit, idx(std::numeric_limits<int32_t>::max())));
+    return arith::IndexCastUIOp::create(
+        b, loc, b.getIndexType(), arith::MinUIOp::create(b, loc, word, cap));
+  }
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }

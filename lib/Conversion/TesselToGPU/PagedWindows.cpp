@@ -82,7 +82,7 @@ void AttentionBuilder::loadBlockIdsAhead(TilePipeline &pipeline,
     for (int64_t k = 0; k < piecesPerWave(pieces, threads / warpSize); ++k) {
       Value logical = divu(add(first, k * span), blockSize);
       ids.push_back(memref::LoadOp::create(
-          b, loc, blockTable, ValueRange{request, minu(logical, last)}));
+          b, loc, blockTable, ValueRange{request, minI32(logical, last)}));
     }
     return ids;
   };
@@ -93,7 +93,7 @@ Value AttentionBuilder::clampBlockId(Value id, Value cache) {
   // Negative ids (as unsigned, huge) and ids past the cache clamp to its
   // last block.
   Value blocks = memref::DimOp::create(b, loc, cache, 0);
-  return minu(toIndex(id), sub(blocks, idx(1)));
+  return minI32(id, sub(blocks, idx(1)));
 }
 
 void AttentionBuilder::forEachWindowedChunk(
@@ -183,11 +183,12 @@ void AttentionBuilder::forEachWindowedChunk(
   // many tokens, this one's and the chunks' enumerated right after it.
   auto rowChunk = [&](llvm::DenseMap<int64_t, Value> &windows, Value cache,
                       Value shared, int64_t width, int64_t j, Value offset,
-                      Value col, bool slab, int64_t transposedRun) {
+                      Value col, bool slab, int64_t transposedRun,
+                      int64_t scalarCol = 0) {
     Value row = add(offset, pieceRow(j));
     Value valid = lt(add(t.tileStart, row), t.end);
     Value ring = shared;
-    SmallVector<Value> dst = staged(ring, row, col, width);
+    SmallVector<Value> dst = staged(ring, row, add(col, scalarCol), width);
     StagedChunk chunk{ring, dst, cache, {}, select(valid, idx(kChunk), none)};
     Value &window = windows[j];
     if (slab) {
@@ -200,8 +201,8 @@ void AttentionBuilder::forEachWindowedChunk(
     } else {
       if (!window)
         window = nhdWindow(cache, j);
-      readFromWindow(chunk, window,
-                     add(mul(offset, rowElementsOf(cache)), col));
+      readFromWindow(chunk, window, add(mul(offset, rowElementsOf(cache)), col),
+                     /*valid=*/{}, scalarCol ? idx(scalarCol) : Value());
     }
     for (int64_t e = 0; transposedRun && e < kChunk; ++e) {
       ring = shared;
@@ -222,6 +223,26 @@ void AttentionBuilder::forEachWindowedChunk(
                   mul(remu(id, rowChunks), kChunk), shuffled && isK,
                   !isK && t.vTransposed ? 1 : 0));
     });
+  };
+  // Token-major K rows: a lane keeps one row of the wave's share of a
+  // piece and takes its next columns at each step, so that a lane's chunks
+  // are a constant apart, in the window and in the chunk-major stage (one
+  // load offset and one store address a lane, immediate offsets; by rows,
+  // a step's lanes each needed their own, and a step's 16 lanes of one row
+  // wrote 16 chunks one stage column apart, on the same LDS banks).
+  auto tokenColumns = [&](Value cache, Value shared, int64_t width) {
+    int64_t rowChunks = width / kChunk;
+    int64_t shareRows = pieces >= waves ? span : span * pieces / waves;
+    int64_t rowLanes = warpSize / shareRows;
+    Value shareStart =
+        pieces >= waves ? none : mul(remu(wave, waves / pieces), shareRows);
+    Value row = add(shareStart, divu(lane, rowLanes));
+    Value firstCol = mul(remu(lane, rowLanes), kChunk);
+    llvm::DenseMap<int64_t, Value> windows;
+    for (int64_t j = 0; j < piecesPerWave(pieces, waves); ++j)
+      for (int64_t c = 0; c < rowChunks; c += rowLanes)
+        fn(rowChunk(windows, cache, shared, width, j, row, firstCol,
+                    /*slab=*/false, 0, c * kChunk));
   };
   // Token-major V stored transposed in runs of `run` tokens: at each step
   // the wave takes the next 64 / rowChunks * run tokens of its share (all
@@ -246,7 +267,12 @@ void AttentionBuilder::forEachWindowedChunk(
   };
   int64_t headDim = shuffled ? shapeOf(t.kCache)[2] * shapeOf(t.kCache)[4]
                              : shapeOf(t.kCache).back();
-  tokenRows(t.kCache, t.sharedK, headDim, /*isK=*/true);
+  int64_t kShareRows = pieces >= waves ? span : span * pieces / waves;
+  if (!shuffled && warpSize % kShareRows == 0 &&
+      (headDim / kChunk) % (warpSize / kShareRows) == 0)
+    tokenColumns(t.kCache, t.sharedK, headDim);
+  else
+    tokenRows(t.kCache, t.sharedK, headDim, /*isK=*/true);
   if (!t.vCache)
     return;
   if (!shuffled) {

@@ -462,8 +462,11 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
     }
   }
 
+  // Transposed scores keep each query's exp2 offset, -m (+inf while m is
+  // -inf), rather than m (computeTransposedTile).
   int64_t nSlots = cfg.transposedScores ? cfg.queryAtoms : slots();
-  SmallVector<Value> state(nSlots, f32(-INFINITY));
+  SmallVector<Value> state(nSlots,
+                           f32(cfg.transposedScores ? INFINITY : -INFINITY));
   state.append(nSlots, f32(0));
   state.append(pb.valueDim / atom.n * accCount() * cfg.queryAtoms, f32(0));
 
@@ -687,30 +690,33 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // fragment read from LDS serves two MMAs: its unpaged loop 45% -> 50% of
   // issue cycles on MFMAs; MLA's (192/128) 58% at two waves a SIMD -> 65%
   // at one. Not on gfx942 (it spilled), nor at wider heads (the
-  // accumulators would not fit), nor in the paged form, whose tiles of 256
-  // rows would take a decode's few rows.
+  // accumulators would not fit), nor in the paged forms (below; two atoms
+  // there took 256 VGPRs and 150-170 AGPRs: 1 wave a SIMD).
   if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 192)
     cfg.queryAtoms = 2;
-  // Register-staged transposed scores (CDNA) first take a 64-key tile
-  // whose LDS lets two blocks share a CU (gfx942's 64 KB): two waves a
-  // SIMD, one hiding the other's barriers and softmax, beat a second
-  // stage (static: prefill 65% -> 66% and the paged forms 62-63% -> 65% of
-  // the loop's issue cycles on MFMAs at head dim 128). The paged forms of
-  // wider heads (MLA's 192 / 128), whose tiles wait on the block table,
-  // take one 32-key stage before that, for 2 waves a SIMD on both chips
-  // (64-key tiles fill gfx942's LDS and take 282 registers on gfx950):
-  // 67% -> 62% on gfx942, 53% -> 49% on gfx950, at 2 waves a SIMD for 1.
-  // The unpaged prefill keeps its 64 keys (gfx942: 69% at 1 against 65%
-  // at 2). One-stage tiles wait in registers (tile t+1) while tile t is
-  // computed, and go to LDS after a second barrier (runTileLoop); one
-  // 64-key stage rather than two of 32 keys where two do not fit: twice
-  // the MFMAs a tile's loop overhead pays for.
+  // Register-staged transposed scores (CDNA): the paged forms take 8
+  // waves and one 64-key stage, a block a CU at 2 waves a SIMD: each
+  // thread stages half a 4-wave block's chunks, so the registers fit
+  // (static, head dim 128, against two 4-wave blocks: gfx950 55% -> 59%
+  // of the loop's issue cycles on MFMAs, gfx942 68% -> 70%; MLA's 192 /
+  // 128, against one 32-key stage for two 4-wave blocks: 49% -> 57%, 62%
+  // -> 69%, before the softmax without a maximum; 128-key tiles: 61% on
+  // gfx950, but 11 VGPRs spilled). The
+  // rest first take a 64-key tile whose LDS lets two blocks share a CU
+  // (gfx942's 64 KB): two waves a SIMD, one hiding the other's barriers
+  // and softmax, beat a second stage (prefill 65% -> 66%); head dims past
+  // 192 one 32-key stage. One-stage tiles wait in registers (tile t+1)
+  // while tile t is computed, and go to LDS after a second barrier
+  // (runTileLoop); one 64-key stage rather than two of 32 keys where two
+  // do not fit: twice the MFMAs a tile's loop overhead pays for.
   int64_t stagesWanted = cfg.stages;
   bool oneStageFits =
       !async && !cfg.loadsToShared && cfg.transposedScores && ctx.stages <= 0;
   int64_t oneStage = oneStageFits ? 1 : stagesWanted;
   // (warps, keys, stages, blocks a CU)
   SmallVector<std::array<int64_t, 4>> candidates;
+  if (oneStageFits && pb.paged)
+    candidates.push_back({8, 64, 1, 1});
   if (oneStageFits && pb.paged && pb.headDim > 128)
     candidates.push_back({4, 32, 1, 2});
   if (oneStageFits)

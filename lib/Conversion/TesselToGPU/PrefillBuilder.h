@@ -144,7 +144,7 @@ private:
   void laneOffsets();
   /// K's (isKey: `count` score atoms) or V^T's (`count` output atoms)
   /// fragments of k step `ks` in stage `stage` (transposed scores): by
-  /// laneFragments where loadsToShared, else through the stage's view
+  /// laneFragments where loadsToShared, else through views of the stage
   /// (stagedIndices' layout).
   FailureOr<SmallVector<Fragment>> stageFragments(bool isKey, Value stage,
                                                   int64_t ks, int64_t count);

@@ -9,11 +9,12 @@
 //   accumulators (TargetInfo::accumulatorsAsOperandB), with K's rows read
 //   in the order that makes it so (operandKOfAccumulatorRow): no P through
 //   LDS, no barrier for it;
-// - a lane's scores are all of one query: its maximum is its own but for
-//   one exchange with the lane 32 away, its row sum its own until the
-//   epilogue, and O^T's rescale one factor a lane, skipped (by a branch
-//   uniform over the wave) unless a lane's maximum moved past the slack
-//   (kRescaleSlack);
+// - a lane's scores are all of one query (the lane 32 away holds the
+//   rest), its row sum its own until the epilogue; the usual tile takes no
+//   maximum: its probabilities are made at the offset of the tiles before,
+//   and a wave rescores the tile, takes m from its maximum and rescales
+//   O^T, in a block it branches to uniformly, only where a lane's sum of
+//   them passes 2^kRescaleSlack (computeTransposedTile);
 // - Q^T's B fragments come from global memory once a query tile (no Q in
 //   LDS: gfx942's 64 KB holds two 64-key K/V stages instead, or one at
 //   MLA's 192 / 128);
@@ -106,25 +107,39 @@ FailureOr<SmallVector<Fragment>> PrefillBuilder::stageFragments(bool isKey,
                                                                 int64_t count) {
   if (cfg.loadsToShared)
     return laneFragments(isKey, stage, ks, count);
-  // Register-staged: read from the stage's own view, at a uniform byte
-  // offset (indexing the ring OR'd the stage into each lane's address:
-  // gfx950's unified kernel 260 -> 254 registers, 2 waves a SIMD). K's
-  // rows in the order that makes P^T's accumulators the B fragments of P.V.
-  auto shape = cast<MemRefType>((isKey ? sharedK : sharedV).getType());
-  Value view = sharedView(smemBytes, stageOffset(isKey, stage),
-                          shape.getShape().drop_front(), elem);
-  int64_t width = isKey ? pb.headDim : cfg.tileKeys;
-  SharedTile tile{view,
-                  [this, stage, width, isKey](OpBuilder &ob, Location l,
-                                              Value row, Value col) {
-                    if (isKey)
-                      row = target.operandKOfAccumulatorRow(ob, l, atom, row);
-                    return SmallVector<Value>(llvm::drop_begin(
-                        stagedIndices(stage, row, col, width)));
-                  },
-                  /*kContiguous=*/true};
-  return target.loadFragments(b, loc, atom, MmaOperand::A, tile, idx(0),
-                              idx(ks * atom.k), lane, count);
+  // Register-staged, chunk-major ([width / 8, rows, 8]): each read through
+  // a view of the stage that starts at the read's constant part (its k
+  // step's chunks, its atom's rows), so that every read of a lane has the
+  // same index, one address and an immediate offset. (Through one view of
+  // the stage, LLVM kept K's constant parts OR'd inside the swapped row's
+  // arithmetic: an address register a read, 16 at head dim 128.) K's rows
+  // in the order that makes P^T's accumulators the B fragments of P.V.
+  auto shape = cast<MemRefType>((isKey ? sharedK : sharedV).getType())
+                   .getShape()
+                   .drop_front();
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t rows = shape[1];
+  SmallVector<Fragment> frags;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t start = (ks * atom.k / kChunk * rows + i * atom.m) * kChunk;
+    Value view = sharedView(smemBytes,
+                            add(stageOffset(isKey, stage), idx(start * bytes)),
+                            shape, elem);
+    SharedTile tile{
+        view,
+        [this, isKey](OpBuilder &ob, Location l, Value row, Value col) {
+          if (isKey)
+            row = target.operandKOfAccumulatorRow(ob, l, atom, row);
+          return SmallVector<Value>{divu(col, kChunk), row, remu(col, kChunk)};
+        },
+        /*kContiguous=*/true};
+    auto read = target.loadFragments(b, loc, atom, MmaOperand::A, tile, idx(0),
+                                     idx(0), lane, 1);
+    if (failed(read))
+      return failure();
+    frags.push_back((*read)[0]);
+  }
+  return frags;
 }
 
 FailureOr<SmallVector<Fragment>> PrefillBuilder::laneFragments(bool isKey,
@@ -185,36 +200,66 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
         2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
   };
 
-  // S^T = K Q^T; each K fragment serves every query atom.
-  SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
-  // Each k step's K fragments are read before the step ahead's MMAs, so
-  // their LDS latency overlaps those (read as used, the back end drained
-  // LDS, lgkmcnt(0), at nearly every step: 22 waits an iteration on
-  // gfx942, 7 now). A step's MMAs (here and in P.V) take its atoms in the
-  // reverse order of their reads: the first one's wait, for the step's
-  // last read, covers the others (LDS returns in order), one lgkmcnt wait
-  // a step rather than one an atom (gfx950 extend 48 -> 38 SALU cycles an
-  // iteration).
-  auto loadK = [&](int64_t ks) {
-    return stageFragments(/*isKey=*/true, stage, ks, scoreAtoms);
-  };
-  auto fa = loadK(0);
-  for (int64_t ks = 0; ks < kSteps; ++ks) {
-    if (failed(fa))
-      return failure();
-    SmallVector<Fragment> cur = *fa;
-    if (ks + 1 < kSteps)
-      fa = loadK(ks + 1);
-    for (int64_t a = 0; a < queryAtoms; ++a)
-      for (int64_t j = scoreAtoms - 1; j >= 0; --j)
-        if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), cur[j],
-                           qFrags[a * kSteps + ks])))
-          return failure();
-  }
-
-  Value multiplier = pb.scaleLog2;
-  if (masked) {
+  // S^T = K Q^T; each K fragment serves every query atom. Each k step's K
+  // fragments are read before the step ahead's MMAs, so their LDS latency
+  // overlaps those (read as used, the back end drained LDS, lgkmcnt(0), at
+  // nearly every step: 22 waits an iteration on gfx942, 7 now). A step's
+  // MMAs (here and in P.V) take its atoms in the reverse order of their
+  // reads: the first one's wait, for the step's last read, covers the
+  // others (LDS returns in order), one lgkmcnt wait a step rather than one
+  // an atom (gfx950 extend 48 -> 38 SALU cycles an iteration). `masked`:
+  // scaled, and -inf past the lane's keys.
+  Value multiplier = masked ? f32(1) : pb.scaleLog2;
+  auto scores = [&](bool again) -> FailureOr<SmallVector<Value>> {
+    SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
+    auto loadK = [&](int64_t ks) {
+      return stageFragments(/*isKey=*/true, stage, ks, scoreAtoms);
+    };
+    auto fa = loadK(0);
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      if (failed(fa))
+        return failure();
+      SmallVector<Fragment> cur = *fa;
+      if (ks + 1 < kSteps)
+        fa = loadK(ks + 1);
+      // The step ahead's reads stay together, before this step's MMAs: one
+      // wait a step (the back end put a read between two MMAs, each behind
+      // a wait: gfx950's paged forms 31 -> 24 SALU cycles an iteration).
+      target.fenceScheduling(b, loc);
+      for (int64_t a = 0; a < queryAtoms; ++a)
+        for (int64_t j = scoreAtoms - 1; j >= 0; --j)
+          if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), cur[j],
+                             qFrags[a * kSteps + ks])))
+            return failure();
+    }
+    if (!masked)
+      return s;
     Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
+    // The key of a lane's accumulator element e, in its score atom.
+    auto keyOf = [&](Value l, int64_t e) {
+      return target.operandKOfAccumulatorRow(
+          b, loc, atom,
+          target.getAccumulatorPosition(b, loc, atom, l, e).first);
+    };
+    // Where every lane's keys are lane 0's plus the lane's first (the 32x32
+    // atom: 8 more in lanes 32-63), each element's key is a constant
+    // compared with one bound a lane (keys a lane and element were 16
+    // values held over the loop: the 128-key tiles' masked loop spilled).
+    SmallVector<int64_t> laneZeroKeys;
+    for (int64_t e = 0; e < acc; ++e) {
+      std::optional<int64_t> key = getConstantIntValue(keyOf(idx(0), e));
+      for (int64_t l : {1, 31, 32, 63}) {
+        std::optional<int64_t> first = getConstantIntValue(keyOf(idx(l), 0));
+        std::optional<int64_t> own = getConstantIntValue(keyOf(idx(l), e));
+        if (!key || !first || !own || *own != *key + *first)
+          key.reset();
+      }
+      if (!key) {
+        laneZeroKeys.clear();
+        break;
+      }
+      laneZeroKeys.push_back(*key);
+    }
     for (int64_t a = 0; a < queryAtoms; ++a) {
       // The lane's last key, relative to the tile, in 32 bits.
       Value last = sub(keyEnd, idx(1));
@@ -223,40 +268,48 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
             b, loc, last,
             add(rowToken(add(queryAtomRow(a), remu(lane, atom.n))),
                 queryOffset));
-      last = toI32(sub(last, tileStart));
-      for (int64_t j = 0; j < scoreAtoms; ++j)
+      last = sub(last, tileStart);
+      if (!laneZeroKeys.empty())
+        last = sub(last, keyOf(lane, 0));
+      last = toI32(last);
+      // Scoring again (the rescale), its own masks: LLVM took the tile's,
+      // held over the loop in 32 SGPR pairs (spilled).
+      if (again)
+        last = target.opaqueCopy(b, loc, last);
+      for (int64_t j = 0; j < scoreAtoms; ++j) {
+        // Score atom j's keys compared as constants below 32 with its own
+        // bound: inline operands (the larger ones took an SGPR each, held
+        // over the loop: 24 at 128-key tiles, spilled).
+        Value atomLast =
+            laneZeroKeys.empty()
+                ? last
+                : arith::SubIOp::create(b, loc, last, i32(j * atom.m));
         for (int64_t e = 0; e < acc; ++e) {
-          Value row =
-              target.getAccumulatorPosition(b, loc, atom, lane, e).first;
-          Value key = toI32(add(
-              target.operandKOfAccumulatorRow(b, loc, atom, row), j * atom.m));
+          Value key = laneZeroKeys.empty()
+                          ? toI32(add(keyOf(lane, e), j * atom.m))
+                          : i32(laneZeroKeys[e]);
           Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                           key, last);
+                                           key, atomLast);
           Value &v = scoresOf(s, a)[j * acc + e];
           v = select(ok, fmul(v, pb.scaleLog2), f32(-INFINITY));
         }
+      }
     }
-    multiplier = f32(1);
-  }
-
-  // Online softmax of the lane's queries (one a query atom): their scores
-  // are the lane's and the lane's 32 away.
-  // Maxima in threes (each one v_max3_f32), a level's one or two left
-  // over carried to the next: (n - 1) / 2 instructions for n values, not
-  // one more a level.
-  auto maxOf = [&](ArrayRef<Value> values) {
-    SmallVector<Value> v(values);
-    while (v.size() > 2) {
-      SmallVector<Value> next;
-      size_t i = 0;
-      for (; i + 3 <= v.size(); i += 3)
-        next.push_back(fmax(fmax(v[i], v[i + 1]), v[i + 2]));
-      next.append(v.begin() + i, v.end());
-      v = std::move(next);
-    }
-    return v.size() == 2 ? fmax(v[0], v[1]) : v.front();
+    return s;
   };
-  // Scores in pairs: packed FMAs (v_pk_fma_f32) and conversions.
+
+  // Online softmax of the lane's queries (one a query atom), whose scores
+  // are the lane's and the lane's 32 away. state[a] is the exp2 offset of
+  // query atom a's probabilities, -m (+inf while m is -inf), m moving
+  // lazily: the probabilities are made at the offset of the tiles before,
+  // and only where a lane's sum of them passes 2^kRescaleSlack (which every
+  // probability past 2^kRescaleSlack makes it do; +inf or NaN at a query's
+  // first tile) does the wave, in an unlikely block, score the tile again
+  // and take m from its maximum, rescaling O^T and the row sums. No
+  // maximum on the usual tile: (n - 1) / 2 v_max3_f32, an exchange with
+  // the lane 32 away and a compare and 4 selects a query atom fewer
+  // (static: the prefill's loop 66% -> 70% of its issue cycles on MFMAs
+  // on gfx942, 61% -> 64% on gfx950).
   auto pairType = VectorType::get({2}, b.getF32Type());
   auto pairOf = [&](Value x, Value y) -> Value {
     return vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y});
@@ -267,72 +320,113 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   auto half = [&](Value pair, int64_t i) -> Value {
     return vector::ExtractOp::create(b, loc, pair, i);
   };
-  SmallVector<Value> p16, alphas, tileSums;
-  Value grows;
-  for (int64_t a = 0; a < queryAtoms; ++a) {
-    MutableArrayRef<Value> sa = scoresOf(s, a);
-    Value localMax = maxOf(sa);
-    Value tileMax = fmul(columnReduce(localMax, /*isMax=*/true), multiplier);
-    // Lazy rescaling (kRescaleSlack): m moves only when the tile's maximum
-    // passes it by more than the slack (always from -inf), so on most tiles
-    // alpha is 1 and O^T's rescale below is skipped.
-    Value mOld = state[a];
-    Value grown =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, tileMax,
-                              fadd(mOld, f32(kRescaleSlack)));
-    grows = grows ? arith::OrIOp::create(b, loc, grows, grown) : grown;
-    Value mNew = select(grown, tileMax, mOld);
-    Value mSafe = finiteOrZero(mNew);
-    Value alpha = exp2(fsub(mOld, mSafe));
-    Value negM = arith::NegFOp::create(b, loc, mSafe);
+  // Query atom a's probabilities at `offset`, as truncated pairs (appended
+  // to `p`), and the lane's sum of them: scores in pairs through packed
+  // FMAs into exp2, summed in two chains of pairs, each pair added as it is
+  // made (fewer values live than a tree's: gfx950's extend_context 264 ->
+  // 250 registers, 2 waves a SIMD).
+  auto probabilities = [&](ArrayRef<Value> sa, Value offset,
+                           SmallVector<Value> &p) {
     SmallVector<Value> pairs;
     for (size_t i = 0; i < sa.size(); i += 2) {
       Value arg = LLVM::FMAOp::create(b, loc, pairOf(sa[i], sa[i + 1]),
-                                      splat(multiplier), splat(negM));
+                                      splat(multiplier), splat(offset));
       pairs.push_back(pairOf(exp2(half(arg, 0)), exp2(half(arg, 1))));
-      Value p = target.truncateProbability(b, loc, elem, pairs.back());
-      p16.append({half(p, 0), half(p, 1)});
+      p.push_back(target.truncateProbability(b, loc, elem, pairs.back()));
     }
-    // The probabilities' sum in two chains of pairs, each pair added as it
-    // is made: fewer values live than a tree's (gfx950's extend_context
-    // 264 -> 250 registers, 2 waves a SIMD).
     Value sums[2] = {pairs[0], pairs[1]};
     for (size_t i = 2; i < pairs.size(); ++i)
       sums[i % 2] = fadd(sums[i % 2], pairs[i]);
     Value sum = fadd(sums[0], sums[1]);
-    state[a] = mNew;
-    tileSums.push_back(fadd(half(sum, 0), half(sum, 1)));
-    alphas.push_back(alpha);
+    return fadd(half(sum, 0), half(sum, 1));
+  };
+  auto s = scores(/*again=*/false);
+  if (failed(s))
+    return failure();
+  SmallVector<Value> p, tileSums;
+  Value passed;
+  for (int64_t a = 0; a < queryAtoms; ++a) {
+    tileSums.push_back(probabilities(scoresOf(*s, a), state[a], p));
+    // Unordered: a NaN sum (a query's first tile) passes too.
+    Value over =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGT,
+                              tileSums.back(), f32(std::exp2(kRescaleSlack)));
+    passed = passed ? arith::OrIOp::create(b, loc, passed, over) : over;
   }
-  // The row sums and O^T (in pairs, v_pk_mul_f32) rescaled where a lane of
-  // the wave moved its m (alpha is 1 in every other lane): a uniform branch
-  // the back end lays out of the loop as unlikely.
-  MutableArrayRef<Value> scales =
-      MutableArrayRef<Value>(state).drop_front(queryAtoms);
-  auto rescale = scf::IfOp::create(b, loc, ValueRange(scales).getTypes(),
-                                   unlikely(anyLane(grows)),
+  // [p..., tile sums, offsets, row sums, O^T]
+  auto carried = [&](ArrayRef<Value> probs, ArrayRef<Value> sums,
+                     ArrayRef<Value> st) {
+    SmallVector<Value> v(probs);
+    llvm::append_range(v, sums);
+    llvm::append_range(v, st);
+    return v;
+  };
+  // The probabilities stay truncated before the branch (LLVM sank the
+  // truncation past it, to merge it with the rescale's: 64 floats live
+  // over the branch for 32 pairs, and spills).
+  for (Value &v : p)
+    v = target.opaqueCopy(b, loc, v);
+  SmallVector<Value> usual = carried(p, tileSums, state);
+  auto rescale = scf::IfOp::create(b, loc, ValueRange(usual).getTypes(),
+                                   unlikely(anyLane(passed)),
                                    /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(rescale.thenBlock());
-    SmallVector<Value> factors, scaled(scales);
+    auto again = scores(/*again=*/true);
+    if (failed(again))
+      return failure();
+    // Maxima in threes (each one v_max3_f32), a level's one or two left
+    // over carried to the next: (n - 1) / 2 instructions for n values.
+    auto maxOf = [&](ArrayRef<Value> values) {
+      SmallVector<Value> v(values);
+      while (v.size() > 2) {
+        SmallVector<Value> next;
+        size_t i = 0;
+        for (; i + 3 <= v.size(); i += 3)
+          next.push_back(fmax(fmax(v[i], v[i + 1]), v[i + 2]));
+        next.append(v.begin() + i, v.end());
+        v = std::move(next);
+      }
+      return v.size() == 2 ? fmax(v[0], v[1]) : v.front();
+    };
+    SmallVector<Value> scaled(state), probs, sums;
     for (int64_t a = 0; a < queryAtoms; ++a) {
-      scaled[a] = fmul(scaled[a], alphas[a]);
-      factors.push_back(splat(alphas[a]));
+      MutableArrayRef<Value> sa = scoresOf(*again, a);
+      Value tileMax = fmul(columnReduce(maxOf(sa), /*isMax=*/true), multiplier);
+      Value mOld = arith::NegFOp::create(b, loc, state[a]);
+      Value mNew = select(arith::CmpFOp::create(
+                              b, loc, arith::CmpFPredicate::OGT, tileMax, mOld),
+                          tileMax, mOld);
+      Value mSafe = finiteOrZero(mNew);
+      Value alpha = exp2(fsub(mOld, mSafe));
+      Value offset = arith::NegFOp::create(b, loc, mSafe);
+      sums.push_back(probabilities(sa, offset, probs));
+      Value finite =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mSafe, mNew);
+      scaled[a] = select(finite, offset, f32(INFINITY));
+      scaled[queryAtoms + a] = fmul(scaled[queryAtoms + a], alpha);
+      // O^T in pairs (v_pk_mul_f32).
+      MutableArrayRef<Value> o = MutableArrayRef<Value>(scaled).slice(
+          2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
+      for (size_t i = 0; i < o.size(); i += 2) {
+        Value pair = fmul(pairOf(o[i], o[i + 1]), splat(alpha));
+        o[i] = half(pair, 0);
+        o[i + 1] = half(pair, 1);
+      }
     }
-    for (size_t i = queryAtoms; i < scaled.size(); i += 2) {
-      Value pair = fmul(pairOf(scaled[i], scaled[i + 1]),
-                        factors[(i - queryAtoms) / (outAtoms * acc)]);
-      scaled[i] = half(pair, 0);
-      scaled[i + 1] = half(pair, 1);
-    }
-    scf::YieldOp::create(b, loc, scaled);
+    scf::YieldOp::create(b, loc, carried(probs, sums, scaled));
     b.setInsertionPointToStart(rescale.elseBlock());
-    scf::YieldOp::create(b, loc, ValueRange(scales));
+    scf::YieldOp::create(b, loc, usual);
   }
-  llvm::copy(rescale.getResults(), scales.begin());
+  ValueRange results = rescale.getResults();
+  SmallVector<Value> p16;
+  for (Value pair : results.take_front(p.size()))
+    p16.append({half(pair, 0), half(pair, 1)});
+  results = results.drop_front(p.size());
+  llvm::copy(results.drop_front(queryAtoms), state.begin());
   for (int64_t a = 0; a < queryAtoms; ++a)
-    state[queryAtoms + a] = fadd(state[queryAtoms + a], tileSums[a]);
+    state[queryAtoms + a] = fadd(state[queryAtoms + a], results[a]);
 
   // O^T += V^T P^T; each V^T fragment serves every query atom. Each k
   // step's MMAs stand behind a scheduling fence, so the back end hoists
@@ -367,8 +461,8 @@ void PrefillBuilder::transposedEpilogue(ArrayRef<Value> state) {
     Value l = state[queryAtoms + a];
     // (Not structured bindings: lambdas below capture them.)
     Value inv, lse;
-    std::tie(inv, lse) =
-        rowNormalizer(state[a], columnReduce(l, /*isMax=*/false));
+    std::tie(inv, lse) = rowNormalizer(arith::NegFOp::create(b, loc, state[a]),
+                                       columnReduce(l, /*isMax=*/false));
     Value query = add(queryAtomRow(a), remu(lane, atom.n));
     Value token = rowToken(query), tokenHead = rowHead(query);
     ArrayRef<Value> o =

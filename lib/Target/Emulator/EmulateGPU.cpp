@@ -377,6 +377,17 @@ LogicalResult emulate(Operation *op, LaneCalls &calls, OpBuilder &b) {
     op->erase();
     return success();
   }
+  // TargetInfo::opaqueCopy: its operand.
+  if (auto asmOp = dyn_cast<LLVM::InlineAsmOp>(op)) {
+    if (!asmOp.getAsmString().empty() || asmOp.getNumOperands() != 1 ||
+        asmOp.getNumResults() != 1)
+      return op->emitError()
+             << "the GPU emulator models only empty asm statements of one "
+                "operand (TargetInfo::opaqueCopy)";
+    asmOp.getResult(0).replaceAllUsesWith(asmOp.getOperand(0));
+    op->erase();
+    return success();
+  }
   if (name == "rocdl.sched.barrier") {
     op->erase();
     return success();

@@ -245,14 +245,16 @@ public:
                                                  const MmaAtom &atom,
                                                  Value lane,
                                                  int64_t i) const override {
+    // Folded where the lane is a constant (templates ask for lane 0's
+    // positions as constants).
     auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    Value col = arith::RemUIOp::create(b, loc, lane, c(atom.n));
+    Value col = b.createOrFold<arith::RemUIOp>(loc, lane, c(atom.n));
     // 32x32: row = 8 (i / 4) + 4 (l / 32) + i % 4;
     // 16x16: row = 4 (l / 16) + i.
-    Value group = arith::DivUIOp::create(b, loc, lane, c(atom.n));
-    Value row = arith::MulIOp::create(b, loc, group, c(4));
+    Value group = b.createOrFold<arith::DivUIOp>(loc, lane, c(atom.n));
+    Value row = b.createOrFold<arith::MulIOp>(loc, group, c(4));
     int64_t base = atom.m == 32 ? 8 * (i / 4) + i % 4 : i;
-    row = arith::AddIOp::create(b, loc, row, c(base));
+    row = b.createOrFold<arith::AddIOp>(loc, row, c(base));
     return {row, col};
   }
 
@@ -275,6 +277,19 @@ public:
 
   void fenceScheduling(OpBuilder &b, Location loc) const override {
     ROCDL::SchedBarrier::create(b, loc, b.getI32IntegerAttr(0));
+  }
+
+  // The emulator takes an empty asm statement for its operand
+  // (EmulateGPU.cpp).
+  Value opaqueCopy(OpBuilder &b, Location loc, Value v) const override {
+    return LLVM::InlineAsmOp::create(
+               b, loc, v.getType(), ValueRange{v}, /*asm_string=*/"", "=v,0",
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::tailcallkind::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(b.getContext(),
+                                         LLVM::AsmDialect::AD_ATT),
+               /*operand_attrs=*/ArrayAttr())
+        .getResult(0);
   }
 
   // llvm.amdgcn.wave.barrier: no instruction, but the compiler keeps the
@@ -485,15 +500,16 @@ public:
     auto c = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
-    // Swap bits 2 and 3: row ^ (d | d << 1) << 2, d = bit 2 ^ bit 3.
-    Value bits = arith::ShRUIOp::create(b, loc, row, c(2));
-    Value d = arith::AndIOp::create(
-        b, loc,
-        arith::XOrIOp::create(b, loc, bits,
-                              arith::ShRUIOp::create(b, loc, bits, c(1))),
+    // Swap bits 2 and 3: row ^ (d | d << 1) << 2, d = bit 2 ^ bit 3
+    // (folded for a constant row).
+    Value bits = b.createOrFold<arith::ShRUIOp>(loc, row, c(2));
+    Value d = b.createOrFold<arith::AndIOp>(
+        loc,
+        b.createOrFold<arith::XOrIOp>(
+            loc, bits, b.createOrFold<arith::ShRUIOp>(loc, bits, c(1))),
         c(1));
-    return arith::XOrIOp::create(b, loc, row,
-                                 arith::MulIOp::create(b, loc, d, c(12)));
+    return b.createOrFold<arith::XOrIOp>(
+        loc, row, b.createOrFold<arith::MulIOp>(loc, d, c(12)));
   }
 
   FailureOr<SmallVector<Value>> mma(OpBuilder &b, Location loc,

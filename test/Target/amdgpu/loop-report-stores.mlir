@@ -7,13 +7,14 @@
 // no mask, then one for those that do, inside the loop over query tiles. The
 // report's main loop is the first (the query-tile loop holds loops with
 // MFMAs; of the two, equal in MFMAs, the smaller): no mask compare or per-
-// score select in it (the one v_cndmask left is the running maximum's, -inf
-// to 0 for a query that saw no key). Each iteration stores the next tile
-// with no branch around the store (a branch made the back end sink the
-// tile's loads into it and wait for them there): K's 16-byte writes and V's
-// 8-byte transposed ones (3 ds_write2_b64 and 2 ds_write_b64: 8 a lane),
-// none of 2 bytes (before: 8 ds_write_b16 and 16 ds_write_b16_d16_hi a tile,
-// V's and P's). One exchange a tile finds a query's maximum.
+// score select in it. Each iteration stores the next tile with no branch
+// around the store (a branch made the back end sink the tile's loads into
+// it and wait for them there): K's 16-byte writes and V's 8-byte transposed
+// ones (3 ds_write2_b64 and 2 ds_write_b64: 8 a lane), none of 2 bytes
+// (before: 8 ds_write_b16 and 16 ds_write_b16_d16_hi a tile, V's and P's).
+// No maximum on the usual tile: one compare of a lane's sum of
+// probabilities decides the unlikely rescale, which scores the tile again
+// (before 2026-12-05, v_max3_f32 trees and an exchange of maxima a tile).
 
 // CHECK:     gfx942 prefill: main-loop instructions by mnemonic
 // CHECK-DAG: {{^ +}}64 v_mfma_f32_32x32x8_bf16
@@ -21,7 +22,9 @@
 // CHECK-DAG: {{^ +}}4 ds_write_b128
 // CHECK-DAG: {{^ +}}3 ds_write2_b64
 // CHECK-DAG: {{^ +}}2 ds_write_b64
-// CHECK-DAG: {{^ +}}1 ds_bpermute_b32
+// CHECK-DAG: {{^ +}}1 v_cmp_nge_f32_e32
+// NOT-NOT:   v_max3_f32
+// NOT-NOT:   ds_bpermute_b32
 // NOT-NOT:   ds_write_b16
 // NOT-NOT:   v_cmp_le_i32
 // NOT-NOT:   {{^ +[0-9][0-9]+ v_cndmask}}

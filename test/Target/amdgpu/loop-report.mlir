@@ -24,7 +24,10 @@
 // one 32-key stage of 20 KB for 2 waves a SIMD (gfx942: one 64-key stage
 // of 40 KB, 640 MFMA cycles an iteration, before; gfx950: two of 80 KB,
 // 282 registers), and gfx950's MLA prefill two query atoms a wave (640
-// MFMA cycles an iteration, 320 before). Then one grouped matmul: its row (its 8 16-byte loads an
+// MFMA cycles an iteration, 320 before). Since 2026-12-05 every paged form
+// takes 8 waves of 32 queries and one 64-key stage (the MLA context
+// windows 40 KB: 640 MFMA cycles an iteration on gfx942, 320 on gfx950),
+// and gfx942's prefill fits 2 waves a SIMD in registers with no AGPR. Then one grouped matmul: its row (its 8 16-byte loads an
 // iteration x 64 lanes x 8 waves a CU: 64 KiB), and thresholds it cannot
 // meet make the check fail, naming each one. Its main loop is the K loop, which
 // takes K-tiles in pairs, one from each stage (32 MFMAs, 256 issue cycles,
@@ -34,12 +37,12 @@
 // "loop" held the whole kernel, 32 MFMAs and 1500 instructions).
 
 // DEFAULT:     ### gfx942: issue cycles per main-loop iteration
-// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 20480 | 2 | {{[0-9]+}} | 320 |
+// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 40960 | 2 | {{[0-9]+}} | 640 |
 // DEFAULT:     | llama3_8b_prefill | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 |
 // DEFAULT:     | llama3_8b_unified | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 |
 // DEFAULT:     | moe_ref_gate_up | {{.*}} |
 // DEFAULT:     ### gfx950: issue cycles per main-loop iteration
-// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 20480 | 2 | {{[0-9]+}} | 160 |
+// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 40960 | 2 | {{[0-9]+}} | 320 |
 // DEFAULT:     | deepseek_v3_mla_prefill | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 81920 | 1 | {{[0-9]+}} | 640 |
 // DEFAULT:     | llama3_8b_unified | {{.*}} |
 // DEFAULT-NOT: thresholds broken

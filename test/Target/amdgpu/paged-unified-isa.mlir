@@ -24,25 +24,28 @@
 // LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
-// LOOP:        | unified_split | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 |
+// LOOP:        | unified_split | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 |
 
-// On gfx950 the NHD unified kernel and its split form (extend's context)
-// fit in 256 registers, no AGPR: 2 waves a SIMD (the softmax sums its
-// probabilities in two chains of pairs, and K/V fragments are read from
-// a view of their stage; before, 264 and 260 registers, one wave).
+// Every form takes 8 waves of 32 queries and 64-key tiles, one 32 KB
+// register-staged stage (Prefill.cpp's candidates): 2 waves a SIMD on both
+// chips, in under 256 registers, no AGPR.
 
-// A lane's run of 4 tokens of V goes to LDS transposed, 8 dims as 8
-// 8-byte writes, paired into ds_write2_b64 at one address and immediate
-// offsets (KernelBuilder::chunkMajorElement: each write's constant part
-// starts its view; before 2026-12-04 21:50 it was OR'd into the address,
-// one VALU OR and shift and an address register each, 6-7 write2s a tile).
+// A wave's share of a tile is 8 tokens of one block: a lane's run of 2
+// tokens of V goes to LDS transposed, 8 dims as 8 4-byte writes paired
+// into ds_write2_b32 at one address and immediate offsets
+// (KernelBuilder::chunkMajorElement: each write's constant part starts its
+// view). A lane keeps one K row and takes its next columns at each step
+// (PagedWindows.cpp's tokenColumns): its two K chunks go to one address,
+// 8 KB apart (by rows, one address register each).
 // VSTORE-LABEL: unified:
-// VSTORE:       ds_write2_b64 [[V:v[0-9]+]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset1:2
-// VSTORE:       ds_write2_b64 [[V]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset0:4 offset1:6
-// VSTORE:       ds_write2_b64 [[V]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset0:8 offset1:10
-// VSTORE:       ds_write2_b64 [[V]], v[{{[0-9:]+}}], v[{{[0-9:]+}}] offset0:12 offset1:14
+// VSTORE:       ds_write_b128 [[K:v[0-9]+]], v[{{[0-9:]+}}]{{$}}
+// VSTORE:       ds_write_b128 [[K]], v[{{[0-9:]+}}] offset:8192
+// VSTORE:       ds_write2_b32 [[V:v[0-9]+]], v{{[0-9]+}}, v{{[0-9]+}} offset1:4
+// VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:8 offset1:12
+// VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:16 offset1:20
+// VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:24 offset1:28
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16

@@ -146,3 +146,17 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// An empty asm statement of one operand (TargetInfo::opaqueCopy) is that
+// operand; any other asm has no meaning on the host.
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    llvm.func @kern(%x: i32) attributes {rocdl.kernel} {
+      // expected-error @+1 {{the GPU emulator models only empty asm statements of one operand (TargetInfo::opaqueCopy)}}
+      %y = llvm.inline_asm has_side_effects "s_nop 0", "=v,0" %x : (i32) -> i32
+      llvm.return
+    }
+  }
+}
