@@ -120,7 +120,7 @@ THRESHOLDS = {
     # scores the tile again (out of the loop the report measures); a k
     # step's K reads stay together before its MMAs; fragments are read
     # through views that start at their constant part: gfx942 66% -> 69%
-    # at 2 waves a SIMD (1 before, 256 -> 216 registers), MLA 69% -> 72%;
+    # (216 registers), MLA 69% -> 72%;
     # gfx950 61% -> 65%, MLA 65% -> 69%; 10 lgkmcnt(0) an iteration.
     "tessel.prefill_attention": dict(share=0.65, waves=1, vmcnt0=1,
                                      serial=0, lgkmcnt0=10, flat=0, lds16=0),

@@ -26,8 +26,8 @@
 // 282 registers), and gfx950's MLA prefill two query atoms a wave (640
 // MFMA cycles an iteration, 320 before). Since 2026-12-05 every paged form
 // takes 8 waves of 32 queries and one 64-key stage (the MLA context
-// windows 40 KB: 640 MFMA cycles an iteration on gfx942, 320 on gfx950),
-// and gfx942's prefill fits 2 waves a SIMD in registers with no AGPR. Then one grouped matmul: its row (its 8 16-byte loads an
+// windows 40 KB: 640 MFMA cycles an iteration on gfx942, 320 on
+// gfx950). Then one grouped matmul: its row (its 8 16-byte loads an
 // iteration x 64 lanes x 8 waves a CU: 64 KiB), and thresholds it cannot
 // meet make the check fail, naming each one. Its main loop is the K loop, which
 // takes K-tiles in pairs, one from each stage (32 MFMAs, 256 issue cycles,
