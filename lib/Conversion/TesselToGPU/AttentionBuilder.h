@@ -28,10 +28,11 @@ namespace mlir::tessel {
 /// of 8 elements at a multiple of 8 is.
 inline const llvm::MaybeAlign kChunkAlign(16);
 
-/// How far (log2 units) the Hopper and CDNA flash-attention kernels let a
-/// row's running maximum fall behind before they rescale O (softmaxStep's
-/// rescaleSlack, computeTransposedTile): P stays below 2^8, well inside bf16
-/// and fp16.
+/// How far (log2 units) the Hopper flash-attention kernels let a row's
+/// running maximum fall behind before they rescale O (softmaxStep's
+/// rescaleSlack); CDNA's (computeTransposedTile) rescale where a lane's sum
+/// of probabilities passes 2^kRescaleSlack. Either way P stays below 2^8,
+/// well inside bf16 and fp16.
 inline constexpr double kRescaleSlack = 8;
 
 /// The MMA atom of attention on `target` for `elem` operands with f32

@@ -181,6 +181,10 @@ void AttentionBuilder::forEachWindowedChunk(
   // block, else its token-major rows. With `transposedRun` (token-major V
   // stored dim-major), the chunk's 8 dims go to 8 rows, as vectors of that
   // many tokens, this one's and the chunks' enumerated right after it.
+  // `scalarCol` more columns (token-major only) are the load's scalar
+  // offset, which the bounds check leaves out: the row's own offset,
+  // checked, already reads zeros past the window, and the columns stay
+  // inside the row's KV head.
   auto rowChunk = [&](llvm::DenseMap<int64_t, Value> &windows, Value cache,
                       Value shared, int64_t width, int64_t j, Value offset,
                       Value col, bool slab, int64_t transposedRun,
@@ -230,9 +234,9 @@ void AttentionBuilder::forEachWindowedChunk(
   // load offset and one store address a lane, immediate offsets; by rows,
   // a step's lanes each needed their own, and a step's 16 lanes of one row
   // wrote 16 chunks one stage column apart, on the same LDS banks).
+  int64_t shareRows = pieces >= waves ? span : span * pieces / waves;
   auto tokenColumns = [&](Value cache, Value shared, int64_t width) {
     int64_t rowChunks = width / kChunk;
-    int64_t shareRows = pieces >= waves ? span : span * pieces / waves;
     int64_t rowLanes = warpSize / shareRows;
     Value shareStart =
         pieces >= waves ? none : mul(remu(wave, waves / pieces), shareRows);
@@ -267,9 +271,8 @@ void AttentionBuilder::forEachWindowedChunk(
   };
   int64_t headDim = shuffled ? shapeOf(t.kCache)[2] * shapeOf(t.kCache)[4]
                              : shapeOf(t.kCache).back();
-  int64_t kShareRows = pieces >= waves ? span : span * pieces / waves;
-  if (!shuffled && warpSize % kShareRows == 0 &&
-      (headDim / kChunk) % (warpSize / kShareRows) == 0)
+  if (!shuffled && warpSize % shareRows == 0 &&
+      (headDim / kChunk) % (warpSize / shareRows) == 0)
     tokenColumns(t.kCache, t.sharedK, headDim);
   else
     tokenRows(t.kCache, t.sharedK, headDim, /*isK=*/true);

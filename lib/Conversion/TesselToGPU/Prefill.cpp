@@ -717,7 +717,7 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   SmallVector<std::array<int64_t, 4>> candidates;
   if (oneStageFits && pb.paged)
     candidates.push_back({8, 64, 1, 1});
-  if (oneStageFits && pb.paged && pb.headDim > 128)
+  if (oneStageFits && pb.paged && pb.headDim > 192)
     candidates.push_back({4, 32, 1, 2});
   if (oneStageFits)
     candidates.append({{4, 64, stagesWanted, 2}, {4, 64, 1, 2}});

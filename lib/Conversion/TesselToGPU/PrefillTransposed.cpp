@@ -118,21 +118,22 @@ FailureOr<SmallVector<Fragment>> PrefillBuilder::stageFragments(bool isKey,
                    .getShape()
                    .drop_front();
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
-  int64_t rows = shape[1];
+  int64_t rows = shape[1], width = isKey ? pb.headDim : cfg.tileKeys;
   SmallVector<Fragment> frags;
   for (int64_t i = 0; i < count; ++i) {
     int64_t start = (ks * atom.k / kChunk * rows + i * atom.m) * kChunk;
     Value view = sharedView(smemBytes,
                             add(stageOffset(isKey, stage), idx(start * bytes)),
                             shape, elem);
-    SharedTile tile{
-        view,
-        [this, isKey](OpBuilder &ob, Location l, Value row, Value col) {
-          if (isKey)
-            row = target.operandKOfAccumulatorRow(ob, l, atom, row);
-          return SmallVector<Value>{divu(col, kChunk), row, remu(col, kChunk)};
-        },
-        /*kContiguous=*/true};
+    SharedTile tile{view,
+                    [this, stage, width, isKey](OpBuilder &ob, Location l,
+                                                Value row, Value col) {
+                      if (isKey)
+                        row = target.operandKOfAccumulatorRow(ob, l, atom, row);
+                      return SmallVector<Value>(llvm::drop_begin(
+                          stagedIndices(stage, row, col, width)));
+                    },
+                    /*kContiguous=*/true};
     auto read = target.loadFragments(b, loc, atom, MmaOperand::A, tile, idx(0),
                                      idx(0), lane, 1);
     if (failed(read))
