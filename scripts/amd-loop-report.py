@@ -122,8 +122,12 @@ THRESHOLDS = {
     # through views that start at their constant part: gfx942 66% -> 69%
     # (216 registers), MLA 69% -> 72%;
     # gfx950 61% -> 65%, MLA 65% -> 69%; 10 lgkmcnt(0) an iteration.
-    "tessel.prefill_attention": dict(share=0.65, waves=1, vmcnt0=1,
-                                     serial=0, lgkmcnt0=10, flat=0, lds16=0),
+    # Since 2026-12-05 02:00 K's fragments are read two k steps ahead and
+    # V^T's two steps at a time (one wait for two steps' reads), the loops
+    # count in 32 bits: gfx942 69% -> 71%, MLA 72% -> 74%; gfx950 65% ->
+    # 66%, MLA 69% -> 70%; 10 -> 6 lgkmcnt(0).
+    "tessel.prefill_attention": dict(share=0.66, waves=1, vmcnt0=1,
+                                     serial=0, lgkmcnt0=6, flat=0, lds16=0),
     # The same template's paged form, the same way (NHD V transposed to
     # LDS in runs of 4 tokens): 29% -> 59% gfx942, 22% -> 44% gfx950; the
     # lazy rescale and max3 trees 59% -> 61% gfx942 (MLA 56% -> 59%), 44%
@@ -156,8 +160,12 @@ THRESHOLDS = {
     # in 32 bits: gfx942 65% -> 70%, MLA 62% -> 72%; gfx950 51% -> 59%,
     # MLA 49% -> 62%, all at 2 waves a SIMD; 66 -> 34 KiB loaded a CU at
     # head dim 128 (one block of 8 waves a CU for two of 4), 42 MLA.
-    "tessel.paged_attention cu_seqlens": dict(share=0.58, waves=2, vmcnt0=1,
-                                              serial=0, lgkmcnt0=10, flat=0,
+    # Since 2026-12-05 02:00 (the prefill's changes above) a tile's chunks
+    # are stored in reverse (one wait for its loads) and a window's size is
+    # whole rows: gfx942 70% -> 71%, MLA 72% -> 74%; gfx950 59% -> 60.4%,
+    # MLA 62% -> 64%; 10 -> 6 lgkmcnt(0).
+    "tessel.paged_attention cu_seqlens": dict(share=0.60, waves=2, vmcnt0=1,
+                                              serial=0, lgkmcnt0=6, flat=0,
                                               lds16=0, kib_cu=34),
     # Since 2026-12-03 01:30 the paged tiles come by buffer loads, a wave
     # reading its own cache blocks, whose ids it loaded a tile ahead

@@ -560,10 +560,16 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
                                          SmallVector<Value> &carriedIn) {
   bool async = target.getAsyncCopyBytes() > 0;
   int64_t stages = async ? p.stages : std::min<int64_t>(p.stages, 2);
-  auto loop = scf::ForOp::create(b, loc, from, to, idx(1), carriedIn);
+  // Register-staged (CDNA) loops count in 32 bits: its scalar unit adds
+  // and compares 64 bits in three instructions, 32 in two.
+  auto count = [&](Value i) { return async ? i : toI32(i); };
+  auto loop = scf::ForOp::create(b, loc, count(from), count(to), count(idx(1)),
+                                 carriedIn);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
+  if (!async)
+    t = toIndex(t);
   if (async && failed(target.asyncWait(b, loc, stages - 2)))
     return failure();
   // Loads to shared memory: this wave's of tile t have landed before the
@@ -989,7 +995,12 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
       for (auto [k, v] : llvm::zip(partial, ifOp.getResults()))
         loaded[k] = v;
     }
-    // Same order as fetch; the source side is dead code here.
+    // The chunks fetch enumerated (the source side is dead code here), a
+    // run of scattered rows with its first, stored in reverse: the first
+    // store's wait, for the last load, covers the rest (vector loads
+    // return in order), where in fetch's order the back end waited for
+    // each store's own load (gfx950's paged forms: 3 waits a tile).
+    std::vector<std::pair<size_t, StagedChunk>> runs;
     size_t i = 0;
     int64_t storedWithPrevious = 0;
     forEachChunk(stage, tile, {}, [&](const StagedChunk &c) {
@@ -998,6 +1009,10 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
         --storedWithPrevious;
         return;
       }
+      storedWithPrevious = c.scatter.empty() ? 0 : c.scatterRows - 1;
+      runs.push_back({first, c});
+    });
+    for (const auto &[first, c] : llvm::reverse(runs)) {
       Value chunk = loaded[first];
       // Into a byte view (chunkMajorElement), the values' bytes.
       auto store = [&](Value v, Value shared, ValueRange at, int64_t align) {
@@ -1016,10 +1031,9 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
       };
       if (c.scatter.empty()) {
         store(chunk, c.shared, c.dst, 16);
-        return;
+        continue;
       }
       int64_t rows = c.scatterRows;
-      storedWithPrevious = rows - 1;
       for (auto [e, at] : llvm::enumerate(c.scatter)) {
         Value shared = c.scatterViews.empty() ? c.shared : c.scatterViews[e];
         if (rows == 1 && shared == c.shared) {
@@ -1036,7 +1050,7 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
         store(vector::FromElementsOp::create(b, loc, type, column), shared, at,
               rows * elem.getIntOrFloatBitWidth() / 8);
       }
-    });
+    }
   };
   return p;
 }

@@ -136,10 +136,9 @@ void AttentionBuilder::forEachWindowedChunk(
   auto nhdWindow = [&](Value cache, int64_t k) {
     int64_t width = shapeOf(cache).back(), rowElements = rowElementsOf(cache);
     Value first = add(t.tileStart, pieceRow(k));
-    Value valid = clampI32(sub(t.end, first), 0, span);
-    Value elements =
-        clampI32(sub(mul(valid, rowElements), idx(rowElements - width)), 0,
-                 span * rowElements);
+    // Whole rows up to the last valid one: a valid row's reads end inside
+    // it, and a later row's start past it.
+    Value elements = mul(clampI32(sub(t.end, first), 0, span), rowElements);
     Value head = t.kvHead ? mul(t.kvHead, width) : none;
     // A piece shorter than a block starts inside it.
     Value rowInBlock = span == bs ? none : remu(first, bs);

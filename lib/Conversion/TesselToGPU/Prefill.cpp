@@ -125,10 +125,9 @@ Value PrefillBuilder::unpagedWindow(Value src, int64_t width, Value tileStart,
                                     int64_t &rowElements) {
   auto shape = cast<MemRefType>(src.getType()).getShape();
   rowElements = shape[1] * shape[2];
-  Value keys = clampI32(sub(keyEnd, tileStart), 0, cfg.tileKeys);
+  // Whole rows up to the last valid key's (as nhdWindow's).
   Value elements =
-      clampI32(sub(mul(keys, rowElements), idx(rowElements - width)), 0,
-               cfg.tileKeys * rowElements);
+      mul(clampI32(sub(keyEnd, tileStart), 0, cfg.tileKeys), rowElements);
   return bufferWindow(src, add(mul(tileStart, rowElements), mul(kvHead, width)),
                       elements, cfg.tileKeys * rowElements);
 }

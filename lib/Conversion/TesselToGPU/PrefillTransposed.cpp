@@ -213,26 +213,39 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   Value multiplier = masked ? f32(1) : pb.scaleLog2;
   auto scores = [&](bool again) -> FailureOr<SmallVector<Value>> {
     SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
-    auto loadK = [&](int64_t ks) {
-      return stageFragments(/*isKey=*/true, stage, ks, scoreAtoms);
+    int64_t group = kSteps % 2 ? 1 : 2;
+    auto loadK = [&](int64_t g) -> FailureOr<SmallVector<Fragment>> {
+      SmallVector<Fragment> frags;
+      for (int64_t ks = g * group; ks < (g + 1) * group; ++ks) {
+        auto step = stageFragments(/*isKey=*/true, stage, ks, scoreAtoms);
+        if (failed(step))
+          return failure();
+        llvm::append_range(frags, *step);
+      }
+      return frags;
     };
     auto fa = loadK(0);
-    for (int64_t ks = 0; ks < kSteps; ++ks) {
+    for (int64_t g = 0; g < kSteps / group; ++g) {
       if (failed(fa))
         return failure();
       SmallVector<Fragment> cur = *fa;
-      if (ks + 1 < kSteps)
-        fa = loadK(ks + 1);
-      // The step ahead's reads stay together, before this step's MMAs: one
-      // wait a step (the back end put a read between two MMAs, each behind
-      // a wait: gfx950's paged forms 31 -> 24 SALU cycles an iteration).
+      if (g + 1 < kSteps / group)
+        fa = loadK(g + 1);
+      // The group ahead's reads stay together, before this group's MMAs:
+      // one wait a group (the back end put a read between two MMAs, each
+      // behind a wait: gfx950's paged forms 31 -> 24 SALU cycles an
+      // iteration).
       target.fenceScheduling(b, loc);
-      for (int64_t a = 0; a < queryAtoms; ++a)
-        for (int64_t j = scoreAtoms - 1; j >= 0; --j)
-          if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc), cur[j],
-                             qFrags[a * kSteps + ks])))
-            return failure();
+      for (int64_t i = group - 1; i >= 0; --i)
+        for (int64_t a = 0; a < queryAtoms; ++a)
+          for (int64_t j = scoreAtoms - 1; j >= 0; --j)
+            if (failed(mmaInto(scoresOf(s, a).slice(j * acc, acc),
+                               cur[i * scoreAtoms + j],
+                               qFrags[a * kSteps + g * group + i])))
+              return failure();
     }
+    // The last group's MMAs in order too (one wait for its reads).
+    target.fenceScheduling(b, loc);
     if (!masked)
       return s;
     Value tileStart = add(keyStart, mul(kvTile, cfg.tileKeys));
@@ -436,20 +449,30 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   // prefill issues 16 fewer waits and 15 fewer VALU an iteration (its row
   // sums' v_pk_add_f32 no longer split), 58% -> 60% MFMA.
   int64_t stepsPerAtom = atom.m / atom.k;
-  for (int64_t ks = 0; ks < cfg.tileKeys / atom.k; ++ks) {
-    auto fa = stageFragments(/*isKey=*/false, stage, ks, outAtoms);
-    if (failed(fa))
-      return failure();
+  int64_t vSteps = cfg.tileKeys / atom.k, vGroup = vSteps % 2 ? 1 : 2;
+  for (int64_t g = 0; g < vSteps / vGroup; ++g) {
+    SmallVector<Fragment> fa;
+    for (int64_t i = 0; i < vGroup; ++i) {
+      auto step =
+          stageFragments(/*isKey=*/false, stage, g * vGroup + i, outAtoms);
+      if (failed(step))
+        return failure();
+      llvm::append_range(fa, *step);
+    }
     target.fenceScheduling(b, loc);
-    for (int64_t a = 0; a < queryAtoms; ++a) {
-      Fragment pFrag = target.accumulatorsAsOperandB(
-          b, loc, atom,
-          ArrayRef<Value>(p16).slice((a * scoreAtoms + ks / stepsPerAtom) * acc,
-                                     acc),
-          ks % stepsPerAtom);
-      for (int64_t j = outAtoms - 1; j >= 0; --j)
-        if (failed(mmaInto(outOf(a).slice(j * acc, acc), (*fa)[j], pFrag)))
-          return failure();
+    for (int64_t i = vGroup - 1; i >= 0; --i) {
+      int64_t ks = g * vGroup + i;
+      for (int64_t a = 0; a < queryAtoms; ++a) {
+        Fragment pFrag = target.accumulatorsAsOperandB(
+            b, loc, atom,
+            ArrayRef<Value>(p16).slice(
+                (a * scoreAtoms + ks / stepsPerAtom) * acc, acc),
+            ks % stepsPerAtom);
+        for (int64_t j = outAtoms - 1; j >= 0; --j)
+          if (failed(mmaInto(outOf(a).slice(j * acc, acc), fa[i * outAtoms + j],
+                             pFrag)))
+            return failure();
+      }
     }
   }
   return success();

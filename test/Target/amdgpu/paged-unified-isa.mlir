@@ -10,6 +10,10 @@
 // RUN: FileCheck %s --check-prefix=NOSPILL < %t.950.s
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
 // RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
+// RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s --chips gfx950 \
+// RUN:   --explain unified --tessel-opt tessel-opt > %t.explain
+// RUN: FileCheck %s --check-prefix=WAITS < %t.explain
+// RUN: FileCheck %s --check-prefix=WAITSNOT < %t.explain
 
 // The unified mode's kernel (paged_attention causal with cu_seqlens) on
 // CDNA3/CDNA4, both KV layouts: transposed scores on the chip's 32x32 bf16
@@ -46,6 +50,17 @@
 // VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:8 offset1:12
 // VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:16 offset1:20
 // VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:24 offset1:28
+
+// The main loop's waits: one for K's reads every two k steps
+// (PrefillTransposed.cpp's groups), one for V^T's every two, one for the
+// stores (issued in reverse: the first waits for the last load), the
+// barrier's and the block id's: under 10 (16 before). The loop counts in 32
+// bits (no s_addc_u32 or 64-bit compare), and a window's size is whole rows
+// (no v_max_u32 for the last row's KV-head part).
+// WAITS-LABEL: gfx950 unified: main-loop instructions by mnemonic
+// WAITS-DAG:   {{^ +[1-9] s_waitcnt *$}}
+// WAITS-DAG:   {{^ +1 s_cmp_[a-z]+_u32 *$}}
+// WAITSNOT-NOT: {{s_addc_u32|s_cmp_[a-z]+_u64|v_max_u32}}
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16

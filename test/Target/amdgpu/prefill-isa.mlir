@@ -129,7 +129,7 @@
 // LAZY:         s_cbranch_vccnz [[RESCALE:.LBB0_[0-9]+]]
 // LAZY-NEXT:    [[JOIN:.LBB0_[0-9]+]]:
 // LAZY-NOT:     v_pk_mul_f32
-// LAZY:         s_cbranch_scc0
+// LAZY:         s_cbranch_scc{{[01]}}
 // LAZY-NEXT:    s_branch
 // LAZY-NEXT:    [[RESCALE]]:
 // LAZY942-COUNT-32: v_pk_mul_f32
