@@ -979,7 +979,8 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
       SmallVector<Type> types;
       for (size_t k : partial)
         types.push_back(loaded[k].getType());
-      auto ifOp = scf::IfOp::create(b, loc, types, mayBePartial,
+      // Unlikely: only the tile that a context ends inside.
+      auto ifOp = scf::IfOp::create(b, loc, types, unlikely(mayBePartial),
                                     /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1056,7 +1057,7 @@ KernelBuilder::chunkPipeline(Value numTiles, int64_t stages, int64_t chunks,
 }
 
 Value KernelBuilder::bufferWindow(Value memref, Value first, Value elements,
-                                  int64_t maxElements) {
+                                  int64_t maxElements, Value fixedFirst) {
   auto type = cast<MemRefType>(memref.getType());
   int64_t bytes = type.getElementTypeBitWidth() / 8;
   if (!target.hasBufferLoads() ||
@@ -1064,6 +1065,8 @@ Value KernelBuilder::bufferWindow(Value memref, Value first, Value elements,
       !type.getLayout().isIdentity())
     return Value();
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  if (fixedFirst)
+    base = add(base, mul(fixedFirst, bytes));
   Value address = add(base, mul(first, bytes));
   Type i64 = b.getI64Type();
   Value address64 = arith::IndexCastUIOp::create(b, loc, i64, address);

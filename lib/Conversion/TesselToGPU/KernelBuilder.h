@@ -96,6 +96,8 @@ protected:
     Value c = arith::MaxSIOp::create(b, loc, toI32(x), i32(lo));
     return toIndex(arith::MinSIOp::create(b, loc, c, i32(hi)));
   }
+  /// x < y for indices within i32, compared in i32 (as clampI32).
+  Value ltI32(Value x, Value y) { return lt(toI32(x), toI32(y)); }
   /// `c` (i1), marked as usually false (llvm.expect): the back end lays
   /// the branch it guards out of the way of the usual path.
   Value unlikely(Value c) {
@@ -424,9 +426,12 @@ protected:
   /// zeros: one that ends with its tile's data needs no select per chunk.
   /// Chunks may read past the end by less than kMaxBufferBytes (a tile's
   /// rows past N, a K tail): their byte offsets stay below 2^32, which the
-  /// 32-bit offset would wrap.
+  /// 32-bit offset would wrap. `fixedFirst` (optional) is a part of
+  /// `first` the same over a loop: added to the base pointer first, so
+  /// that the sum leaves the loop (the paged windows' KV head offset: one
+  /// 64-bit add a tile fewer).
   Value bufferWindow(Value memref, Value first, Value elements,
-                     int64_t maxElements);
+                     int64_t maxElements, Value fixedFirst = {});
   /// Makes `chunk` a read of `window` at element `element` (index) where
   /// `valid` holds (or is null), else past the window (zeros), plus the
   /// uniform `tileElement` (index; none if null) as the load's tile offset.

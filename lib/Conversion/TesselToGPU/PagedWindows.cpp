@@ -121,11 +121,13 @@ void AttentionBuilder::forEachWindowedChunk(
   };
   // The window over `elements` elements of `cache` from element `first` of
   // the block of the wave's piece k.
-  auto blockWindow = [&](Value cache, int64_t k, Value first, Value elements) {
+  // `head`: the KV head's offset in a block, the same every tile.
+  auto blockWindow = [&](Value cache, int64_t k, Value first, Value elements,
+                         Value head) {
     int64_t blockElements = product(shapeOf(cache).drop_front());
     return bufferWindow(
         cache, add(mul(clampBlockId(ids[k], cache), blockElements), first),
-        elements, blockElements);
+        elements, blockElements, head);
   };
   // Token-major ([blocks, BS, Hkv, width], or MLA's [blocks, BS, width]):
   // the KV head's rows of piece k, up to its last valid token's.
@@ -142,13 +144,12 @@ void AttentionBuilder::forEachWindowedChunk(
     Value head = t.kvHead ? mul(t.kvHead, width) : none;
     // A piece shorter than a block starts inside it.
     Value rowInBlock = span == bs ? none : remu(first, bs);
-    return blockWindow(cache, k, add(mul(rowInBlock, rowElements), head),
-                       elements);
+    return blockWindow(cache, k, mul(rowInBlock, rowElements), elements, head);
   };
   // Shuffled ([blocks, Hkv, ...]): the KV head's slab of block k.
   auto slabWindow = [&](Value cache, int64_t k) {
     int64_t slab = product(shapeOf(cache).drop_front(2));
-    return blockWindow(cache, k, mul(t.kvHead, slab), idx(slab));
+    return blockWindow(cache, k, none, idx(slab), mul(t.kvHead, slab));
   };
   // The wave's chunks of a tensor of `perPiece` chunks a piece, a wave's
   // worth a step: step(k, the lane's index in the wave's piece k's
@@ -189,7 +190,7 @@ void AttentionBuilder::forEachWindowedChunk(
                       Value col, bool slab, int64_t transposedRun,
                       int64_t scalarCol = 0) {
     Value row = add(offset, pieceRow(j));
-    Value valid = lt(add(t.tileStart, row), t.end);
+    Value valid = ltI32(add(t.tileStart, row), t.end);
     Value ring = shared;
     SmallVector<Value> dst = staged(ring, row, add(col, scalarCol), width);
     StagedChunk chunk{ring, dst, cache, {}, select(valid, idx(kChunk), none)};
@@ -298,14 +299,12 @@ void AttentionBuilder::forEachWindowedChunk(
   int64_t blockTokenChunks = bs / kChunk;
   llvm::DenseMap<int64_t, Value> windows;
   // Only a tile that the context ends inside.
-  Value mayBePartial = lt(t.end, add(t.tileStart, t.tokens));
+  Value mayBePartial = ltI32(t.end, add(t.tileStart, t.tokens));
   steps(blockTokenChunks * valueDim, [&](int64_t j, Value id) {
     Value d = divu(id, blockTokenChunks);
     Value chunkInBlock = remu(id, blockTokenChunks);
     Value col = add(mul(chunkInBlock, kChunk), pieceRow(j));
-    Value left =
-        arith::MaxSIOp::create(b, loc, sub(t.end, add(t.tileStart, col)), none);
-    Value valid = minu(left, idx(kChunk));
+    Value valid = clampI32(sub(t.end, add(t.tileStart, col)), 0, kChunk);
     Value ring = t.sharedV;
     SmallVector<Value> dst = staged(ring, d, col, t.tokens);
     StagedChunk chunk{ring, dst, t.vCache, {}, valid, /*partial=*/true};
