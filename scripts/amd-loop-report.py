@@ -40,7 +40,12 @@ Hardware facts used (per chip):
     of 8; at most 8 waves per SIMD (LLVM AMDGPU: getMaxWavesPerEU is 8 on
     gfx90a and later; CDNA3 ISA guide, "Wavefront" limits);
   * LDS per CU: 64 KiB on gfx942 (MI300X), 160 KiB on gfx950 (MI355X);
-  * 4 SIMDs per CU; waves of 64 lanes.
+  * 4 SIMDs per CU; waves of 64 lanes;
+  * MFMA cost: llvm-mca-22's AMDGPU scheduling model (its HWXDL pressure,
+    as checked 2026-12-05): 8 issue cycles for a 32x32 bf16 MFMA (gfx942's
+    32x32x8, gfx950's 32x32x16, twice the k), 4 for a 16x16 one (16x16x16,
+    16x16x32); every other instruction 1 on its unit. The report takes
+    them from the model, so a shape's cost follows LLVM's.
 """
 import argparse
 import collections
