@@ -167,7 +167,7 @@ THRESHOLDS = {
     # head dim 128 (one block of 8 waves a CU for two of 4), 42 MLA.
     # Since 2026-12-05 02:00 (the prefill's changes above) a tile's chunks
     # are stored in reverse (one wait for its loads) and a window's size is
-    # whole rows: gfx942 70% -> 71%, MLA 72% -> 74%; gfx950 59% -> 60.4%,
+    # whole rows: gfx942 70% -> 71%, MLA 72% -> 74%; gfx950 58.7% -> 60.5%,
     # MLA 62% -> 64%; 10 -> 6 lgkmcnt(0).
     "tessel.paged_attention cu_seqlens": dict(share=0.60, waves=2, vmcnt0=1,
                                               serial=0, lgkmcnt0=6, flat=0,

@@ -201,28 +201,36 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
         2 * queryAtoms + a * outAtoms * acc, outAtoms * acc);
   };
 
-  // S^T = K Q^T; each K fragment serves every query atom. Each k step's K
-  // fragments are read before the step ahead's MMAs, so their LDS latency
+  // K's (isKey: scoreAtoms a step) or V^T's (outAtoms) fragments of the
+  // `group` k steps of group g, step by step. A group's reads go together
+  // and its MMAs take them in the reverse order of the reads (here and in
+  // P.V): the first one's wait, for the group's last read, covers the
+  // others (LDS returns in order), one lgkmcnt wait a group rather than
+  // one an atom or a step (gfx950's paged forms 16 -> 9 waits an
+  // iteration with two steps a group).
+  auto groupFragments = [&](bool isKey, int64_t g,
+                            int64_t group) -> FailureOr<SmallVector<Fragment>> {
+    SmallVector<Fragment> frags;
+    for (int64_t ks = g * group; ks < (g + 1) * group; ++ks) {
+      auto step =
+          stageFragments(isKey, stage, ks, isKey ? scoreAtoms : outAtoms);
+      if (failed(step))
+        return failure();
+      llvm::append_range(frags, *step);
+    }
+    return frags;
+  };
+  // S^T = K Q^T; each K fragment serves every query atom. Each group's K
+  // fragments are read before the group ahead's MMAs, so their LDS latency
   // overlaps those (read as used, the back end drained LDS, lgkmcnt(0), at
-  // nearly every step: 22 waits an iteration on gfx942, 7 now). A step's
-  // MMAs (here and in P.V) take its atoms in the reverse order of their
-  // reads: the first one's wait, for the step's last read, covers the
-  // others (LDS returns in order), one lgkmcnt wait a step rather than one
-  // an atom (gfx950 extend 48 -> 38 SALU cycles an iteration). `masked`:
-  // scaled, and -inf past the lane's keys.
+  // nearly every step: 22 waits an iteration on gfx942). `masked`: scaled,
+  // and -inf past the lane's keys.
   Value multiplier = masked ? f32(1) : pb.scaleLog2;
   auto scores = [&](bool again) -> FailureOr<SmallVector<Value>> {
     SmallVector<Value> s(queryAtoms * scoreAtoms * acc, f32(0));
     int64_t group = kSteps % 2 ? 1 : 2;
-    auto loadK = [&](int64_t g) -> FailureOr<SmallVector<Fragment>> {
-      SmallVector<Fragment> frags;
-      for (int64_t ks = g * group; ks < (g + 1) * group; ++ks) {
-        auto step = stageFragments(/*isKey=*/true, stage, ks, scoreAtoms);
-        if (failed(step))
-          return failure();
-        llvm::append_range(frags, *step);
-      }
-      return frags;
+    auto loadK = [&](int64_t g) {
+      return groupFragments(/*isKey=*/true, g, group);
     };
     auto fa = loadK(0);
     for (int64_t g = 0; g < kSteps / group; ++g) {
@@ -442,23 +450,19 @@ LogicalResult PrefillBuilder::computeTransposedTile(Value stage, Value kvTile,
   for (int64_t a = 0; a < queryAtoms; ++a)
     state[queryAtoms + a] = fadd(state[queryAtoms + a], results[a]);
 
-  // O^T += V^T P^T; each V^T fragment serves every query atom. Each k
-  // step's MMAs stand behind a scheduling fence, so the back end hoists
-  // the next step's V^T reads over them but no further: scattered over the
-  // step before (LLVM 22), they took a wait an MMA; in order, gfx950's
-  // prefill issues 16 fewer waits and 15 fewer VALU an iteration (its row
+  // O^T += V^T P^T; each V^T fragment serves every query atom. Each
+  // group's MMAs stand behind a scheduling fence, so the back end hoists
+  // the next group's V^T reads over them but no further: scattered over
+  // the step before (LLVM 22), they took a wait an MMA; in order, gfx950's
+  // prefill issued 16 fewer waits and 15 fewer VALU an iteration (its row
   // sums' v_pk_add_f32 no longer split), 58% -> 60% MFMA.
   int64_t stepsPerAtom = atom.m / atom.k;
   int64_t vSteps = cfg.tileKeys / atom.k, vGroup = vSteps % 2 ? 1 : 2;
   for (int64_t g = 0; g < vSteps / vGroup; ++g) {
-    SmallVector<Fragment> fa;
-    for (int64_t i = 0; i < vGroup; ++i) {
-      auto step =
-          stageFragments(/*isKey=*/false, stage, g * vGroup + i, outAtoms);
-      if (failed(step))
-        return failure();
-      llvm::append_range(fa, *step);
-    }
+    auto read = groupFragments(/*isKey=*/false, g, vGroup);
+    if (failed(read))
+      return failure();
+    SmallVector<Fragment> fa = *read;
     target.fenceScheduling(b, loc);
     for (int64_t i = vGroup - 1; i >= 0; --i) {
       int64_t ks = g * vGroup + i;

@@ -43,10 +43,11 @@
 // (KernelBuilder::chunkMajorElement: each write's constant part starts its
 // view). A lane keeps one K row and takes its next columns at each step
 // (PagedWindows.cpp's tokenColumns): its two K chunks go to one address,
-// 8 KB apart (by rows, one address register each).
+// 8 KB apart (by rows, one address register each), stored in the reverse
+// order of their loads (KernelBuilder::chunkPipeline: one wait for all).
 // VSTORE-LABEL: unified:
-// VSTORE:       ds_write_b128 [[K:v[0-9]+]], v[{{[0-9:]+}}]{{$}}
-// VSTORE:       ds_write_b128 [[K]], v[{{[0-9:]+}}] offset:8192
+// VSTORE:       ds_write_b128 [[K:v[0-9]+]], v[{{[0-9:]+}}] offset:8192
+// VSTORE-NEXT:  ds_write_b128 [[K]], v[{{[0-9:]+}}]{{$}}
 // VSTORE:       ds_write2_b32 [[V:v[0-9]+]], v{{[0-9]+}}, v{{[0-9]+}} offset1:4
 // VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:8 offset1:12
 // VSTORE:       ds_write2_b32 [[V]], v{{[0-9]+}}, v{{[0-9]+}} offset0:16 offset1:20
