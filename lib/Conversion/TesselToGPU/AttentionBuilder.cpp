@@ -271,33 +271,76 @@ LogicalResult AttentionBuilder::mmaSteps(
     int64_t group, bool interleaved) {
   int64_t count = accCount();
   Value lane = remu(threadId(), warpSize);
-  for (int64_t ks = 0; ks < kSteps; ++ks) {
+  auto mmaAtom = [&](const Fragment &fa, const Fragment &fb, int64_t j) {
+    MutableArrayRef<Value> slice = acc.slice(j * count, count);
+    auto d = target.mma(b, loc, atom, fa, fb, slice);
+    if (failed(d))
+      return failure();
+    llvm::copy(*d, slice.begin());
+    return success();
+  };
+  // B's atoms [j0, j0 + group) of step ks (fewer in the last group when
+  // `group` does not divide `atoms`: head dim 192 split over two warps, 12
+  // atoms, groups of 8).
+  auto loadGroup = [&](int64_t ks,
+                       int64_t j0) -> FailureOr<SmallVector<Fragment>> {
+    int64_t groupAtoms = std::min(group, atoms - j0);
+    Value col0 = add(bRow, j0 * atom.n);
+    if (interleaved)
+      return target.loadInterleavedFragments(b, loc, atom, bTile, col0, bK(ks),
+                                             lane, groupAtoms);
+    return target.loadFragments(b, loc, atom, MmaOperand::B, bTile, col0,
+                                bK(ks), lane, groupAtoms);
+  };
+  if (target.getAsyncCopyBytes() > 0) {
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      FailureOr<Fragment> fa = a(ks);
+      if (failed(fa))
+        return failure();
+      for (int64_t j0 = 0; j0 < atoms; j0 += group) {
+        auto fb = loadGroup(ks, j0);
+        if (failed(fb))
+          return failure();
+        for (auto [j, frag] : llvm::enumerate(*fb))
+          if (failed(mmaAtom(*fa, frag, j0 + j)))
+            return failure();
+      }
+    }
+    return success();
+  }
+  // Register-staged targets (CDNA): a k-step's fragments (A's, then B's)
+  // are read before the MMAs of the step before, behind a scheduling fence,
+  // and the MMAs take them in the reverse order of the reads: the first
+  // one's LDS wait (for the last read) covers the step, and the reads'
+  // latency overlaps the MMAs before them, as in the grouped matmuls and
+  // PrefillTransposed.cpp (gfx950's MLA decode 50 -> 29 s_waitcnt an
+  // iteration).
+  auto readStep = [&](int64_t ks) -> FailureOr<SmallVector<Fragment>> {
     FailureOr<Fragment> fa = a(ks);
     if (failed(fa))
       return failure();
+    SmallVector<Fragment> frags = {*fa};
     for (int64_t j0 = 0; j0 < atoms; j0 += group) {
-      // The last group is short when `group` does not divide `atoms` (head
-      // dim 192 split over two warps: 12 atoms, groups of 8).
-      int64_t groupAtoms = std::min(group, atoms - j0);
-      Value col0 = add(bRow, j0 * atom.n);
-      FailureOr<SmallVector<Fragment>> fb =
-          interleaved
-              ? FailureOr<SmallVector<Fragment>>(
-                    target.loadInterleavedFragments(b, loc, atom, bTile, col0,
-                                                    bK(ks), lane, groupAtoms))
-              : target.loadFragments(b, loc, atom, MmaOperand::B, bTile, col0,
-                                     bK(ks), lane, groupAtoms);
+      auto fb = loadGroup(ks, j0);
       if (failed(fb))
         return failure();
-      for (int64_t j = 0; j < groupAtoms; ++j) {
-        MutableArrayRef<Value> slice = acc.slice((j0 + j) * count, count);
-        auto d = target.mma(b, loc, atom, *fa, (*fb)[j], slice);
-        if (failed(d))
-          return failure();
-        llvm::copy(*d, slice.begin());
-      }
+      llvm::append_range(frags, *fb);
     }
+    return frags;
+  };
+  FailureOr<SmallVector<Fragment>> next = readStep(0);
+  for (int64_t ks = 0; ks < kSteps; ++ks) {
+    if (failed(next))
+      return failure();
+    SmallVector<Fragment> step = *next;
+    if (ks + 1 < kSteps)
+      next = readStep(ks + 1);
+    target.fenceScheduling(b, loc);
+    for (int64_t j = atoms - 1; j >= 0; --j)
+      if (failed(mmaAtom(step[0], step[1 + j], j)))
+        return failure();
   }
+  target.fenceScheduling(b, loc);
   return success();
 }
 

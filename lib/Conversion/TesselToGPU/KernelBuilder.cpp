@@ -402,7 +402,7 @@ std::pair<Value, Value> KernelBuilder::chunkMajorElement(Value ring,
   // rest stays under its division.
   int64_t colHigh = colConst > 0 ? colConst - colConst % kChunk : 0;
   Value c = add(colVar ? colVar : idx(0), idx(colConst - colHigh));
-  Value chunk = add(mul(stage, chunks), divu(c, kChunk));
+  Value chunk = divu(c, kChunk);
   Value offset =
       add(mul(add(mul(chunk, rows), rowVar ? rowVar : idx(0)), kChunk),
           remu(c, kChunk));
@@ -412,12 +412,22 @@ std::pair<Value, Value> KernelBuilder::chunkMajorElement(Value ring,
     constant = 0;
   }
   // In bytes: scaled before the view adds its start, the lanes' offsets
-  // share more of their arithmetic (one shift, not one each).
+  // share more of their arithmetic (one shift, not one each). The view
+  // starts at the stage, the ring's own start (a constant) in the offsets:
+  // with a loop-carried stage, one add an address a tile, the offsets
+  // loop-invariant (ds_write2_b32's 8-bit offsets hold no ring start:
+  // added to the stage's, it took an add more a tile).
   int64_t bytes = type.getElementTypeBitWidth() / 8;
+  int64_t stageElements = chunks * rows * kChunk;
+  Value start = view.getByteShift();
+  int64_t ringStart = getConstantIntValue(start).value_or(0);
+  if (ringStart)
+    start = idx(0);
   Value flat = sharedView(
-      view.getSource(), add(view.getByteShift(), idx(constant * bytes)),
-      {(type.getNumElements() - constant) * bytes}, b.getI8Type());
-  return {flat, mul(offset, bytes)};
+      view.getSource(),
+      add(add(start, mul(stage, stageElements * bytes)), idx(constant * bytes)),
+      {ringStart + (stageElements - constant) * bytes}, b.getI8Type());
+  return {flat, add(mul(offset, bytes), idx(ringStart))};
 }
 
 std::pair<Value, int64_t> KernelBuilder::peelConstant(Value v) {

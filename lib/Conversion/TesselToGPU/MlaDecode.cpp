@@ -24,9 +24,13 @@
 // of a head group is split by columns over the warps (a warp could not
 // hold it). Partial row sums stay per warp (every warp rescales by the
 // same max) and are added up at the end. V is token-major, so a lane's k
-// values of one column lie a row apart: on CDNA a warp's 8 output atoms
-// take interleaved columns (atom j, column c: output column 8 c + j), and
-// a lane reads its 8 atoms' elements of one token as one 16-byte run.
+// values of one column lie a row apart: gfx950 reads them by transposing
+// reads (and stages P as P^T, read back the same way: a lane's 4 scores
+// of one token, 4 heads, are one 8-byte write); on gfx942 a warp's 8
+// output atoms take interleaved columns (atom j, column c: output column
+// 8 c + j), and a lane reads its 8 atoms' elements of one token as one
+// 16-byte run. On CDNA a warp's Q fragments are read once, before the
+// tile loop, and stay in registers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,8 +88,21 @@ private:
   /// of the group's (CDNA: one 16-byte LDS read per k value for 8 atoms
   /// rather than a 2-byte read per element).
   bool interleavedV() const {
-    return warpCols() % (outGroup() * atom.n) == 0 &&
+    return !target.hasTransposedFragmentReads(atom) &&
+           warpCols() % (outGroup() * atom.n) == 0 &&
            target.hasInterleavedFragments(atom, outGroup());
+  }
+
+  /// Whether P is staged as P^T, where fragments are read transposed
+  /// (gfx950): a lane's accumulators are runs of 4 rows of one column
+  /// (CDNA's C layout), so in P^T runs of 4 consecutive elements, one
+  /// 8-byte store each rather than a 2-byte store per element.
+  bool pTransposed() const { return target.hasTransposedFragmentReads(atom); }
+
+  /// K-steps of the head dims a warp scores over, from queryPart().
+  int64_t partSteps() const { return pb.headDim / atom.k / cfg.kSplits(); }
+  Value queryPart() {
+    return mul(divu(warp, cfg.tokenGroups), partSteps() * atom.k);
   }
 
   void stageQuery();
@@ -107,6 +124,9 @@ private:
   /// sharedScores: the warps' partial scores [W, lanes x accumulators]
   /// where the warps of a slice split the head dims.
   Value sharedQ, sharedKV, sharedP, sharedStats, sharedScores;
+  /// Register-staged targets (CDNA): the warp's Q fragments, read once
+  /// (18 LDS reads a tile before).
+  SmallVector<Fragment> qFrags;
   Value tid, lane, warp, group, request, split;
   Value start, end, numTiles, numBlocks, maxBlocks;
 };
@@ -157,13 +177,14 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
 
   // S = Q K^T for this warp's tokens over its part of the head dims.
   SmallVector<Value> s(scoreAtoms * acc, f32(0));
-  SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
   SharedTile kTile = tileOf(sharedKV, stage, pb.headDim, true);
-  int64_t partSteps = pb.headDim / atom.k / cfg.kSplits();
-  Value partStart = mul(divu(warp, cfg.tokenGroups), partSteps * atom.k);
-  auto kAt = [&](int64_t ks) { return add(partStart, idx(ks * atom.k)); };
-  auto qFrag = [&](int64_t ks) { return loadA(qTile, idx(0), kAt(ks)); };
-  if (failed(mmaSteps(s, partSteps, qFrag, kTile, warpTokens, kAt, scoreAtoms,
+  auto kAt = [&](int64_t ks) { return add(queryPart(), idx(ks * atom.k)); };
+  auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
+    if (!qFrags.empty())
+      return qFrags[ks];
+    return loadA(tileOf(sharedQ, Value(), pb.headDim, true), idx(0), kAt(ks));
+  };
+  if (failed(mmaSteps(s, partSteps(), qFrag, kTile, warpTokens, kAt, scoreAtoms,
                       scoreAtoms)))
     return failure();
   if (cfg.kSplits() > 1) {
@@ -221,26 +242,32 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
     return tileMax;
   });
   // P for this warp's tokens into the shared [16, tile] slice (the warps
-  // of a slice write the same values).
-  auto runType = VectorType::get({r}, elem);
+  // of a slice write the same values), or as P^T, [tile, 16], where P V
+  // reads it back by transposing reads: a lane's accumulators (one token,
+  // consecutive heads) are then one run.
+  bool transposedP = pTransposed();
+  int64_t runLength = transposedP ? 4 : r;
+  auto runType = VectorType::get({runLength}, elem);
   for (int64_t j = 0; j < scoreAtoms; ++j)
-    for (int64_t e = 0; e < acc; e += r) {
+    for (int64_t e = 0; e < acc; e += runLength) {
       auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, e);
       SmallVector<Value> values;
-      for (int64_t v = 0; v < r; ++v)
+      for (int64_t v = 0; v < runLength; ++v)
         values.push_back(
             target.truncateProbability(b, loc, elem, s[j * acc + e + v]));
+      Value token = add(warpTokens, add(col, j * atom.n));
       vector::StoreOp::create(
           b, loc, vector::FromElementsOp::create(b, loc, runType, values),
           sharedP,
-          swizzledIndices({}, row, add(warpTokens, add(col, j * atom.n)),
-                          tokens));
+          transposedP ? swizzledIndices({}, token, row, atom.m)
+                      : swizzledIndices({}, row, token, tokens));
     }
   gpu::BarrierOp::create(b, loc);
 
   // O[:, this warp's columns] += P V over all the tile's tokens; V is the
   // first L columns of the staged rows (token-major: a K-rows B operand).
-  SharedTile pTile = tileOf(sharedP, Value(), tokens, true);
+  SharedTile pTile = transposedP ? tileOf(sharedP, Value(), atom.m, false)
+                                 : tileOf(sharedP, Value(), tokens, true);
   SharedTile vTile = tileOf(sharedKV, stage, pb.headDim, false);
   Value colBase = mul(warp, warpCols());
   auto pFrag = [&](int64_t ks) { return loadA(pTile, idx(0), ks); };
@@ -365,7 +392,8 @@ LogicalResult MlaDecodeBuilder::build() {
   };
   sharedKV = carve({cfg.stages, tokens, pb.headDim}, elem);
   sharedQ = carve({atom.m, pb.headDim}, elem);
-  sharedP = carve({atom.m, tokens}, elem);
+  sharedP = pTransposed() ? carve({tokens, atom.m}, elem)
+                          : carve({atom.m, tokens}, elem);
   sharedStats = carve({cfg.warps, atom.m}, b.getF32Type());
   if (cfg.kSplits() > 1)
     sharedScores =
@@ -382,6 +410,15 @@ LogicalResult MlaDecodeBuilder::build() {
 
   stageQuery();
   gpu::BarrierOp::create(b, loc);
+  if (target.getAsyncCopyBytes() == 0) {
+    SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
+    for (int64_t ks = 0; ks < partSteps(); ++ks) {
+      auto frag = loadA(qTile, idx(0), add(queryPart(), idx(ks * atom.k)));
+      if (failed(frag))
+        return failure();
+      qFrags.push_back(*frag);
+    }
+  }
 
   int64_t nSlots = slots();
   SmallVector<Value> state(nSlots, f32(-INFINITY));

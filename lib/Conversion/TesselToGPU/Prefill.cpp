@@ -694,7 +694,8 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   if (cfg.transposedScores && !pb.paged && atom.k == 16 && pb.headDim <= 192)
     cfg.queryAtoms = 2;
   // Register-staged transposed scores (CDNA): the paged forms take 8
-  // waves and one 64-key stage, a block a CU at 2 waves a SIMD: each
+  // waves and 64-key stages (two or one, below), a block a CU at 2 waves a
+  // SIMD: each
   // thread stages half a 4-wave block's chunks, so the registers fit
   // (static, head dim 128, against two 4-wave blocks: gfx950 55% -> 59%
   // of the loop's issue cycles on MFMAs, gfx942 68% -> 70%; MLA's 192 /
@@ -714,6 +715,14 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   int64_t oneStage = oneStageFits ? 1 : stagesWanted;
   // (warps, keys, stages, blocks a CU)
   SmallVector<std::array<int64_t, 4>> candidates;
+  // Two stages (one barrier a tile, runTileLoop) where a stage's
+  // loop-carried addresses cost little: 4 adds a tile and the stage's
+  // scalar arithmetic, gfx942's paged loop 70.9% of its issue cycles on
+  // MFMAs either way; gfx950's 32x32x16 MFMA does a tile's work in half
+  // the cycles, so the same adds take a point there (60.5% -> 59.5%, under
+  // issue 16's 60%): one stage, two barriers a tile.
+  if (oneStageFits && pb.paged && atom.k < 16)
+    candidates.push_back({8, 64, stagesWanted, 1});
   if (oneStageFits && pb.paged)
     candidates.push_back({8, 64, 1, 1});
   if (oneStageFits && pb.paged && pb.headDim > 192)

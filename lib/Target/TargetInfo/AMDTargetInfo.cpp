@@ -1,4 +1,5 @@
-//===- AMDTargetInfo.cpp - CDNA3 (gfx942) and CDNA4 (gfx950): MFMA ---------===//
+//===- AMDTargetInfo.cpp - CDNA3 (gfx942) and CDNA4 (gfx950): MFMA
+//---------===//
 //
 // Wave64 MFMA through amdgpu.mfma (which picks the intrinsic of the chip:
 // v_mfma_f32_32x32x8_bf16 on gfx942, v_mfma_f32_32x32x16_bf16 on gfx950).
@@ -7,9 +8,15 @@
 // m * k / 64 consecutive k values, which are contiguous in a K-contiguous
 // tile (ds_read_b64 on gfx942, ds_read_b128 on gfx950); an M- or
 // N-contiguous tile is read by ds_read_b64_tr_b16 on gfx950, one element
-// at a time on gfx942 (where templates avoid it). Global-to-LDS traffic
-// goes through registers (no async copies here: the template
-// double-buffers instead).
+// at a time on gfx942 (where templates avoid it). Tiles come from global
+// memory by buffer loads (bounds-checked: rows past the data read 0). On
+// gfx942 they go through registers, stored to LDS by the template; on
+// gfx950 the grouped matmuls and the unpaged prefill load them straight
+// into LDS (buffer_load_dwordx4 ... lds, bufferLoadToShared), the DMA that
+// amdgpu.gather_to_lds reaches by global_load_lds_dwordx4 but with the
+// buffer's bounds check. That is not the cp.async interface
+// (getAsyncCopyBytes() stays 0): its waits are vmcnt, which the templates
+// already count for their register-staged loads.
 //
 // None of this has run on AMD hardware: it is checked by inspecting the
 // emitted AMDGCN and code-object metadata (test/Target/gfx942, gfx950) and
@@ -60,8 +67,9 @@ public:
   int64_t getSharedMemoryBytes() const override {
     return (isGfx950 ? 160 : 64) * 1024;
   }
-  // The global-to-LDS DMA (global_load_lds: 4 bytes per lane on gfx942,
-  // up to 16 on gfx950) is not used yet; tiles go through registers.
+  // No cp.async-style copies with commit groups: gfx950's 16-byte loads to
+  // LDS are hasBufferLoadsToShared() (gfx942's DMA moves 4 bytes a lane,
+  // less than its register-staged 16-byte loads).
   unsigned getAsyncCopyBytes() const override { return 0; }
 
   SmallVector<MmaAtom> getMmaAtoms(Type operandType,
@@ -656,8 +664,9 @@ private:
   /// Templates ask getAsyncCopyBytes() first; reaching these is a bug.
   LogicalResult noAsyncCopies(Location loc) const {
     return emitError(loc) << getChip()
-                          << ": no asynchronous global-to-LDS copies (the "
-                             "template must stage tiles through registers)";
+                          << ": no cp.async-style copies (the template must "
+                             "stage tiles through registers or load them by "
+                             "bufferLoadToShared)";
   }
 
   bool isGfx950;

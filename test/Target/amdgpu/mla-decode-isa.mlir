@@ -11,7 +11,7 @@
 // RUN: FileCheck %s --check-prefix=NO16 < %t.942.s
 // RUN: FileCheck %s --check-prefix=NO16 < %t.950.s
 // RUN: %python %tessel_src_root/scripts/amd-loop-report.py %s \
-// RUN:   --tessel-opt tessel-opt | FileCheck %s --check-prefix=LOOP
+// RUN:   --tessel-opt tessel-opt --explain mla | FileCheck %s --check-prefix=LOOP
 
 // The AMDGCN of absorbed MLA decode on CDNA3/CDNA4 (not run on hardware
 // here): the chip's 16-row bf16 MFMA, 576-wide rows by 16-byte buffer loads
@@ -25,11 +25,20 @@
 // dims (18 16x16x16 MFMAs), and add their parts through LDS; P V is again
 // 2 x 8. (Before, gfx942's two waves both scored the same 16 tokens over
 // all 576 dims: 52 MFMAs a wave, 36 of them repeated by the other.)
-// V, the staged rows' first 512 columns token-major, is read for P V by
-// one 16-byte LDS read per k value for 8 atoms whose columns interleave
-// (TargetInfo::loadInterleavedFragments), transposed in registers: no
-// 2-byte LDS read (one per element before: 64 a tile on gfx942, 128 on
-// gfx950); the 2-byte accesses left in the loop are P's 4 writes.
+// V, the staged rows' first 512 columns token-major, is read for P V on
+// gfx942 by one 16-byte LDS read per k value for 8 atoms whose columns
+// interleave (TargetInfo::loadInterleavedFragments), transposed in
+// registers; on gfx950 by transposing reads (ds_read_b64_tr_b16, no
+// v_perm). No 2-byte LDS read (one per element before: 64 a tile on
+// gfx942, 128 on gfx950). P goes through LDS (the warps split O's 512
+// columns, each needs every token's P): on gfx950 as P^T, a lane's 4
+// accumulators one 8-byte write, read back by transposing reads; on
+// gfx942, which has no transposing read, by 4 2-byte writes an iteration
+// (P^T would take 2-byte reads; a register transpose of a lane quad, more
+// VALU than the 3 writes it saves). Row maxima within a 16-lane row by DPP
+// (v_max_f32_dpp), across warps through LDS. A warp's Q fragments are read
+// once, before the loop (register-staged targets): the loop reads only
+// K's 16-byte fragments (18 on gfx950, where Q's were 18 more).
 
 // CHECK-LABEL: mla:
 // CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
@@ -48,8 +57,20 @@
 
 // LOOP:        ### gfx942
 // LOOP:        | mla | {{.*}} | 0 | 4 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        gfx942 mla: main-loop instructions
+// LOOP:        v_max_f32_dpp
 // LOOP:        ### gfx950
-// LOOP:        | mla | {{.*}} | 0 | 4 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | mla | {{.*}} | 0 | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        gfx950 mla: main-loop instructions
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP:        {{^ +}}36 ds_read_b64_tr_b16
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP:        {{^ +}}18 ds_read_b128
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP:        {{^ +}}16 v_max_f32_dpp
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP:        {{^ +}}1 ds_write_b64
+// LOOP-NOT:    ds_write_b16
 
 // NO16-LABEL:  mla:
 // NO16-NOT:    ds_read_u16

@@ -23,11 +23,15 @@
 // ahead: the main loop has no serialized s_waitcnt vmcnt(0) (the report's
 // next to last column) and no 2-byte LDS access (the column before: NHD V
 // goes to LDS transposed in runs of 4 tokens, 8-byte writes; before, 32
-// 2-byte writes a tile), for either layout on either chip.
+// 2-byte writes a tile), for either layout on either chip. On gfx942 two
+// 64-key stages (64 KB, the block the CU's only one either way): one
+// barrier a tile (the report's column after the MFMA share; two on one
+// stage, where tile t+1 waits in registers for every wave to be done
+// with tile t).
 
 // LOOP:        ### gfx942
-// LOOP:        | unified | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
-// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified_shuffled | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        ### gfx950
 // LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
