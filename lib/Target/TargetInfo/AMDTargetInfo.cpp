@@ -1,5 +1,4 @@
-//===- AMDTargetInfo.cpp - CDNA3 (gfx942) and CDNA4 (gfx950): MFMA
-//---------===//
+//===- AMDTargetInfo.cpp - CDNA3 (gfx942) and CDNA4 (gfx950): MFMA --------===//
 //
 // Wave64 MFMA through amdgpu.mfma (which picks the intrinsic of the chip:
 // v_mfma_f32_32x32x8_bf16 on gfx942, v_mfma_f32_32x32x16_bf16 on gfx950).
