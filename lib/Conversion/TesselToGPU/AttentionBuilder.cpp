@@ -145,6 +145,31 @@ Value AttentionBuilder::rescaleRows(const WarpgroupMma &wg, Value acc,
   return branch.getResult(0);
 }
 
+void AttentionBuilder::rescaleLazily(MutableArrayRef<Value> o,
+                                     ArrayRef<Value> factors) {
+  int64_t acc = accCount(), r = run();
+  Value changed;
+  for (Value f : factors) {
+    Value c =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, f, f32(1));
+    changed = changed ? arith::OrIOp::create(b, loc, changed, c) : c;
+  }
+  SmallVector<Type> types(o.size(), b.getF32Type());
+  auto branch = scf::IfOp::create(b, loc, types, unlikely(anyLane(changed)),
+                                  /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    SmallVector<Value> scaled;
+    for (auto [i, v] : llvm::enumerate(o))
+      scaled.push_back(fmul(v, factors[(i % acc) / r]));
+    scf::YieldOp::create(b, loc, scaled);
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, loc, SmallVector<Value>(o));
+  }
+  llvm::copy(branch.getResults(), o.begin());
+}
+
 std::pair<SmallVector<Value>, SmallVector<Value>>
 AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {
   int64_t nSlots = slots();

@@ -154,6 +154,10 @@ protected:
   /// tile under softmaxStep's rescaleSlack).
   Value rescaleRows(const WarpgroupMma &wg, Value acc, int64_t members,
                     ArrayRef<Value> factors);
+  /// The same for accumulator sets of the atom (`o`, accCount() each):
+  /// element e of a set times factors[e / run()], in an unlikely branch
+  /// taken where some lane of the warp has a factor that is not 1.
+  void rescaleLazily(MutableArrayRef<Value> o, ArrayRef<Value> factors);
 
   /// Per slot of the online-softmax state [m (slots), l (slots), ...]: 1 /
   /// l and the row's LSE (natural log, (m + log2 l) ln 2), l summed over

@@ -232,15 +232,29 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
                             ValueRange{warp, row});
   }
   gpu::BarrierOp::create(b, loc);
-  softmaxStep(s, scoreAtoms, state, outAtoms, [&](int64_t sl, Value) {
-    auto [row, col] = target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
-    (void)col;
-    Value tileMax = f32(-INFINITY);
-    for (int64_t w = 0; w < cfg.warps; ++w)
-      tileMax = fmax(tileMax, memref::LoadOp::create(b, loc, sharedStats,
-                                                     ValueRange{idx(w), row}));
-    return tileMax;
-  });
+  // Register-staged targets (CDNA) rescale O lazily, in an unlikely
+  // branch taken where some lane's factor is not 1, a row's maximum having
+  // grown (16 of the 18 v_pk_mul_f32 an iteration before; letting the maximum
+  // lag by kRescaleSlack, as the Hopper kernels do, cost more compares and
+  // selects than it saved). Every warp takes the same maxima (the tile's,
+  // through LDS) and so the same factors.
+  bool lazy = target.getAsyncCopyBytes() == 0;
+  SmallVector<Value> alpha = softmaxStep(
+      s, scoreAtoms, state, lazy ? 0 : outAtoms,
+      [&](int64_t sl, Value) {
+        auto [row, col] =
+            target.getAccumulatorPosition(b, loc, atom, lane, sl * r);
+        (void)col;
+        Value tileMax = f32(-INFINITY);
+        for (int64_t w = 0; w < cfg.warps; ++w)
+          tileMax =
+              fmax(tileMax, memref::LoadOp::create(b, loc, sharedStats,
+                                                   ValueRange{idx(w), row}));
+        return tileMax;
+      },
+      /*chains=*/1);
+  if (lazy)
+    rescaleLazily(MutableArrayRef<Value>(state).drop_front(2 * nSlots), alpha);
   // P for this warp's tokens into the shared [16, tile] slice (the warps
   // of a slice write the same values), or as P^T, [tile, 16], where P V
   // reads it back by transposing reads: a lane's accumulators (one token,

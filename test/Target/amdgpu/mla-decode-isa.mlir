@@ -38,7 +38,9 @@
 // VALU than the 3 writes it saves). Row maxima within a 16-lane row by DPP
 // (v_max_f32_dpp), across warps through LDS. A warp's Q fragments are read
 // once, before the loop (register-staged targets): the loop reads only
-// K's 16-byte fragments (18 on gfx950, where Q's were 18 more).
+// K's 16-byte fragments (18 on gfx950, where Q's were 18 more). O is
+// rescaled out of line, where a row's maximum grew (18 v_pk_mul_f32 an
+// iteration before, 2 now).
 
 // CHECK-LABEL: mla:
 // CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
@@ -58,17 +60,19 @@
 // LOOP:        ### gfx942
 // LOOP:        | mla | {{.*}} | 0 | 4 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        gfx942 mla: main-loop instructions
+// LOOP-NOT:    {{[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        v_max_f32_dpp
+// LOOP-NOT:    {{[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        ### gfx950
 // LOOP:        | mla | {{.*}} | 0 | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        gfx950 mla: main-loop instructions
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        {{^ +}}36 ds_read_b64_tr_b16
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        {{^ +}}18 ds_read_b128
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        {{^ +}}16 v_max_f32_dpp
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16}}
+// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        {{^ +}}1 ds_write_b64
 // LOOP-NOT:    ds_write_b16
 
