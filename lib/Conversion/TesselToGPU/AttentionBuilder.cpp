@@ -338,8 +338,8 @@ LogicalResult AttentionBuilder::mmaSteps(
   // and the MMAs take them in the reverse order of the reads: the first
   // one's LDS wait (for the last read) covers the step, and the reads'
   // latency overlaps the MMAs before them, as in the grouped matmuls and
-  // PrefillTransposed.cpp (gfx950's MLA decode 50 -> 29 s_waitcnt an
-  // iteration).
+  // PrefillTransposed.cpp (gfx950's MLA decode, V by transposing reads:
+  // 50 -> 29 s_waitcnt an iteration).
   auto readStep = [&](int64_t ks) -> FailureOr<SmallVector<Fragment>> {
     FailureOr<Fragment> fa = a(ks);
     if (failed(fa))

@@ -99,7 +99,8 @@ private:
   /// 8-byte store each rather than a 2-byte store per element.
   bool pTransposed() const { return target.hasTransposedFragmentReads(atom); }
 
-  /// K-steps of the head dims a warp scores over, from queryPart().
+  /// K-steps of the head dims a warp scores over, from queryPart(), the
+  /// first dim of its part.
   int64_t partSteps() const { return pb.headDim / atom.k / cfg.kSplits(); }
   Value queryPart() {
     return mul(divu(warp, cfg.tokenGroups), partSteps() * atom.k);
