@@ -121,17 +121,21 @@ SmallVector<Value> AttentionBuilder::softmaxStep(
   return alpha;
 }
 
-Value AttentionBuilder::rescaleRows(const WarpgroupMma &wg, Value acc,
-                                    int64_t members, ArrayRef<Value> factors) {
+Value AttentionBuilder::anyFactorNotOne(ArrayRef<Value> factors) {
   Value changed;
   for (Value f : factors) {
     Value c =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, f, f32(1));
     changed = changed ? arith::OrIOp::create(b, loc, changed, c) : c;
   }
-  auto branch =
-      scf::IfOp::create(b, loc, TypeRange{acc.getType()}, anyLane(changed),
-                        /*withElseRegion=*/true);
+  return anyLane(changed);
+}
+
+Value AttentionBuilder::rescaleRows(const WarpgroupMma &wg, Value acc,
+                                    int64_t members, ArrayRef<Value> factors) {
+  auto branch = scf::IfOp::create(b, loc, TypeRange{acc.getType()},
+                                  anyFactorNotOne(factors),
+                                  /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());
   Value scaled = acc;
@@ -148,15 +152,10 @@ Value AttentionBuilder::rescaleRows(const WarpgroupMma &wg, Value acc,
 void AttentionBuilder::rescaleLazily(MutableArrayRef<Value> o,
                                      ArrayRef<Value> factors) {
   int64_t acc = accCount(), r = run();
-  Value changed;
-  for (Value f : factors) {
-    Value c =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, f, f32(1));
-    changed = changed ? arith::OrIOp::create(b, loc, changed, c) : c;
-  }
   SmallVector<Type> types(o.size(), b.getF32Type());
-  auto branch = scf::IfOp::create(b, loc, types, unlikely(anyLane(changed)),
-                                  /*withElseRegion=*/true);
+  auto branch =
+      scf::IfOp::create(b, loc, types, unlikely(anyFactorNotOne(factors)),
+                        /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(branch.thenBlock());

@@ -148,6 +148,8 @@ protected:
               int64_t chains = 1, Value multiplier = {},
               double rescaleSlack = 0);
 
+  /// Whether a lane of the warp has a rescale factor that is not 1.
+  Value anyFactorNotOne(ArrayRef<Value> factors);
   /// The wgmma accumulator struct `acc` of `members` f32 with member i
   /// times its row's factor, factors[(i % 4) / 2]; skipped, by a branch
   /// uniform over the warp, where every factor of the warp is 1 (the usual

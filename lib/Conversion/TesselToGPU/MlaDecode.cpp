@@ -99,11 +99,12 @@ private:
   /// 8-byte store each rather than a 2-byte store per element.
   bool pTransposed() const { return target.hasTransposedFragmentReads(atom); }
 
-  /// K-steps of the head dims a warp scores over, from queryPart(), the
-  /// first dim of its part.
+  /// K-steps of the head dims a warp scores over, and the first dim of
+  /// its k-step `ks`.
   int64_t partSteps() const { return pb.headDim / atom.k / cfg.kSplits(); }
-  Value queryPart() {
-    return mul(divu(warp, cfg.tokenGroups), partSteps() * atom.k);
+  Value partK(int64_t ks) {
+    return add(mul(divu(warp, cfg.tokenGroups), partSteps() * atom.k),
+               idx(ks * atom.k));
   }
 
   void stageQuery();
@@ -179,11 +180,11 @@ LogicalResult MlaDecodeBuilder::computeTile(Value stage, Value tile,
   // S = Q K^T for this warp's tokens over its part of the head dims.
   SmallVector<Value> s(scoreAtoms * acc, f32(0));
   SharedTile kTile = tileOf(sharedKV, stage, pb.headDim, true);
-  auto kAt = [&](int64_t ks) { return add(queryPart(), idx(ks * atom.k)); };
+  auto kAt = [&](int64_t ks) { return partK(ks); };
   auto qFrag = [&](int64_t ks) -> FailureOr<Fragment> {
     if (!qFrags.empty())
       return qFrags[ks];
-    return loadA(tileOf(sharedQ, Value(), pb.headDim, true), idx(0), kAt(ks));
+    return loadA(tileOf(sharedQ, Value(), pb.headDim, true), idx(0), partK(ks));
   };
   if (failed(mmaSteps(s, partSteps(), qFrag, kTile, warpTokens, kAt, scoreAtoms,
                       scoreAtoms)))
@@ -428,7 +429,7 @@ LogicalResult MlaDecodeBuilder::build() {
   if (target.getAsyncCopyBytes() == 0) {
     SharedTile qTile = tileOf(sharedQ, Value(), pb.headDim, true);
     for (int64_t ks = 0; ks < partSteps(); ++ks) {
-      auto frag = loadA(qTile, idx(0), add(queryPart(), idx(ks * atom.k)));
+      auto frag = loadA(qTile, idx(0), partK(ks));
       if (failed(frag))
         return failure();
       qFrags.push_back(*frag);
