@@ -223,10 +223,16 @@ THRESHOLDS = {
     # transposing reads (P^T stored by 8-byte writes: no 2-byte access;
     # gfx942 keeps P's 4): 30% -> 32% gfx942, 28% -> 33% gfx950, 24 -> 7
     # lgkmcnt(0) an iteration. Since 06:20 O is rescaled out of line, where
-    # a row's maximum grew: 33% / 34%.
-    "tessel.mla_decode": dict(share=0.33, waves=1, barriers=5, vmcnt0=1,
-                              serial=0, lgkmcnt0=7, flat=0, lds16=4,
-                              kib_cu=37),
+    # a row's maximum grew: 33% / 34%. Since 2026-12-05 09:30 on
+    # transposed scores (MlaDecodeTransposed.cpp): each wave its own tokens
+    # over all dims, P^T in registers, K straight into fragments a tile
+    # ahead: 4-5 barriers an iteration -> 0, 2-byte LDS accesses 4 -> 0,
+    # share 33% -> 53-55% gfx942, 34% -> 43% gfx950 (Q read from LDS
+    # every tile there: two score atoms' K chunks fill the VGPRs), 73 / 146
+    # KiB loaded a CU.
+    "tessel.mla_decode": dict(share=0.42, waves=1, barriers=0, vmcnt0=1,
+                              serial=0, lgkmcnt0=6, flat=0, lds16=0,
+                              kib_cu=73),
     # The K loop itself (before 2026-12-01 18:55 the report took a branch
     # back to the exit block for a loop and measured most of the kernel);
     # the K = 512 kernels unroll it whole (gfx950's, and since gfx942 took

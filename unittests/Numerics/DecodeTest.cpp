@@ -185,6 +185,8 @@ const MlaCase kMlaBf16{"mla_bf16_h16_d576_l512_bs16",
     BF16, 16, 576, 512, 16, 0.0416666679f, true};
 const MlaCase kMlaBf16Block64{"mla_bf16_h16_d576_l512_bs64",
     BF16, 16, 576, 512, 64, 0.0416666679f, true};
+const MlaCase kMlaBf16Heads20{"mla_bf16_h20_d576_l512_bs32",
+    BF16, 20, 576, 512, 32, 0.0416666679f, true};
 const MlaCase kMlaF32{"mla_f32_h4_d576_l512_bs32",
     F32, 4, 576, 512, 32, 0.0416666679f, true};
 const MlaCase kMlaF32Small{"mla_f32_h8_d96_l64_bs16",
@@ -226,6 +228,10 @@ TEST_P(MlaDecode, Bf16Heads16Dim576Latent512) {
 
 TEST_P(MlaDecode, Bf16Heads16Dim576Latent512Block64) {
   checkMla(kMlaBf16Block64, {18, 463, 0, 64, 200}, GetParam(), 507);
+}
+
+TEST_P(MlaDecode, Bf16Heads20PadsTheSecondHeadGroup) {
+  checkMla(kMlaBf16Heads20, {37, 0, 300, 129}, GetParam(), 508);
 }
 
 TEST_P(MlaDecode, F32Heads4Dim576Latent512Block32) {

@@ -193,6 +193,11 @@ func.func @mla_bf16_h16_d576_l512_bs16(%q: memref<?x16x576xbf16>, %c: memref<?x1
   tessel.mla_decode q(%q : memref<?x16x576xbf16>) kv_cache(%c : memref<?x16x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x16x512xbf16>) lse(%lse : memref<16x?xf32>) scale(%scale)
   return
 }
+// 20 heads: a second head group with 12 padding columns, 32-token blocks.
+func.func @mla_bf16_h20_d576_l512_bs32(%q: memref<?x20x576xbf16>, %c: memref<?x32x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x20x512xbf16>, %lse: memref<20x?xf32>, %scale: f32) {
+  tessel.mla_decode q(%q : memref<?x20x576xbf16>) kv_cache(%c : memref<?x32x576xbf16>) block_table(%bt : memref<?x?xi32>) seq_lens(%sl : memref<?xi32>) out(%out : memref<?x20x512xbf16>) lse(%lse : memref<20x?xf32>) scale(%scale)
+  return
+}
 // DeepSeek's MLA decode shape in bf16 (blocks of 64: a tile is one block or
 // part of one).
 func.func @mla_bf16_h16_d576_l512_bs64(%q: memref<?x16x576xbf16>, %c: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %out: memref<?x16x512xbf16>, %lse: memref<16x?xf32>, %scale: f32) {

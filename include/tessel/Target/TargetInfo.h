@@ -305,9 +305,10 @@ public:
   /// Transposed scores (flash attention on CDNA, whose C fragments give a
   /// lane one column): S^T = K Q^T holds one query per column, so P^T feeds
   /// O^T = V^T P^T as the B operand straight from the accumulators. The B
-  /// fragment of k-step `step` (0 .. m / k - 1) of one C atom (m x n, the
-  /// next MMA's k along its m): `acc` is that atom's accumulators, already
-  /// converted to atom.operandType. Its k values are the C rows that
+  /// fragment of k-step `step` (0 .. max(1, m / k) - 1) of C atoms (m x n,
+  /// the next MMA's k along their m): `acc` is the accumulators of max(1,
+  /// k / m) atoms stacked along m, already converted to atom.operandType.
+  /// Its k values are the C rows that
   /// operandKOfAccumulatorRow maps onto that step, so the atom's rows must
   /// be computed in that order (the A tile of S^T read through it). Only
   /// where hasAccumulatorsAsOperandB(atom).

@@ -38,10 +38,12 @@ Value AttentionBuilder::rowReduce(Value x, bool isMax) {
 }
 
 Value AttentionBuilder::columnReduce(Value x, bool isMax) {
-  return target.butterflyStep(b, loc, x, warpSize / 2,
-                              [&](Value u, Value w) -> Value {
-                                return isMax ? fmax(u, w) : fadd(u, w);
-                              });
+  // A column's lanes are atom.n apart (TargetInfo::getAccumulatorPosition).
+  for (int64_t d = atom.n; d < warpSize; d *= 2)
+    x = target.butterflyStep(b, loc, x, d, [&](Value u, Value w) -> Value {
+      return isMax ? fmax(u, w) : fadd(u, w);
+    });
+  return x;
 }
 
 SharedTile AttentionBuilder::tileOf(Value memref, Value outer, int64_t width,
@@ -182,33 +184,135 @@ AttentionBuilder::rowNormalizers(ArrayRef<Value> state) {
 void AttentionBuilder::storeTransposedColumn(ArrayRef<Value> o, Value inv,
                                              Value out, ArrayRef<Value> at,
                                              Value lse, Value lseValue,
-                                             ArrayRef<Value> lseAt) {
-  int64_t acc = accCount();
+                                             ArrayRef<Value> lseAt,
+                                             int64_t interleave) {
+  int64_t acc = accCount(), atoms = o.size() / acc;
   Type outElem = cast<MemRefType>(out.getType()).getElementType();
-  // Runs of 4 accumulator elements are 4 consecutive rows of O^T.
-  constexpr int64_t run = 4;
-  auto runType = VectorType::get({run}, outElem);
   Value lane = remu(threadId(), warpSize);
-  for (int64_t j = 0; j * acc < static_cast<int64_t>(o.size()); ++j)
-    for (int64_t e = 0; e < acc; e += run) {
-      Value dim = add(
-          target.getAccumulatorPosition(b, loc, atom, lane, e).first,
-          j * atom.m);
-      SmallVector<Value> values;
-      for (int64_t v = 0; v < run; ++v)
-        values.push_back(convertFloat(fmul(o[j * acc + e + v], inv), outElem));
-      SmallVector<Value> indices(at);
-      indices.push_back(dim);
-      vector::StoreOp::create(
-          b, loc, vector::FromElementsOp::create(b, loc, runType, values), out,
-          indices, false,
-          llvm::MaybeAlign(run * outElem.getIntOrFloatBitWidth() / 8));
-    }
+  auto store = [&](ArrayRef<Value> values, Value dim) {
+    auto runType = VectorType::get({int64_t(values.size())}, outElem);
+    SmallVector<Value> indices(at);
+    indices.push_back(dim);
+    vector::StoreOp::create(
+        b, loc, vector::FromElementsOp::create(b, loc, runType, values), out,
+        indices, false,
+        llvm::MaybeAlign(std::min<int64_t>(
+            16, values.size() * outElem.getIntOrFloatBitWidth() / 8)));
+  };
+  auto value = [&](int64_t atomIndex, int64_t e) {
+    return convertFloat(fmul(o[atomIndex * acc + e], inv), outElem);
+  };
+  auto rowOf = [&](int64_t e) {
+    return target.getAccumulatorPosition(b, loc, atom, lane, e).first;
+  };
+  if (interleave == 1) {
+    // Runs of 4 accumulator elements are 4 consecutive rows of O^T.
+    constexpr int64_t run = 4;
+    for (int64_t j = 0; j < atoms; ++j)
+      for (int64_t e = 0; e < acc; e += run) {
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < run; ++v)
+          values.push_back(value(j, e + v));
+        store(values, add(rowOf(e), j * atom.m));
+      }
+  } else {
+    // Row r of a group's atoms: the group's dims interleave r + [0,
+    // interleave), one run.
+    for (int64_t g = 0; g < atoms; g += interleave)
+      for (int64_t e = 0; e < acc; ++e) {
+        SmallVector<Value> values;
+        for (int64_t j = g; j < g + interleave; ++j)
+          values.push_back(value(j, e));
+        store(values, add(mul(rowOf(e), interleave), g * atom.m));
+      }
+  }
   if (!lse)
     return;
   ifThen(lt(lane, idx(atom.n)), [&] {
     memref::StoreOp::create(b, loc, lseValue, lse, lseAt);
   });
+}
+
+SmallVector<Value> AttentionBuilder::loadGroupBlockIds(
+    Value blockTable, Value request, Value first, Value end, Value maxBlocks,
+    int64_t blockSize, int64_t groups, int64_t groupTokens) {
+  // end - 1 is -1 for an empty window: as unsigned past any row, clamped.
+  Value last = sub(end, idx(1));
+  Value lastRow = sub(maxBlocks, idx(1));
+  SmallVector<Value> ids;
+  for (int64_t g = 0; g < groups; ++g) {
+    Value token =
+        arith::MinSIOp::create(b, loc, add(first, g * groupTokens), last);
+    Value logical = minu(divu(token, blockSize), lastRow);
+    ids.push_back(memref::LoadOp::create(b, loc, blockTable,
+                                         ValueRange{request, logical}));
+  }
+  return ids;
+}
+
+int64_t AttentionBuilder::waveColumnsMergeBytes(int64_t waves,
+                                                int64_t values) const {
+  return (waves * atom.n + values * warpSize) * 4;
+}
+
+void AttentionBuilder::mergeAndStoreColumns(ArrayRef<Value> state, Value shared,
+                                            int64_t waves, Value head,
+                                            Value valid, Value request,
+                                            Value split, Value out, Value lse,
+                                            int64_t interleave) {
+  int64_t values = state.size() - 1;
+  Type f32Type = b.getF32Type();
+  Value mShared = sharedView(shared, 0, {waves, atom.n}, f32Type);
+  Value sums =
+      sharedView(shared, waves * atom.n * 4, {values, warpSize}, f32Type);
+  Value tid = threadId();
+  Value lane = remu(tid, warpSize), wave = divu(tid, warpSize);
+  Value column = target.getAccumulatorPosition(b, loc, atom, lane, 0).second;
+  gpu::BarrierOp::create(b, loc);
+  ifThen(lt(lane, idx(atom.n)), [&] {
+    memref::StoreOp::create(b, loc, state[0], mShared,
+                            ValueRange{wave, column});
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value m = f32(-INFINITY);
+  for (int64_t w = 0; w < waves; ++w)
+    m = fmax(
+        m, memref::LoadOp::create(b, loc, mShared, ValueRange{idx(w), column}));
+  Value alpha = exp2(fsub(state[0], finiteOrZero(m)));
+  SmallVector<Value> mine;
+  for (Value v : state.drop_front())
+    mine.push_back(fmul(v, alpha));
+
+  // [l, O^T] summed over the waves in turn; the last stores.
+  for (int64_t w = 0; w < waves; ++w) {
+    ifThen(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wave, idx(w)),
+        [&] {
+          SmallVector<Value> sum(mine);
+          for (int64_t v = 0; w > 0 && v < values; ++v)
+            sum[v] = fadd(sum[v], memref::LoadOp::create(
+                                      b, loc, sums, ValueRange{idx(v), lane}));
+          if (w + 1 < waves) {
+            for (int64_t v = 0; v < values; ++v)
+              memref::StoreOp::create(b, loc, sum[v], sums,
+                                      ValueRange{idx(v), lane});
+            return;
+          }
+          auto [inv, lseValue] =
+              rowNormalizer(m, columnReduce(sum[0], /*isMax=*/false));
+          SmallVector<Value> at = {request, head}, lseAt = {head, request};
+          if (split) {
+            at.insert(at.begin(), split);
+            lseAt.insert(lseAt.begin(), split);
+          }
+          ifThen(valid, [&, inv = inv, lseValue = lseValue] {
+            storeTransposedColumn(ArrayRef<Value>(sum).drop_front(), inv, out,
+                                  at, lse, lseValue, lseAt, interleave);
+          });
+        });
+    if (w + 1 < waves)
+      gpu::BarrierOp::create(b, loc);
+  }
 }
 
 LogicalResult AttentionBuilder::mmaInto(MutableArrayRef<Value> c,

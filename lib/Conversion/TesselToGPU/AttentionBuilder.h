@@ -63,8 +63,9 @@ protected:
   Value finiteOrZero(Value x);
   /// Max or sum of `x` over the lanes that hold one accumulator row.
   Value rowReduce(Value x, bool isMax);
-  /// Max or sum of `x` over a lane and the lane half a warp away: on
-  /// transposed scores, the two halves of a lane's accumulator column.
+  /// Max or sum of `x` over the lanes that hold one accumulator column
+  /// (CDNA: the two lane halves of a 32x32 atom, the four quarters of a
+  /// 16x16 one): on transposed scores, one query's.
   Value columnReduce(Value x, bool isMax);
   /// A swizzled shared-memory operand tile of rows of `width` elements
   /// (`outer`, if any, indexes a stage or a warp's slice; `rowGroups` as
@@ -190,13 +191,39 @@ protected:
                      source);
 
   /// Transposed scores (CDNA): stores this lane's column of O^T, the
-  /// accumulators `o` of its atoms of 32-row dims, times `inv` to
-  /// out[at..., dim] in runs of 4 consecutive dims; and, where `lse` (a
-  /// memref) is given, `lseValue` to lse[lseAt...] from the first lane half
-  /// (each column's two halves hold the same).
+  /// accumulators `o` of its atoms of m-row dims, times `inv` to
+  /// out[at..., dim] in runs of 4 consecutive dims or, where groups of
+  /// `interleave` atoms interleave their rows (row r of the group's atom j
+  /// is its dim interleave r + j), runs of a row over a group; and, where
+  /// `lse` (a memref) is given, `lseValue` to lse[lseAt...] from the
+  /// column's first lane (each of its lanes holds the same).
   void storeTransposedColumn(ArrayRef<Value> o, Value inv, Value out,
                              ArrayRef<Value> at, Value lse, Value lseValue,
-                             ArrayRef<Value> lseAt);
+                             ArrayRef<Value> lseAt, int64_t interleave = 1);
+  /// Transposed-score decode (CDNA): the block-table entries of the
+  /// `groups` groups of `groupTokens` tokens from `first` of `request`'s
+  /// window ending at `end`, each the block of the group's first token or,
+  /// past the end, of the window's last (an empty window's clamps into the
+  /// row).
+  SmallVector<Value> loadGroupBlockIds(Value blockTable, Value request,
+                                       Value first, Value end, Value maxBlocks,
+                                       int64_t blockSize, int64_t groups,
+                                       int64_t groupTokens);
+  /// Bytes of shared memory mergeAndStoreColumns takes for `waves` waves'
+  /// states of `values` values after m.
+  int64_t waveColumnsMergeBytes(int64_t waves, int64_t values) const;
+  /// Transposed-score decode (CDNA): merges the online-softmax states [m,
+  /// l, O^T...] of the block's `waves` waves (one query head a column; m
+  /// the same over a column's lanes) through `shared` (dynamic shared
+  /// memory, waveColumnsMergeBytes long, reused: the first barrier waits
+  /// for every wave's last use), one wave after the other (a running sum,
+  /// not every wave's O^T at once); the last stores the column, head
+  /// `head` where `valid`, to out[(split,) request, head, :] and, where
+  /// `lse` is given, lse[(split,) head, request] (`split`: null but in the
+  /// split form; `interleave` as for storeTransposedColumn).
+  void mergeAndStoreColumns(ArrayRef<Value> state, Value shared, int64_t waves,
+                            Value head, Value valid, Value request, Value split,
+                            Value out, Value lse, int64_t interleave = 1);
   /// c := c + a . b on one atom's accumulators `c`.
   LogicalResult mmaInto(MutableArrayRef<Value> c, const Fragment &a,
                         const Fragment &bFrag);

@@ -32,9 +32,13 @@
 // 16-byte run. On CDNA a warp's Q fragments are read once, before the
 // tile loop, and stay in registers.
 //
+// On CDNA this template runs only where MlaDecodeTransposed.cpp (each wave
+// its own tokens over all dims, no barrier in the loop) does not take the
+// shape, and on sm_90a where MlaDecodeSm90.cpp does not.
+//
 //===----------------------------------------------------------------------===//
 
-#include "AttentionBuilder.h"
+#include "MlaDecode.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -44,16 +48,20 @@
 
 using namespace mlir;
 using namespace mlir::tessel;
+using namespace mlir::tessel::mla;
+
+void MlaBuilderBase::setBlockIds() {
+  Value splits =
+      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
+  SmallVector<Value, 3> ids =
+      l2LocalBlockIds({idx((pb.heads + atom.m - 1) / atom.m),
+                       memref::DimOp::create(b, loc, pb.q, 0), splits});
+  group = blockIdOr(ids, gpu::Dimension::x);
+  request = blockIdOr(ids, gpu::Dimension::y);
+  split = blockIdOr(ids, gpu::Dimension::z);
+}
 
 namespace {
-
-struct MlaProblem {
-  Value q, cache, blockTable, lens, out, lse;
-  int64_t heads, headDim, latentDim, blockSize;
-  /// The softmax scale argument times log2(e) (scores are base 2).
-  Value scaleLog2;
-  bool split;
-};
 
 struct MlaConfig {
   int64_t warps = 4;
@@ -67,12 +75,12 @@ struct MlaConfig {
   int64_t kSplits() const { return warps / tokenGroups; }
 };
 
-class MlaDecodeBuilder : public AttentionBuilder {
+class MlaDecodeBuilder : public MlaBuilderBase {
 public:
   MlaDecodeBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
                    const MmaAtom &atom, const MlaConfig &cfg,
                    const MlaProblem &pb)
-      : AttentionBuilder(b, loc, target, atom), cfg(cfg), pb(pb) {}
+      : MlaBuilderBase(b, loc, target, atom, pb), cfg(cfg) {}
 
   LogicalResult build();
 
@@ -121,7 +129,6 @@ private:
   void epilogue(ArrayRef<Value> state);
 
   MlaConfig cfg;
-  MlaProblem pb;
   Type elem;
   /// sharedScores: the warps' partial scores [W, lanes x accumulators]
   /// where the warps of a slice split the head dims.
@@ -129,7 +136,7 @@ private:
   /// Register-staged targets (CDNA): the warp's Q fragments, read once
   /// (18 LDS reads a tile before).
   SmallVector<Fragment> qFrags;
-  Value tid, lane, warp, group, request, split;
+  Value tid, lane, warp;
   Value start, end, numTiles, numBlocks, maxBlocks;
 };
 
@@ -385,15 +392,7 @@ LogicalResult MlaDecodeBuilder::build() {
   tid = threadId();
   lane = remu(tid, warpSize);
   warp = divu(tid, warpSize);
-  // The head groups of a request read the same cache rows: on one L2.
-  Value splits =
-      pb.split ? memref::DimOp::create(b, loc, pb.out, 0).getResult() : idx(1);
-  SmallVector<Value, 3> ids =
-      l2LocalBlockIds({idx((pb.heads + atom.m - 1) / atom.m),
-                       memref::DimOp::create(b, loc, pb.q, 0), splits});
-  group = blockIdOr(ids, gpu::Dimension::x);
-  request = blockIdOr(ids, gpu::Dimension::y);
-  split = blockIdOr(ids, gpu::Dimension::z);
+  setBlockIds();
 
   int64_t tokens = cfg.tileTokens();
   Value smem = dynamicSharedBytes();
@@ -501,6 +500,19 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
            << "GPU template: stages must be "
            << (async ? "at least 2" : "2 (tiles go through registers)")
            << ", got " << ctx.stages;
+  LaunchGeometry geometry;
+  geometry.grid[0] = GridDim{-1, 1, pb.heads, atom.m};
+  geometry.grid[1] = gridOver(ctx.dim(op.getQ(), 0), 1, 1);
+  geometry.grid[2] =
+      pb.split ? gridOver(ctx.dim(op.getOut(), 0), 1, 1) : GridDim{-1, 1, 1, 1};
+  if (std::optional<MmaAtom> transposed = transposedMlaAtom(target, elem, pb)) {
+    FailureOr<int64_t> threads = buildTransposedMlaDecode(
+        b, op.getLoc(), target, *transposed, pb, geometry.sharedBytes);
+    if (failed(threads))
+      return failure();
+    geometry.block = {static_cast<int32_t>(*threads), 1, 1};
+    return geometry;
+  }
   MlaConfig cfg;
   // One score atom of tokens per warp (8 on sm80: a 32-token tile of
   // 576-wide rows double-buffered fits with 4 warps).
@@ -549,11 +561,6 @@ FailureOr<LaunchGeometry> mlir::tessel::buildMlaDecode(OpBuilder &b,
   MlaDecodeBuilder builder(b, op.getLoc(), target, atom, cfg, pb);
   if (failed(builder.build()))
     return failure();
-  LaunchGeometry geometry;
-  geometry.grid[0] = GridDim{-1, 1, pb.heads, atom.m};
-  geometry.grid[1] = gridOver(ctx.dim(op.getQ(), 0), 1, 1);
-  geometry.grid[2] =
-      pb.split ? gridOver(ctx.dim(op.getOut(), 0), 1, 1) : GridDim{-1, 1, 1, 1};
   geometry.block = {static_cast<int32_t>(cfg.warps * target.getWarpSize()), 1,
                     1};
   geometry.sharedBytes = sharedBytes;

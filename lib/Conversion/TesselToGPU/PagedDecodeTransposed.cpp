@@ -131,18 +131,8 @@ Value TransposedDecodeBuilder::swapBits23(Value u) {
 }
 
 SmallVector<Value> TransposedDecodeBuilder::loadBlockIds(Value waveStart) {
-  // end - 1 is -1 for an empty window: as unsigned past any row, clamped.
-  Value last = sub(end, idx(1));
-  Value lastRow = sub(maxBlocks, idx(1));
-  SmallVector<Value> ids;
-  for (int64_t g = 0; g < atom.m / kGroupTokens; ++g) {
-    Value token =
-        arith::MinSIOp::create(b, loc, add(waveStart, g * kGroupTokens), last);
-    Value logical = minu(divu(token, pb.blockSize), lastRow);
-    ids.push_back(memref::LoadOp::create(b, loc, pb.blockTable,
-                                         ValueRange{request, logical}));
-  }
-  return ids;
+  return loadGroupBlockIds(pb.blockTable, request, waveStart, end, maxBlocks,
+                           pb.blockSize, atom.m / kGroupTokens, kGroupTokens);
 }
 
 std::pair<Value, Value> TransposedDecodeBuilder::locate(const WaveTile &t,
@@ -339,59 +329,12 @@ LogicalResult TransposedDecodeBuilder::compute(const WaveTile &t,
 }
 
 void TransposedDecodeBuilder::epilogue(ArrayRef<Value> state) {
-  int64_t acc = accCount(), values = 1 + outAtoms() * acc;
-  Type f32Type = b.getF32Type();
-  Value mShared = sharedView(sharedBytes, 0, {kWaves, atom.n}, f32Type);
-  Value sums =
-      sharedView(sharedBytes, kWaves * atom.n * 4, {values, warpSize}, f32Type);
   Value column = target.getAccumulatorPosition(b, loc, atom, lane, 0).second;
-  gpu::BarrierOp::create(b, loc); // the V^T slices are free
-  ifThen(lt(lane, idx(atom.n)), [&] {
-    memref::StoreOp::create(b, loc, state[0], mShared,
-                            ValueRange{wave, column});
-  });
-  gpu::BarrierOp::create(b, loc);
-  Value m = f32(-INFINITY);
-  for (int64_t w = 0; w < kWaves; ++w)
-    m = fmax(
-        m, memref::LoadOp::create(b, loc, mShared, ValueRange{idx(w), column}));
-  Value alpha = exp2(fsub(state[0], finiteOrZero(m)));
-  SmallVector<Value> mine;
-  for (Value v : state.drop_front())
-    mine.push_back(fmul(v, alpha));
-
-  // [l, O^T] summed over the waves in turn; the last writes the result.
-  for (int64_t w = 0; w < kWaves; ++w) {
-    ifThen(
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wave, idx(w)),
-        [&] {
-          SmallVector<Value> sum(mine);
-          for (int64_t v = 0; w > 0 && v < values; ++v)
-            sum[v] = fadd(sum[v], memref::LoadOp::create(
-                                      b, loc, sums, ValueRange{idx(v), lane}));
-          if (w + 1 < kWaves) {
-            for (int64_t v = 0; v < values; ++v)
-              memref::StoreOp::create(b, loc, sum[v], sums,
-                                      ValueRange{idx(v), lane});
-            return;
-          }
-          Value inv, lse; // (lambdas below capture them)
-          std::tie(inv, lse) =
-              rowNormalizer(m, columnReduce(sum[0], /*isMax=*/false));
-          Value head = add(mul(kvHead, pb.groupSize), column);
-          ifThen(lt(column, idx(pb.groupSize)), [&] {
-            SmallVector<Value> at = {request, head}, lseAt = {head, request};
-            if (pb.split) {
-              at.insert(at.begin(), split);
-              lseAt.insert(lseAt.begin(), split);
-            }
-            storeTransposedColumn(ArrayRef<Value>(sum).drop_front(), inv,
-                                  pb.out, at, pb.lse, lse, lseAt);
-          });
-        });
-    if (w + 1 < kWaves)
-      gpu::BarrierOp::create(b, loc);
-  }
+  // (The merge's first barrier also frees the V^T slices.)
+  mergeAndStoreColumns(state, sharedBytes, kWaves,
+                       add(mul(kvHead, pb.groupSize), column),
+                       lt(column, idx(pb.groupSize)), request,
+                       pb.split ? split : Value(), pb.out, pb.lse);
 }
 
 LogicalResult TransposedDecodeBuilder::build(int64_t &sharedTotal) {
@@ -410,8 +353,7 @@ LogicalResult TransposedDecodeBuilder::build(int64_t &sharedTotal) {
 
   int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t vSlices = shuffled() ? 0 : kWaves * atom.m * pb.valueDim * bytes;
-  int64_t merge =
-      (kWaves * atom.n + (1 + outAtoms() * accCount()) * warpSize) * 4;
+  int64_t merge = waveColumnsMergeBytes(kWaves, 1 + outAtoms() * accCount());
   sharedTotal = std::max(vSlices, merge);
   sharedBytes = dynamicSharedBytes();
   if (!shuffled())

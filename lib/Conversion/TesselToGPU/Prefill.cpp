@@ -644,7 +644,7 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // CDNA: transposed scores on the 32x32 atom.
   PrefillConfig cfg;
   for (const MmaAtom &a : target.getMmaAtoms(elem, b.getF32Type()))
-    if (target.hasAccumulatorsAsOperandB(a)) {
+    if (a.m == 32 && target.hasAccumulatorsAsOperandB(a)) {
       atom = a;
       cfg.transposedScores = true;
     }

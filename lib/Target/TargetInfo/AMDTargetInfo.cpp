@@ -487,8 +487,14 @@ public:
   // k = K (i / (K / 2)) + K / 2 h + i % (K / 2), i = 4 (r / 8) + r % 4. For
   // K = 8 (gfx942) that is r itself; for K = 16 (gfx950) rows 4-7 and 8-11
   // of each 16 trade places (bits 2 and 3 of r swap).
+  // A 16x16 C atom holds in lane l column l % 16 and rows 4 (l / 16) + i;
+  // a 16 x 16 x K B fragment gives lane l k values [K / 4 (l / 16), +K /
+  // 4). K = 16 (gfx942): one atom is one step, row r is k = r. K = 32
+  // (gfx950): two atoms stacked along M are one step, element i the row
+  // 4 (l / 16) + i % 4 of atom i / 4, so row r of the pair stands for k =
+  // 8 ((r % 16) / 4) + 4 (r / 16) + r % 4.
   bool hasAccumulatorsAsOperandB(const MmaAtom &atom) const override {
-    return atom.m == 32 && atom.n == 32;
+    return atom.m == atom.n && (atom.m == 32 || atom.m == 16);
   }
   Fragment accumulatorsAsOperandB(OpBuilder &b, Location loc,
                                   const MmaAtom &atom, ArrayRef<Value> acc,
@@ -501,12 +507,30 @@ public:
   Value operandKOfAccumulatorRow(OpBuilder &b, Location loc,
                                  const MmaAtom &atom,
                                  Value row) const override {
-    if (atom.k == 8)
-      return row;
-    assert(atom.k == 16 && "32x32 MFMAs of bf16/f16 have K 8 or 16");
     auto c = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
+    if (atom.k == 8 || (atom.m == 16 && atom.k == 16))
+      return row;
+    if (atom.m == 16) {
+      assert(atom.k == 32 && "16x16 MFMAs of bf16/f16 have K 16 or 32");
+      // (row - row % 32) + 8 ((row % 16) / 4) + 4 ((row % 32) / 16) + row
+      // % 4, folded for a constant row.
+      auto rem = [&](Value x, int64_t v) {
+        return b.createOrFold<arith::RemUIOp>(loc, x, c(v));
+      };
+      auto times = [&](Value x, int64_t d, int64_t m) {
+        return b.createOrFold<arith::MulIOp>(
+            loc, b.createOrFold<arith::DivUIOp>(loc, x, c(d)), c(m));
+      };
+      Value inPair = rem(row, 32);
+      Value k = b.createOrFold<arith::SubIOp>(loc, row, inPair);
+      for (Value term :
+           {times(rem(row, 16), 4, 8), times(inPair, 16, 4), rem(row, 4)})
+        k = b.createOrFold<arith::AddIOp>(loc, k, term);
+      return k;
+    }
+    assert(atom.k == 16 && "32x32 MFMAs of bf16/f16 have K 8 or 16");
     // Swap bits 2 and 3: row ^ (d | d << 1) << 2, d = bit 2 ^ bit 3
     // (folded for a constant row).
     Value bits = b.createOrFold<arith::ShRUIOp>(loc, row, c(2));

@@ -14,67 +14,70 @@
 // RUN:   --tessel-opt tessel-opt --explain mla | FileCheck %s --check-prefix=LOOP
 
 // The AMDGCN of absorbed MLA decode on CDNA3/CDNA4 (not run on hardware
-// here): the chip's 16-row bf16 MFMA, 576-wide rows by 16-byte buffer loads
-// into LDS (the tile's part of its cache block as one window, its block id
-// loaded a tile ahead: no serialized vmcnt(0) in the loop, 2 before), v_exp_f32/v_log_f32, four waves a block (one a SIMD), no MFMA
-// repeated, no scratch and no spills: 34 MFMAs a wave and tile on both
-// chips. gfx950 stages 64 tokens once (94 KB of LDS): each wave scores 16
-// of them over all 576 dims (18 16x16x32 MFMAs) and takes 128 of O's
-// columns (2 k-steps x 8 atoms over the 64 tokens). gfx942's 64 KB holds
-// 32 rows of 576 once: two waves score each 16 tokens, each over half the
-// dims (18 16x16x16 MFMAs), and add their parts through LDS; P V is again
-// 2 x 8. (Before, gfx942's two waves both scored the same 16 tokens over
-// all 576 dims: 52 MFMAs a wave, 36 of them repeated by the other.)
-// V, the staged rows' first 512 columns token-major, is read for P V on
-// gfx942 by one 16-byte LDS read per k value for 8 atoms whose columns
-// interleave (TargetInfo::loadInterleavedFragments), transposed in
-// registers; on gfx950 by transposing reads (ds_read_b64_tr_b16, no
-// v_perm). No 2-byte LDS read (one per element before: 64 a tile on
-// gfx942, 128 on gfx950). P goes through LDS (the warps split O's 512
-// columns, each needs every token's P): on gfx950 as P^T, a lane's 4
-// accumulators one 8-byte write, read back by transposing reads; on
-// gfx942, which has no transposing read, by 4 2-byte writes an iteration
-// (P^T would take 2-byte reads; a register transpose of a lane quad, more
-// VALU than the 3 writes it saves). Row maxima within a 16-lane row by DPP
-// (v_max_f32_dpp), across warps through LDS. A warp's Q fragments are read
-// once, before the loop (register-staged targets): the loop reads only
-// K's 16-byte fragments (18 on gfx950, where Q's were 18 more). O is
-// rescaled out of line, where a row's maximum grew (18 v_pk_mul_f32 an
-// iteration before, 2 now).
+// here), on transposed scores (MlaDecodeTransposed.cpp): each of a block's
+// four waves (one a SIMD) owns T tokens of a tile (16 on gfx942, 32 on
+// gfx950, the MFMA's K) and computes S^T = K Q^T for them over all 576
+// dims, then O^T += V^T P^T over all 512 latent dims with P^T the B operand
+// as the accumulators stand: 68 MFMAs a wave and tile on both chips (36 +
+// 32 16x16x16 on gfx942, 36 + 32 16x16x32 for twice the tokens on gfx950),
+// none repeated by another wave. K comes straight from the cache into the
+// fragments by 16-byte global loads, issued a tile ahead; V, the same
+// rows' first 512 dims, goes through the wave's own LDS slice (16-byte
+// writes) and comes back transposed: by ds_read_b64_tr_b16 on gfx950, by a
+// 16-byte read a token for 8 interleaved atoms on gfx942. So nothing in the
+// loop is a workgroup barrier (the waves merge their states once, after
+// it), no P goes through LDS, and no LDS access is 2 bytes. Column maxima
+// over the lane quarters by ds_swizzle/ds_bpermute (gfx942) or
+// v_permlane16/32_swap (gfx950); O is rescaled out of line, where a
+// maximum grew. Before (the template's loop): 4-5 barriers an iteration, P
+// through LDS, MFMA share 33% / 34%.
 
 // CHECK-LABEL: mla:
-// CHECK-DAG:   buffer_load_dwordx4 {{.*}} offen
+// CHECK-DAG:   global_load_dwordx4
 // CHECK-DAG:   ds_write_b128
 // CHECK-DAG:   v_exp_f32
 // CHECK-DAG:   v_log_f32
 // GFX942-DAG:  v_mfma_f32_16x16x16_bf16
 // GFX950-DAG:  v_mfma_f32_16x16x32_bf16
+// GFX950-DAG:  ds_read_b64_tr_b16
+// GFX950-DAG:  v_permlane32_swap
 // CHECK:       .end_amdhsa_kernel
 // CHECK:       .max_flat_workgroup_size: 256
 // CHECK:       .private_segment_fixed_size: 0
 
-// MFMA-COUNT-34: v_mfma_f32_16x16x
+// MFMA-COUNT-68: v_mfma_f32_16x16x
 // MFMA-NOT:      v_mfma
 // MFMA:          .end_amdhsa_kernel
 
+// The report's row: MFMA share at least 50% (gfx942) / 40% (gfx950), then
+// barriers, vmcnt(0), lgkmcnt(0), flat loads, 2-byte LDS accesses and
+// serialized vmcnt(0) an iteration.
 // LOOP:        ### gfx942
-// LOOP:        | mla | {{.*}} | 0 | 4 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | mla | {{.*}} | {{5[0-9]}}% | 0 | {{[0-9]+}} | {{[0-9]+}} | 0 | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        gfx942 mla: main-loop instructions
-// LOOP-NOT:    {{[0-9][0-9] v_pk_mul_f32}}
-// LOOP:        v_max_f32_dpp
-// LOOP-NOT:    {{[0-9][0-9] v_pk_mul_f32}}
+// LOOP-NOT:    {{s_barrier|ds_write_b16|ds_read_u16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}68 v_mfma_f32_16x16x16_bf16
+// LOOP-NOT:    {{s_barrier|ds_write_b16|ds_read_u16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}18 global_load_dwordx4
+// LOOP-NOT:    {{s_barrier|ds_write_b16|ds_read_u16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}16 ds_write_b128
+// LOOP-NOT:    {{s_barrier|ds_write_b16|ds_read_u16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}16 ds_read_b128
+// LOOP-NOT:    {{s_barrier|ds_write_b16|ds_read_u16|[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        ### gfx950
-// LOOP:        | mla | {{.*}} | 0 | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | mla | {{.*}} | {{4[0-9]}}% | 0 | {{[0-9]+}} | {{[0-9]+}} | 0 | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        gfx950 mla: main-loop instructions
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
-// LOOP:        {{^ +}}36 ds_read_b64_tr_b16
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP-NOT:    {{s_barrier|v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}68 v_mfma_f32_16x16x32_bf16
+// LOOP-NOT:    {{s_barrier|v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}64 ds_read_b64_tr_b16
+// LOOP-NOT:    {{s_barrier|v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}36 global_load_dwordx4
+// LOOP-NOT:    {{s_barrier|v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
+// LOOP:        {{^ +}}32 ds_write_b128
+// LOOP-NOT:    {{s_barrier|v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
 // LOOP:        {{^ +}}18 ds_read_b128
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
-// LOOP:        {{^ +}}16 v_max_f32_dpp
-// LOOP-NOT:    {{v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
-// LOOP:        {{^ +}}1 ds_write_b64
-// LOOP-NOT:    ds_write_b16
+// LOOP-NOT:    {{s_barrier|v_perm_b32|ds_write_b16|[0-9][0-9] v_pk_mul_f32}}
 
 // NO16-LABEL:  mla:
 // NO16-NOT:    ds_read_u16
