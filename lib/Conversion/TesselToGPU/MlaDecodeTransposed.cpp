@@ -57,6 +57,20 @@ constexpr int64_t kChunkSpan = 4 * kChunk;
 /// Atoms of V^T read together on gfx942 (one 16-byte read a token).
 constexpr int64_t kInterleave = 8;
 
+/// Whether Q^T's fragments stay in registers: one score atom a wave (gfx942;
+/// gfx950's two atoms' K chunks leave no room).
+bool queryInRegisters(const MmaAtom &atom) { return atom.k == atom.m; }
+/// Bytes of the waves' V slices.
+int64_t valueSliceBytes(const MmaAtom &atom, const MlaProblem &pb) {
+  return kWaves * atom.k * pb.latentDim * 2;
+}
+/// Bytes of the loop's shared memory: the V slices and, after them, Q where
+/// it is read from there.
+int64_t loopSharedBytes(const MmaAtom &atom, const MlaProblem &pb) {
+  return valueSliceBytes(atom, pb) +
+         (queryInRegisters(atom) ? 0 : atom.n * pb.headDim * 2);
+}
+
 class TransposedMlaBuilder : public MlaBuilderBase {
 public:
   TransposedMlaBuilder(OpBuilder &b, Location loc, const TargetInfo &target,
@@ -77,7 +91,6 @@ private:
   int64_t interleave() const {
     return target.hasTransposedFragmentReads(atom) ? 1 : kInterleave;
   }
-  bool queryInRegisters() const { return scoreAtoms() == 1; }
   /// The wave's V slice, [tokens][latent dims] swizzled. Transposing reads
   /// (gfx950) address it flat, so that an address's constant parts are the
   /// LDS instruction's offset (KernelBuilder::swizzledOffset: the loop's
@@ -92,9 +105,6 @@ private:
                             wave, waveTokens(), row, col, pb.latentDim)};
                       },
                       false};
-  }
-  int64_t valueSliceBytes() const {
-    return kWaves * waveTokens() * pb.latentDim * 2;
   }
 
   /// The wave's token (from its first) whose K row is row `row` of score
@@ -163,7 +173,7 @@ SmallVector<Value> TransposedMlaBuilder::loadKeys(Value waveStart,
 }
 
 Value TransposedMlaBuilder::queryChunk(int64_t c) {
-  if (queryInRegisters())
+  if (queryInRegisters(atom))
     return qChunks[c];
   auto chunkType = VectorType::get({kChunk}, elem);
   Value col = add(mul(quarter, kChunk), c * kChunkSpan);
@@ -191,7 +201,7 @@ TransposedMlaBuilder::scores(Value waveStart, ArrayRef<Value> keys) {
   // S^T = K Q^T, chunk by chunk (Q^T's shared by the atoms). From LDS, Q's
   // chunks are read kQueryAhead chunks ahead of their MMAs, in order (the
   // back end, short of VGPRs, read each right before its MMAs and waited
-  // for it there: 18 lgkmcnt(0) on gfx950).
+  // for it there: 21 lgkmcnt(0) an iteration on gfx950, 4 now).
   constexpr int64_t kQueryAhead = 2;
   SmallVector<Value> s(atoms * acc, f32(0));
   int64_t stepsPerChunk = kChunk / (atom.k / 4);
@@ -199,7 +209,7 @@ TransposedMlaBuilder::scores(Value waveStart, ArrayRef<Value> keys) {
   for (int64_t c = 0; c < rc; ++c) {
     while (int64_t(query.size()) <= std::min(c + kQueryAhead, rc - 1))
       query.push_back(queryChunk(query.size()));
-    if (!queryInRegisters())
+    if (!queryInRegisters(atom))
       target.fenceScheduling(b, loc);
     for (int64_t ks = c * stepsPerChunk; ks < (c + 1) * stepsPerChunk; ++ks) {
       Fragment qFrag = fragmentOf({query[c]}, ks % stepsPerChunk);
@@ -294,9 +304,8 @@ LogicalResult TransposedMlaBuilder::build(int64_t &sharedBytes) {
   aRow = run.row;
   quarter = divu(run.kFirst, atom.k / 4);
 
-  int64_t qBytes = queryInRegisters() ? 0 : atom.n * pb.headDim * 2;
   sharedBytes =
-      std::max(valueSliceBytes() + qBytes,
+      std::max(loopSharedBytes(atom, pb),
                waveColumnsMergeBytes(kWaves, 1 + outAtoms() * accCount()));
   shared = dynamicSharedBytes();
   sharedV = sharedView(shared, 0, {kWaves, waveTokens(), pb.latentDim}, elem);
@@ -313,7 +322,7 @@ LogicalResult TransposedMlaBuilder::build(int64_t &sharedBytes) {
 
   // Q^T: column aRow is head 16 g + aRow (past the heads: zeros in LDS, the
   // last head in registers; never stored).
-  if (queryInRegisters()) {
+  if (queryInRegisters(atom)) {
     Value head = minu(add(mul(group, atom.n), aRow), idx(pb.heads - 1));
     for (int64_t c = 0; c < rowChunks(); ++c)
       qChunks.push_back(loadVector(
@@ -321,9 +330,10 @@ LogicalResult TransposedMlaBuilder::build(int64_t &sharedBytes) {
           ValueRange{request, head, add(mul(quarter, kChunk), c * kChunkSpan)},
           kChunk));
   } else {
-    sharedQ = sharedView(shared, valueSliceBytes(), {atom.n, pb.headDim}, elem);
-    sharedQFlat =
-        sharedView(shared, valueSliceBytes(), {atom.n * pb.headDim}, elem);
+    sharedQ = sharedView(shared, valueSliceBytes(atom, pb),
+                         {atom.n, pb.headDim}, elem);
+    sharedQFlat = sharedView(shared, valueSliceBytes(atom, pb),
+                             {atom.n * pb.headDim}, elem);
     stageRows(sharedQ, pb.q, atom.n, pb.headDim, kWaves * warpSize,
               [&](Value row) {
                 Value head = add(mul(group, atom.n), row);
@@ -386,12 +396,10 @@ mlir::tessel::mla::transposedMlaAtom(const TargetInfo &target, Type elem,
         kGroupTokens * 2 < atom.k)
       continue;
     // (Cache blocks are multiples of 16 tokens: the op's verifier.)
-    int64_t slices = kWaves * atom.k * pb.latentDim * 2;
-    int64_t qBytes = atom.k == atom.m ? 0 : atom.n * pb.headDim * 2;
     if (pb.blockSize % kGroupTokens == 0 && pb.headDim % kChunkSpan == 0 &&
         pb.latentDim % (atom.m * kInterleave) == 0 &&
         pb.latentDim <= pb.headDim &&
-        slices + qBytes <= target.getSharedMemoryBytes())
+        loopSharedBytes(atom, pb) <= target.getSharedMemoryBytes())
       return atom;
   }
   return std::nullopt;
