@@ -82,8 +82,9 @@ CEILINGS = ("barriers", "vmcnt0", "serial", "lgkmcnt0", "flat", "lds16")
 # (s_barrier) an iteration since 2026-12-05: one a tile where a ring has
 # two stages (a grouped matmul's iteration is two K-tiles), two where tile
 # t+1 waits in registers for a one-stage ring (gfx942's unpaged prefill,
-# whose 32 KB let two blocks share a CU; gfx950's paged forms, where a
-# second stage's addresses would cost a point of MFMA share), none in
+# whose 32 KB let two blocks share a CU, and its MLA forms, whose second
+# 40 KB stage would not fit; gfx950's paged forms until 2026-12-05 12:00,
+# when a second stage's offsets still cost a point of MFMA share), none in
 # decode (no K/V tile in LDS); MLA decode's 5 include the warps' exchanges
 # of scores, maxima and P.
 THRESHOLDS = {
@@ -179,6 +180,13 @@ THRESHOLDS = {
     # are stored in reverse (one wait for its loads) and a window's size is
     # whole rows: gfx942 70% -> 71%, MLA 72% -> 74%; gfx950 58.7% -> 60.5%,
     # MLA 62% -> 64%; 10 -> 6 lgkmcnt(0).
+    # Since 2026-12-05 12:00 gfx950's forms take two stages as gfx942's
+    # (64 KB; MLA's 80 KB), one barrier an iteration: the stage's offset
+    # carried and flipped by one XOR, the block ids by buffer loads from a
+    # window of the table's row (no clamp, no 64-bit address), a chunk's
+    # row compared with the tile's valid rows: gfx950 60.5% (one stage) ->
+    # 60.1%, MLA 64% -> 63%; gfx942 70.9% -> 71.2%. gfx942's MLA context
+    # windows keep one 40 KB stage: two barriers.
     "tessel.paged_attention cu_seqlens": dict(share=0.60, waves=2,
                                               barriers=2, vmcnt0=1,
                                               serial=0, lgkmcnt0=6, flat=0,

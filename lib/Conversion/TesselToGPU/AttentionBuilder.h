@@ -117,8 +117,9 @@ protected:
   /// Makes `pipeline` load each tile's block-table entries of the wave's
   /// pieces a tile ahead (TilePipeline::lookahead): tile t is tokens
   /// [start + t tokens, start + (t + 1) tokens) of `request`'s context
-  /// (logical blocks clamped into its row). A tile past the end has empty
-  /// windows, so the next tile is fetched unconditionally (fetchPastEnd).
+  /// (by buffer loads from a window over its row: ids past it read 0). A
+  /// tile past the end has empty windows, so the next tile is fetched
+  /// unconditionally (fetchPastEnd).
   void loadBlockIdsAhead(TilePipeline &pipeline, Value blockTable,
                          Value request, Value start, int64_t tokens,
                          int64_t blockSize, int64_t threads);

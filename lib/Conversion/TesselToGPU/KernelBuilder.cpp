@@ -542,6 +542,8 @@ LogicalResult KernelBuilder::runTilePipeline(const TilePipeline &p,
     ahead = p.lookahead ? p.lookahead(idx(1)) : SmallVector<Value>{};
     init.append(ahead);
   }
+  if (!async && stages == 2)
+    init.push_back(i32(0));
   assert((!p.tailFrom || !async) && "a tail loop needs register-staged tiles");
   SmallVector<Value> carried(init);
   if (failed(runTileLoop(p, idx(0), p.tailFrom ? p.tailFrom : p.numTiles,
@@ -580,6 +582,28 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
   Value t = loop.getInductionVar();
   if (!async)
     t = toIndex(t);
+  // Two register-staged stages: the loop carries (last) tile t's stage
+  // times TilePipeline::stageBytes, flipped by one XOR a tile (t % 2 took
+  // a shift where each stage was used: 3 scalar instructions a tile).
+  bool carriedStage = !async && stages == 2;
+  int64_t unit = p.stageBytes ? p.stageBytes : 1;
+  Value stage = carriedStage ? loop.getRegionIterArgs().back() : Value();
+  // Flipped where first used: with register-staged tiles after the
+  // compute, which the old one may reach out of line (the attention loops'
+  // rescale); flipped before it, the back end copied it a tile.
+  Value nextStageValue;
+  auto nextStage = [&] {
+    if (carriedStage && !nextStageValue)
+      nextStageValue = arith::XOrIOp::create(b, loc, stage, i32(unit));
+    return nextStageValue;
+  };
+  auto stageOf = [&](Value tile, Value s) {
+    if (!carriedStage)
+      return remu(tile, stages);
+    // Exact: the shift of the stage's offset back where used folds away.
+    return toIndex(arith::ShRUIOp::create(b, loc, s, i32(llvm::Log2_64(unit)),
+                                          b.getUnitAttr()));
+  };
   if (async && failed(target.asyncWait(b, loc, stages - 2)))
     return failure();
   // Loads to shared memory: this wave's of tile t have landed before the
@@ -596,13 +620,14 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
     // Into the stage every wave is past (the barrier), right away: the
     // compute's reads of the other stage do not wait for them (the back
     // end knows they do not alias: tessel-loads-to-shared-scopes).
-    p.loadToShared(remu(next, stages), next);
+    p.loadToShared(stageOf(next, nextStage()), next);
   } else if (async) {
     ifThen(hasNext, [&] { p.issue(remu(next, stages), next); });
     if (failed(target.asyncCommit(b, loc)))
       return failure();
   } else {
-    ValueRange nextAhead = loop.getRegionIterArgs().drop_front(stateSize);
+    ValueRange nextAhead =
+        loop.getRegionIterArgs().drop_front(stateSize).drop_back(carriedStage);
     fetched = p.fetchPastEnd ? p.fetch(next, nextAhead)
                              : fetchWhere(p, hasNext, next, nextAhead);
     // Issued after tile t+1's loads, so the wait for those (before they
@@ -610,19 +635,23 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
     ahead = p.lookahead ? p.lookahead(add(t, 2)) : SmallVector<Value>{};
   }
   SmallVector<Value> carried(loop.getRegionIterArgs().take_front(stateSize));
-  if (failed(compute(remu(t, stages), t, carried)))
+  if (failed(compute(stageOf(t, stage), t, carried)))
     return failure();
   if (!async && !p.loadToShared) {
     // One stage: every warp is done with tile t before tile t+1 replaces
     // it.
     if (stages == 1)
       gpu::BarrierOp::create(b, loc);
+    // (Made outside the branch: the loop yields the flipped stage.)
+    Value storeStage = stageOf(next, nextStage());
     if (p.storePastEnd)
-      p.store(remu(next, stages), next, fetched);
+      p.store(storeStage, next, fetched);
     else
-      ifThen(hasNext, [&] { p.store(remu(next, stages), next, fetched); });
+      ifThen(hasNext, [&] { p.store(storeStage, next, fetched); });
     carried.append(ahead);
   }
+  if (carriedStage)
+    carried.push_back(nextStage());
   scf::YieldOp::create(b, loc, carried);
   carriedIn.assign(loop.getResults().begin(), loop.getResults().end());
   return success();

@@ -291,6 +291,11 @@ protected:
     /// limit with it (gfx942 prefill 216 -> 254 VGPRs) for no better MFMA
     /// share.
     bool pairStages = false;
+    /// Register-staged with two stages, optional: the bytes (a power of 2)
+    /// between a stage's every shared-memory address and the other's. The
+    /// loop then carries the stage's offset, flipped by a subtraction
+    /// (else the stage, flipped, and shifted where used).
+    int64_t stageBytes = 0;
     /// Register-staged with two stages, optional (loadChunksToShared):
     /// tile `t`'s chunks straight into stage `s` by loads to shared memory,
     /// instead of fetch and store, waited for before the next tile's

@@ -21,8 +21,14 @@
 
 #include "AttentionBuilder.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace mlir::tessel;
+
+/// The ids of a block table's row a buffer window reaches (a row's first
+/// 2^28: a context of 2^32 tokens at block size 16); ids past them read 0.
+static constexpr int64_t kMaxWindowedColumns = int64_t(1) << 28;
 
 /// A tile's pieces: its cache blocks, or where a tile is shorter than a
 /// block, the tile itself (a whole part of one block).
@@ -70,19 +76,42 @@ void AttentionBuilder::loadBlockIdsAhead(TilePipeline &pipeline,
                                          Value start, int64_t tokens,
                                          int64_t blockSize, int64_t threads) {
   int64_t span = pieceTokens(blockSize, tokens), pieces = tokens / span;
+  // The request's row of the table as a buffer window: an id past the row
+  // reads 0 (such a tile is past the context, and its K/V windows are
+  // empty whatever its block), so a lane's offset in the row takes no
+  // clamp and moves by a constant a tile (two instructions a tile fewer
+  // than a 64-bit address clamped to the row's last id).
+  Value columns = memref::DimOp::create(b, loc, blockTable, 1);
+  Value row = bufferWindow(blockTable, mul(request, columns),
+                           minu(columns, idx(kMaxWindowedColumns)),
+                           kMaxWindowedColumns);
   pipeline.lookahead = [this, blockTable, request, start, tokens, blockSize,
-                        threads, span, pieces](Value tile) {
-    Value last = sub(memref::DimOp::create(b, loc, blockTable, 1), idx(1));
-    // The address stays per lane: from one the back end sees is uniform,
+                        threads, span, pieces, columns, row](Value tile) {
+    // The offset stays per lane: from one the back end sees is uniform,
     // it moved each id to a scalar register right after its load, waiting
     // for it there.
-    Value first = add(add(start, mul(tile, tokens)),
-                      mul(firstPieceOfWave(pieces, threads), span));
+    Value first = add(start, mul(firstPieceOfWave(pieces, threads), span));
+    // Tiles of whole blocks: the tile's blocks a constant past the first
+    // tile's (the back end kept a quotient of the token a tile, and masked
+    // it into the row's offset).
+    bool wholeBlocks = tokens % blockSize == 0;
+    if (!wholeBlocks)
+      first = add(first, mul(tile, tokens));
     SmallVector<Value> ids;
     for (int64_t k = 0; k < piecesPerWave(pieces, threads / warpSize); ++k) {
       Value logical = divu(add(first, k * span), blockSize);
-      ids.push_back(memref::LoadOp::create(
-          b, loc, blockTable, ValueRange{request, minI32(logical, last)}));
+      if (wholeBlocks)
+        logical = add(logical, mul(tile, tokens / blockSize));
+      if (row) {
+        auto word = VectorType::get({1}, b.getI32Type());
+        Value id = target.bufferLoad(b, loc, word, row, toI32(mul(logical, 4)),
+                                     i32(0));
+        ids.push_back(vector::ExtractOp::create(b, loc, id, 0));
+      } else {
+        Value last = sub(columns, idx(1));
+        ids.push_back(memref::LoadOp::create(
+            b, loc, blockTable, ValueRange{request, minI32(logical, last)}));
+      }
     }
     return ids;
   };
@@ -190,7 +219,10 @@ void AttentionBuilder::forEachWindowedChunk(
                       Value col, bool slab, int64_t transposedRun,
                       int64_t scalarCol = 0) {
     Value row = add(offset, pieceRow(j));
-    Value valid = ltI32(add(t.tileStart, row), t.end);
+    // The row against the tile's count of valid rows, one uniform
+    // subtraction a tile: compared as tileStart + row < end, each chunk
+    // took an add of its own.
+    Value valid = ltI32(row, sub(t.end, t.tileStart));
     Value ring = shared;
     SmallVector<Value> dst = staged(ring, row, add(col, scalarCol), width);
     StagedChunk chunk{ring, dst, cache, {}, select(valid, idx(kChunk), none)};

@@ -476,6 +476,11 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
       elem, [this](Value stage, Value t, ValueRange ahead, auto fn) {
         forEachChunk(stage, t, ahead, fn);
       });
+  // K's and V's stages alike (stageOffset): the loop carries the offset.
+  int64_t stageBytes =
+      cfg.tileKeys * pb.headDim * elem.getIntOrFloatBitWidth() / 8;
+  if (pb.headDim == pb.valueDim && llvm::isPowerOf2_64(stageBytes))
+    pipeline.stageBytes = stageBytes;
   if (windowed())
     loadBlockIdsAhead(pipeline, pb.blockTable, request, keyStart, cfg.tileKeys,
                       pb.blockSize, cfg.warps * warpSize);
@@ -715,16 +720,11 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   int64_t oneStage = oneStageFits ? 1 : stagesWanted;
   // (warps, keys, stages, blocks a CU)
   SmallVector<std::array<int64_t, 4>> candidates;
-  // Two stages (one barrier a tile, runTileLoop) where a stage's
-  // loop-carried addresses cost little: 4 adds a tile and the stage's
-  // scalar arithmetic, gfx942's paged loop 70.9% of its issue cycles on
-  // MFMAs either way; gfx950's 32x32x16 MFMA does a tile's work in half
-  // the cycles, so the same adds take a point there (60.5% -> 59.5%, under
-  // issue 16's 60%): one stage, two barriers a tile.
-  if (oneStageFits && pb.paged && atom.k < 16)
-    candidates.push_back({8, 64, stagesWanted, 1});
+  // The paged forms: two stages (one barrier a tile, runTileLoop) where
+  // they fit, their offsets 4 adds a tile and one flip
+  // (TilePipeline::stageBytes); else one.
   if (oneStageFits && pb.paged)
-    candidates.push_back({8, 64, 1, 1});
+    candidates.append({{8, 64, stagesWanted, 1}, {8, 64, 1, 1}});
   if (oneStageFits && pb.paged && pb.headDim > 192)
     candidates.push_back({4, 32, 1, 2});
   if (oneStageFits)

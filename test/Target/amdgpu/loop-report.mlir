@@ -30,7 +30,10 @@
 // gfx950); on gfx942 the head-dim-128 ones two stages (64 KB) since
 // 06:30, one barrier an iteration (the column after the MFMA share), as
 // gfx950's unpaged prefill and MLA prefill, whose loads go straight to
-// LDS. Then one grouped matmul: its row (its 8 16-byte loads an
+// LDS; since 12:00 gfx950's paged forms too (64 KB, the MLA context
+// windows 80 KB: 2 waves a SIMD by registers either way), their stage's
+// offset carried and flipped by one XOR a tile (gfx942's MLA context
+// windows keep one 40 KB stage: two would not fit its 64 KB). Then one grouped matmul: its row (its 8 16-byte loads an
 // iteration x 64 lanes x 8 waves a CU: 64 KiB), and thresholds it cannot
 // meet make the check fail, naming each one. Its main loop is the K loop, which
 // takes K-tiles in pairs, one from each stage (32 MFMAs, 256 issue cycles,
@@ -45,10 +48,10 @@
 // DEFAULT:     | llama3_8b_unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 |
 // DEFAULT:     | moe_ref_gate_up | {{.*}} |
 // DEFAULT:     ### gfx950: issue cycles per main-loop iteration
-// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 40960 | 2 | {{[0-9]+}} | 320 |
+// DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 81920 | 2 | {{[0-9]+}} | 320 | {{([0-9]+ \| ){4}[0-9]+}}% | 1 |
 // DEFAULT:     | deepseek_v3_mla_prefill | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 81920 | 1 | {{[0-9]+}} | 640 | {{([0-9]+ \| ){4}[0-9]+}}% | 1 |
 // DEFAULT:     | llama3_8b_prefill | {{[0-9]+}}/{{[0-9]+}}/{{[0-9]+}} | 65536 | 1 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 |
-// DEFAULT:     | llama3_8b_unified | {{.*}} |
+// DEFAULT:     | llama3_8b_unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 |
 // DEFAULT-NOT: thresholds broken
 // DEFAULT:     PASS (every threshold holds)
 

@@ -23,23 +23,28 @@
 // ahead: the main loop has no serialized s_waitcnt vmcnt(0) (the report's
 // next to last column) and no 2-byte LDS access (the column before: NHD V
 // goes to LDS transposed in runs of 4 tokens, 8-byte writes; before, 32
-// 2-byte writes a tile), for either layout on either chip. On gfx942 two
-// 64-key stages (64 KB, the block the CU's only one either way): one
-// barrier a tile (the report's column after the MFMA share; two on one
-// stage, where tile t+1 waits in registers for every wave to be done
-// with tile t).
+// 2-byte writes a tile), for either layout on either chip. Two 64-key
+// stages (64 KB, the block the CU's only one either way): one barrier a
+// tile (the report's column after the MFMA share; two on one stage, where
+// tile t+1 waits in registers for every wave to be done with tile t, as
+// gfx950's forms did until 2026-12-05 12:00, at 61% of the loop's issue
+// cycles on MFMAs: a second stage's offsets took 3 scalar instructions
+// and 4 vector adds a tile, 59.5%; the offset is now carried and flipped
+// by one s_xor_b32, and the block ids come by buffer loads, the window of
+// the request's row of the table reading 0 past it, so that a lane's
+// offset in it takes no clamp and no 64-bit address: 60%).
 
 // LOOP:        ### gfx942
 // LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        | unified_shuffled | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
 // LOOP:        ### gfx950
-// LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
-// LOOP:        | unified_shuffled | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
-// LOOP:        | unified_split | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 |
+// LOOP:        | unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified_shuffled | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 | {{.*}} | 0 | 0 | {{[0-9.]+}} |{{$}}
+// LOOP:        | unified_split | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 |
 
-// Every form takes 8 waves of 32 queries and 64-key tiles, one 32 KB
-// register-staged stage (Prefill.cpp's candidates): 2 waves a SIMD on both
-// chips, in under 256 registers, no AGPR.
+// Every form takes 8 waves of 32 queries and 64-key tiles in two
+// register-staged stages (Prefill.cpp's candidates): 2 waves a SIMD on
+// both chips, in under 256 registers, no AGPR.
 
 // A wave's share of a tile is 8 tokens of one block: a lane's run of 2
 // tokens of V goes to LDS transposed, 8 dims as 8 4-byte writes paired
@@ -66,12 +71,16 @@
 // tile that a context ends inside, whose V chunks are masked where they
 // are stored, is unlikely: its masking (v_cndmask_b32_sdwa) is out of the
 // loop, and its chunks' bounds are compared in 32 bits.
+// A tile's block ids: one buffer_load_dword (a global_load_dword from a
+// clamped 64-bit address before); the stage: one s_xor_b32.
 // WAITS-LABEL: gfx950 unified: main-loop instructions by mnemonic
 // WAITS-DAG:   {{^ +[1-9] s_waitcnt *$}}
 // WAITS-DAG:   {{^ +1 s_cmp_[a-z]+_u32 *$}}
+// WAITS-DAG:   {{^ +1 buffer_load_dword *$}}
+// WAITS-DAG:   {{^ +1 s_xor_b32 *$}}
 // WAITS-LABEL: gfx950 unified_shuffled: main-loop instructions by mnemonic
 // WAITS:       {{^ +[1-9] s_waitcnt *$}}
-// WAITSNOT-NOT: {{s_addc_u32|s_cmp_[a-z]+_u64|v_max_u32|v_cndmask_b32_sdwa|v_cmp_[a-z]+_i64}}
+// WAITSNOT-NOT: {{s_addc_u32|s_cmp_[a-z]+_u64|v_max_u32|v_cndmask_b32_sdwa|v_cmp_[a-z]+_i64|global_load}}
 
 // CHECK-LABEL: unified:
 // GFX942:      v_mfma_f32_32x32x8_bf16
