@@ -81,10 +81,11 @@ CEILINGS = ("barriers", "vmcnt0", "serial", "lgkmcnt0", "flat", "lds16")
 # before, 7 after) (--suggest prints them again). Workgroup barriers
 # (s_barrier) an iteration since 2026-12-05: one a tile where a ring has
 # two stages (a grouped matmul's iteration is two K-tiles), two where tile
-# t+1 waits in registers for a one-stage ring (gfx942's unpaged prefill,
-# whose 32 KB let two blocks share a CU, and its MLA forms, whose second
-# 40 KB stage would not fit; gfx950's paged forms until 2026-12-05 12:00,
-# when a second stage's offsets still cost a point of MFMA share), none in
+# t+1 waits in registers for a one-stage ring (gfx942's MLA forms, whose
+# second 40 KB stage would not fit; until 2026-12-05 13:00 gfx942's
+# unpaged prefill, whose 32 KB let two blocks share a CU, and gfx950's
+# paged forms, where a second stage's offsets cost a point of MFMA
+# share), none in
 # decode (no K/V tile in LDS); MLA decode's 5 include the warps' exchanges
 # of scores, maxima and P.
 THRESHOLDS = {
@@ -141,6 +142,11 @@ THRESHOLDS = {
     # V^T's two steps at a time (one wait for two steps' reads), the loops
     # count in 32 bits: gfx942 69% -> 71%, MLA 72% -> 74%; gfx950 65% ->
     # 66%, MLA 69% -> 70%; 10 -> 6 lgkmcnt(0).
+    # Since 2026-12-05 13:00 gfx942's head-dim-128 forms take 8 waves over
+    # two 64-key stages (64 KB): one barrier an iteration, 71% as before,
+    # 220 -> 204 registers, 64 -> 32 KiB loaded a CU (one block a CU for
+    # two); its MLA forms keep one 40 KB stage (two barriers): two do not
+    # fit, and two of 32 keys take as many barriers a key at 68% (74%).
     "tessel.prefill_attention": dict(share=0.66, waves=1, barriers=2,
                                      vmcnt0=1, serial=0, lgkmcnt0=6, flat=0,
                                      lds16=0),

@@ -501,8 +501,38 @@ LogicalResult PrefillBuilder::tile(Value first, Value last, Value start,
   if (cfg.transposedScores) {
     // The tiles that need the mask run in a loop of their own.
     pipeline.tailFrom = firstMaskedTile(numTiles);
-    pipeline.tailCompute = [&](Value stage, Value t, SmallVector<Value> &st) {
-      return computeTransposedTile(stage, t, st, /*masked=*/true);
+    // Causal: a wave skips a tile past its last query, whose keys it would
+    // all mask (the state stays as the tile would leave it). At the
+    // diagonal of a block of 8 waves (256 queries), a SIMD's later wave
+    // then has its MFMAs alone.
+    Value waveLastKey;
+    if (pb.causal) {
+      Value lastRow = add(queryAtomRow(cfg.queryAtoms - 1), atom.n - 1);
+      waveLastKey =
+          uniform(add(arith::MinSIOp::create(b, loc, rowToken(lastRow),
+                                             sub(rowEnd, idx(1))),
+                      queryOffset));
+    }
+    pipeline.tailCompute = [&, waveLastKey](Value stage, Value t,
+                                            SmallVector<Value> &st) {
+      if (!waveLastKey)
+        return computeTransposedTile(stage, t, st, /*masked=*/true);
+      Value tileStart = add(keyStart, mul(t, cfg.tileKeys));
+      // (Marked unlikely: the back end keeps the tile's compute and its
+      // rescale where they were, out of the way of the skip.)
+      Value past = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                         tileStart, waveLastKey);
+      auto skip = scf::IfOp::create(b, loc, ValueRange(st).getTypes(),
+                                    unlikely(past), /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(skip.thenBlock());
+      scf::YieldOp::create(b, loc, st);
+      b.setInsertionPointToStart(skip.elseBlock());
+      if (failed(computeTransposedTile(stage, t, st, /*masked=*/true)))
+        return failure();
+      scf::YieldOp::create(b, loc, st);
+      st.assign(skip.getResults().begin(), skip.getResults().end());
+      return success();
     };
   }
   if (failed(runTilePipeline(pipeline, state)))
@@ -706,25 +736,30 @@ FailureOr<LaunchGeometry> buildFlash(OpBuilder &b, Operation *op,
   // of the loop's issue cycles on MFMAs, gfx942 68% -> 70%; MLA's 192 /
   // 128, against one 32-key stage for two 4-wave blocks: 49% -> 57%, 62%
   // -> 69%, before the softmax without a maximum; 128-key tiles: 61% on
-  // gfx950, but 11 VGPRs spilled). The
-  // rest first take a 64-key tile whose LDS lets two blocks share a CU
-  // (gfx942's 64 KB): two waves a SIMD, one hiding the other's barriers
-  // and softmax, beat a second stage (prefill 65% -> 66%); head dims past
-  // 192 one 32-key stage. One-stage tiles wait in registers (tile t+1)
-  // while tile t is computed, and go to LDS after a second barrier
-  // (runTileLoop); one 64-key stage rather than two of 32 keys where two
-  // do not fit: twice the MFMAs a tile's loop overhead pays for.
+  // gfx950, but 11 VGPRs spilled). gfx942's unpaged prefill at head dim
+  // 128 the same (one barrier a tile; 71% either way, 204 registers for
+  // 220 against two 4-wave blocks on one 32 KB stage, and a causal
+  // block's waves skip the diagonal's tiles past their queries). The rest
+  // first take a 64-key tile whose LDS lets two blocks share a CU; head
+  // dims past 192 one 32-key stage. One-stage tiles wait in registers
+  // (tile t+1) while tile t is computed, and go to LDS after a second
+  // barrier (runTileLoop); one 64-key stage rather than two of 32 keys
+  // where two do not fit (gfx942's MLA, 192 / 128): twice the MFMAs a
+  // tile's loop overhead pays for (74% against 68% of the loop's issue
+  // cycles on MFMAs, both two barriers every 64 keys).
   int64_t stagesWanted = cfg.stages;
   bool oneStageFits =
       !async && !cfg.loadsToShared && cfg.transposedScores && ctx.stages <= 0;
   int64_t oneStage = oneStageFits ? 1 : stagesWanted;
   // (warps, keys, stages, blocks a CU)
   SmallVector<std::array<int64_t, 4>> candidates;
-  // The paged forms: two stages (one barrier a tile, runTileLoop) where
-  // they fit, their offsets 4 adds a tile and one flip
-  // (TilePipeline::stageBytes); else one.
+  // 8 waves over two stages (one barrier a tile, runTileLoop) where they
+  // fit, their offsets 4 adds a tile and one flip
+  // (TilePipeline::stageBytes); else, paged, over one.
+  if (oneStageFits)
+    candidates.push_back({8, 64, stagesWanted, 1});
   if (oneStageFits && pb.paged)
-    candidates.append({{8, 64, stagesWanted, 1}, {8, 64, 1, 1}});
+    candidates.push_back({8, 64, 1, 1});
   if (oneStageFits && pb.paged && pb.headDim > 192)
     candidates.push_back({4, 32, 1, 2});
   if (oneStageFits)

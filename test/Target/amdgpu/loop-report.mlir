@@ -33,7 +33,10 @@
 // LDS; since 12:00 gfx950's paged forms too (64 KB, the MLA context
 // windows 80 KB: 2 waves a SIMD by registers either way), their stage's
 // offset carried and flipped by one XOR a tile (gfx942's MLA context
-// windows keep one 40 KB stage: two would not fit its 64 KB). Then one grouped matmul: its row (its 8 16-byte loads an
+// windows keep one 40 KB stage: two would not fit its 64 KB); since 13:00
+// gfx942's unpaged prefill 8 waves over two 64-key stages (64 KB, 2 waves
+// a SIMD: one barrier an iteration; 4 waves over one stage before, two
+// blocks a CU). Then one grouped matmul: its row (its 8 16-byte loads an
 // iteration x 64 lanes x 8 waves a CU: 64 KiB), and thresholds it cannot
 // meet make the check fail, naming each one. Its main loop is the K loop, which
 // takes K-tiles in pairs, one from each stage (32 MFMAs, 256 issue cycles,
@@ -44,7 +47,7 @@
 
 // DEFAULT:     ### gfx942: issue cycles per main-loop iteration
 // DEFAULT:     | deepseek_v3_mla_extend_context | {{[0-9]+}}/0/{{[0-9]+}} | 40960 | 2 | {{[0-9]+}} | 640 |
-// DEFAULT:     | llama3_8b_prefill | {{[0-9]+}}/0/{{[0-9]+}} | 32768 | 2 |
+// DEFAULT:     | llama3_8b_prefill | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 |
 // DEFAULT:     | llama3_8b_unified | {{[0-9]+}}/0/{{[0-9]+}} | 65536 | 2 | {{([0-9]+ \| ){6}[0-9]+}}% | 1 |
 // DEFAULT:     | moe_ref_gate_up | {{.*}} |
 // DEFAULT:     ### gfx950: issue cycles per main-loop iteration

@@ -27,7 +27,8 @@
 // query tile, K/V tiles by 16-byte buffer loads from a window per tile that
 // ends with its last key (a resource in SGPRs, the lane's offset in a
 // VGPR, soffset 0); on gfx942 K goes to LDS by 16-byte writes and V
-// transposed by 8-byte writes of 4 keys (register-transposed by v_perm),
+// transposed by 4-byte writes of 2 keys (register-transposed by v_perm;
+// 8-byte writes of 4 keys with 4-wave blocks, before 2026-12-05 13:00),
 // both chunk-major so that fragments are vector reads at immediate
 // offsets; on gfx950 the buffer loads put K and V straight into LDS, and
 // V^T's fragments are transposing reads (ds_read_b64_tr_b16). A lane's scores
@@ -50,7 +51,7 @@
 // CHECK-LABEL: prefill:
 // CHECK-DAG:   buffer_load_dwordx4
 // GFX942-DAG:  ds_write_b128
-// GFX942-DAG:  ds_write2_b64
+// GFX942-DAG:  ds_write2_b32
 // GFX942-DAG:  v_perm_b32
 // GFX950-DAG:  ds_read_b64_tr_b16
 // CHECK-DAG:   v_exp_f32
