@@ -293,8 +293,9 @@ protected:
     bool pairStages = false;
     /// Register-staged with two stages, optional: the bytes (a power of 2)
     /// between a stage's every shared-memory address and the other's. The
-    /// loop then carries the stage's offset, flipped by a subtraction
-    /// (else the stage, flipped, and shifted where used).
+    /// loop carries the stage times this, flipped by one XOR a tile, so
+    /// that it is each address's stage offset as it stands (without it,
+    /// the stage is shifted where used).
     int64_t stageBytes = 0;
     /// Register-staged with two stages, optional (loadChunksToShared):
     /// tile `t`'s chunks straight into stage `s` by loads to shared memory,
