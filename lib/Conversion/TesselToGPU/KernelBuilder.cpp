@@ -587,6 +587,7 @@ LogicalResult KernelBuilder::runTileLoop(const TilePipeline &p, Value from,
   // a shift where each stage was used: 3 scalar instructions a tile).
   bool carriedStage = !async && stages == 2;
   int64_t unit = p.stageBytes ? p.stageBytes : 1;
+  assert(llvm::isPowerOf2_64(unit) && "the stage's offset shifts back exactly");
   Value stage = carriedStage ? loop.getRegionIterArgs().back() : Value();
   // Flipped where first used: with register-staged tiles after the
   // compute, which the old one may reach out of line (the attention loops'
